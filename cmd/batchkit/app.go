@@ -1,0 +1,137 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+)
+
+// version is set at build time: -ldflags "-X main.version=...".
+var version = "dev"
+
+// Exit codes. exec and run pass the child's code through instead.
+const (
+	exitOK      = 0
+	exitFailure = 1 // a runtime failure
+	exitUsage   = 2 // bad usage, configuration or input
+)
+
+func newApp(stdout, stderr io.Writer) *cli.App {
+	return &cli.App{
+		Name:    "batchkit",
+		Usage:   "launch distributed training on Slurm and MPI clusters",
+		Version: version,
+		Description: "batchkit reads the rank and topology of a process from Slurm, every MPI launcher or torchrun,\n" +
+			"exports the torchrun contract (RANK, WORLD_SIZE, MASTER_ADDR ...) to any program, and expands\n" +
+			"Slurm host lists.",
+		Writer:               stdout,
+		ErrWriter:            stderr,
+		EnableBashCompletion: true,
+		// Errors are mapped to exit codes in one place, Main; never let
+		// urfave/cli call os.Exit on its own.
+		ExitErrHandler: func(*cli.Context, error) {},
+		OnUsageError:   onUsageError,
+		Commands: []*cli.Command{
+			envCommand(),
+			execCommand(),
+			hostlistCommand(),
+			completionCommand(),
+		},
+	}
+}
+
+// Main runs the CLI and returns the process exit code.
+func Main(args []string, stdout, stderr io.Writer) int {
+	app := newApp(stdout, stderr)
+	err := app.Run(args)
+	code := exitCode(err)
+	if err != nil && code != exitOK {
+		if msg := errorLine(err); msg != "" {
+			fmt.Fprintf(stderr, "batchkit: %s\n", msg)
+		}
+	}
+	return code
+}
+
+// usageError marks bad usage, configuration or input: exit 2.
+type usageError struct{ err error }
+
+func (e *usageError) Error() string { return e.err.Error() }
+func (e *usageError) Unwrap() error { return e.err }
+
+func usagef(format string, a ...any) error { return &usageError{fmt.Errorf(format, a...)} }
+
+// badInput wraps an error caused by the user's environment or arguments.
+func badInput(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &usageError{err}
+}
+
+// childExit carries a child's exit code through without a message of ours.
+type childExit struct{ code int }
+
+func (e *childExit) Error() string { return fmt.Sprintf("exit status %d", e.code) }
+
+func onUsageError(c *cli.Context, err error, _ bool) error { return &usageError{err} }
+
+// exitCode is the one place that maps an error to an exit code.
+func exitCode(err error) int {
+	var (
+		ue *usageError
+		ce *childExit
+		ee *exec.ExitError
+		ec cli.ExitCoder
+	)
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.As(err, &ce):
+		return ce.code
+	case errors.As(err, &ue):
+		return exitUsage
+	case errors.As(err, &ee):
+		return ee.ExitCode()
+	case errors.As(err, &ec):
+		return ec.ExitCode()
+	case isFlagError(err):
+		return exitUsage
+	}
+	return exitFailure
+}
+
+// isFlagError recognises urfave/cli's and flag's parse errors, which are not
+// typed; they are usage errors.
+func isFlagError(err error) bool {
+	msg := err.Error()
+	for _, p := range []string{"flag provided but not defined", "invalid value", "flag needs an argument", "Required flag", "Required flags"} {
+		if strings.Contains(msg, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// errorLine is what Main prints for err: one line, no stack.
+func errorLine(err error) string {
+	var ce *childExit
+	if errors.As(err, &ce) {
+		return ""
+	}
+	return strings.ReplaceAll(strings.TrimSpace(err.Error()), "\n", "; ")
+}
+
+// hostname for the single-node host list; detection itself stays pure.
+func hostname() string {
+	h, err := os.Hostname()
+	if err != nil {
+		return ""
+	}
+	return h
+}

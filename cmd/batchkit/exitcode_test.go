@@ -1,0 +1,51 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+// Exit codes are part of the interface: 2 for usage and bad input, 1 for
+// runtime failures, the child's own code for exec (testdata/script/exec.txtar:
+// a successful exec would replace this test binary).
+func TestExitCodes(t *testing.T) {
+	tests := []struct {
+		name string
+		env  map[string]string
+		args []string
+		code int
+	}{
+		{"help", nil, []string{"--help"}, 0},
+		{"unknown flag", nil, []string{"env", "--bogus"}, 2},
+		{"unknown format", nil, []string{"env", "--format", "xml"}, 2},
+		{"bad variable", map[string]string{"PMI_RANK": "x", "PMI_SIZE": "2"}, []string{"env"}, 2},
+		{"conflict", map[string]string{"OMPI_COMM_WORLD_RANK": "1", "PMIX_RANK": "0", "OMPI_COMM_WORLD_SIZE": "2"}, []string{"env"}, 2},
+		{"bad hostlist", nil, []string{"hostlist", "expand", "n[1-"}, 2},
+		{"exec without command", nil, []string{"exec"}, 2},
+		{"exec not found", nil, []string{"exec", "--", "/nonexistent/prog"}, 127},
+		{"exec not executable", nil, []string{"exec", "--", "/etc/hostname"}, 126},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for _, k := range []string{"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "SLURM_JOB_ID", "SLURM_STEP_ID",
+				"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "PMI_RANK", "PMI_SIZE", "PMIX_RANK", "MPI_LOCALRANKID", "MASTER_ADDR", "MASTER_PORT"} {
+				t.Setenv(k, "")
+			}
+			for k, v := range tt.env {
+				t.Setenv(k, v)
+			}
+			var stdout, stderr bytes.Buffer
+			code := Main(append([]string{"batchkit"}, tt.args...), &stdout, &stderr)
+			if code != tt.code {
+				t.Fatalf("exit code %d, want %d; stderr: %s", code, tt.code, stderr.String())
+			}
+			if code != 0 {
+				lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
+				if len(lines) != 1 || !strings.HasPrefix(lines[0], "batchkit: ") {
+					t.Errorf("stderr should be one 'batchkit: ' line, got %q", stderr.String())
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,25 @@
+package main
+
+import (
+	"os"
+	"testing"
+
+	"github.com/rogpeppe/go-internal/testscript"
+)
+
+// The CLI is tested as users run it: scripts in testdata/script run the real
+// binary (this test binary re-executed as "batchkit") and check output and
+// exit codes.
+func TestMain(m *testing.M) {
+	testscript.Main(m, map[string]func(){
+		"batchkit": func() { os.Exit(Main(os.Args, os.Stdout, os.Stderr)) },
+	})
+}
+
+func TestScripts(t *testing.T) {
+	testscript.Run(t, testscript.Params{
+		// testscript starts each script with a minimal environment, so no
+		// launcher variables leak in even when the tests run inside a job.
+		Dir: "testdata/script",
+	})
+}

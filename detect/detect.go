@@ -1,0 +1,171 @@
+// Package detect decides which launcher started this process and returns its
+// Topology. The launcher closest to the process wins:
+//
+//  1. torchrun contract (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, GROUP_RANK):
+//     torchrun started by mpirun or srun, one per node, legitimately overrides them.
+//  2. an MPI launcher: Open MPI (OMPI_COMM_WORLD_*; PMIX_RANK must agree),
+//     MVAPICH2 (MV2_COMM_WORLD_*), Cray PALS (PALS_*; PMI_RANK must agree),
+//     MPICH / Intel MPI Hydra (PMI_RANK or PMI_ID, PMI_SIZE, MPI_LOCALRANKID,
+//     MPI_LOCALNRANKS), bare PMIx (PMIX_RANK).
+//  3. a Slurm srun step (SLURM_STEP_ID set): SLURM_PROCID, SLURM_NTASKS, ...
+//  4. the Slurm batch script (SLURM_JOB_ID without a step): rank 0 of 1, or
+//     with Options.Allocation the shape of the allocation.
+//  5. nothing: one local process.
+//
+// Slurm's per-step variables count only when no MPI launcher variables are
+// present: an mpirun inside an allocation starts its daemons through a Slurm
+// step of its own, so every rank carries that step's SLURM_PROCID (the node
+// index), SLURM_NTASKS and SLURM_LOCALID=0, which are stale. The exception is
+// `srun --mpi=pmi2|pmix`, which sets PMI_RANK/PMIX_RANK but no node-local
+// variables: there Slurm is the launcher, and the PMI values must agree with
+// Slurm's or detection fails. Job-level Slurm variables (SLURM_JOB_ID,
+// SLURM_JOB_NODELIST) stay true under any launcher and supply the job id and
+// host list to the MPI layers.
+//
+// MASTER_ADDR and MASTER_PORT, when set, win in every layer. Otherwise
+// MASTER_ADDR is the first host of the node list (Slurm's step or job list),
+// 127.0.0.1 when every rank is on this node, and unknown otherwise; the port
+// is topology.PortForJob of the job id.
+package detect
+
+import (
+	"fmt"
+
+	"github.com/batchkit/batchkit/mpirun"
+	"github.com/batchkit/batchkit/slurm"
+	"github.com/batchkit/batchkit/topology"
+)
+
+// Options are the inputs that do not come from the environment.
+type Options struct {
+	// Allocation makes the batch script report the allocation's shape
+	// instead of a single process.
+	Allocation bool
+	// Hostname is this host's name, used as the host list when every rank
+	// runs here and no launcher names the hosts.
+	Hostname string
+}
+
+var torchrunLayer = struct {
+	rank, size, localRank, localSize, nodeRank, numNodes []string
+}{
+	rank:      []string{"RANK"},
+	size:      []string{"WORLD_SIZE"},
+	localRank: []string{"LOCAL_RANK"},
+	localSize: []string{"LOCAL_WORLD_SIZE"},
+	nodeRank:  []string{"GROUP_RANK", "NODE_RANK"},
+	numNodes:  []string{"GROUP_WORLD_SIZE"},
+}
+
+// Detect returns the Topology of this process. Errors are one line and name
+// the variable and value at fault.
+func Detect(getenv topology.Getenv, opts Options) (topology.Topology, error) {
+	t, err := detect(getenv, opts)
+	if err != nil {
+		return topology.Topology{}, err
+	}
+	if err := finish(getenv, opts, &t); err != nil {
+		return topology.Topology{}, err
+	}
+	if err := t.Validate(); err != nil {
+		return topology.Topology{}, fmt.Errorf("%s environment: %w", t.Launcher, err)
+	}
+	return t, nil
+}
+
+func detect(getenv topology.Getenv, opts Options) (topology.Topology, error) {
+	if t, ok, err := fromTorchrun(getenv); ok || err != nil {
+		return t, err
+	}
+	p, ok, err := mpirun.Detect(getenv)
+	if err != nil {
+		return topology.Topology{}, err
+	}
+	if ok {
+		if p.PMIOnly && slurm.InStep(getenv) {
+			return slurmWithPMI(getenv, p)
+		}
+		if err := p.Require(); err != nil {
+			return topology.Topology{}, err
+		}
+		return fromPartial(p), nil
+	}
+	if t, ok, err := slurm.StepTopology(getenv); ok || err != nil {
+		return t, err
+	}
+	if t, ok, err := slurm.BatchTopology(getenv, opts.Allocation); ok || err != nil {
+		return t, err
+	}
+	return topology.Topology{Launcher: topology.Single, WorldSize: 1, LocalWorldSize: 1, NumNodes: 1}, nil
+}
+
+func fromTorchrun(getenv topology.Getenv) (topology.Topology, bool, error) {
+	l := torchrunLayer
+	marker := topology.AnySet(getenv, "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE")
+	if marker == "" {
+		return topology.Topology{}, false, nil
+	}
+	p := mpirun.Partial{Launcher: topology.Torchrun, MarkerVar: marker, Marker: getenv(marker)}
+	for _, f := range []struct {
+		dst   *topology.Value
+		what  string
+		names []string
+	}{
+		{&p.Rank, "rank", l.rank},
+		{&p.WorldSize, "world size", l.size},
+		{&p.LocalRank, "local rank", l.localRank},
+		{&p.LocalWorldSize, "local world size", l.localSize},
+		{&p.NodeRank, "node rank", l.nodeRank},
+		{&p.NumNodes, "number of nodes", l.numNodes},
+	} {
+		v, err := topology.Int(getenv, topology.Torchrun, f.what, f.names...)
+		if err != nil {
+			return topology.Topology{}, true, err
+		}
+		if !v.Set() && f.what != "node rank" && f.what != "number of nodes" {
+			return topology.Topology{}, true, &topology.IncompleteError{
+				Launcher: topology.Torchrun, Have: p.MarkerVar, HaveValue: p.Marker, MissingAny: f.names}
+		}
+		*f.dst = v
+	}
+	p.JobID = getenv("TORCHELASTIC_RUN_ID")
+	return fromPartial(p), true, nil
+}
+
+// slurmWithPMI handles srun --mpi=pmi2/pmix: Slurm is the launcher, and the
+// PMI rank and size must agree with it.
+func slurmWithPMI(getenv topology.Getenv, p mpirun.Partial) (topology.Topology, error) {
+	t, _, err := slurm.StepTopology(getenv)
+	if err != nil {
+		return t, err
+	}
+	if p.Rank.Set() && p.Rank.N != t.Rank {
+		return t, &topology.ConflictError{What: "rank", Launcher: topology.Slurm,
+			A: "SLURM_PROCID", AValue: getenv("SLURM_PROCID"), B: p.Rank.Var, BValue: p.Rank.Raw}
+	}
+	if p.WorldSize.Set() && p.WorldSize.N != t.WorldSize {
+		return t, &topology.ConflictError{What: "world size", Launcher: topology.Slurm,
+			A: "SLURM_NTASKS", AValue: fmt.Sprint(t.WorldSize), B: p.WorldSize.Var, BValue: p.WorldSize.Raw}
+	}
+	return t, nil
+}
+
+func fromPartial(p mpirun.Partial) topology.Topology {
+	t := topology.Topology{
+		Launcher:       p.Launcher,
+		Rank:           p.Rank.N,
+		WorldSize:      p.WorldSize.N,
+		LocalRank:      p.LocalRank.N,
+		LocalWorldSize: p.LocalWorldSize.N,
+		NodeRank:       -1,
+		NumNodes:       -1,
+		JobID:          p.JobID,
+	}
+	if p.NodeRank.Set() {
+		t.NodeRank = p.NodeRank.N
+	}
+	if p.NumNodes.Set() {
+		t.NumNodes = p.NumNodes.N
+	}
+	return t
+}

@@ -1,0 +1,144 @@
+package integration
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/batchkit/batchkit/topology"
+)
+
+// bin is the batchkit binary built once for all tests. It lives in a
+// directory every "node" can read: both nodes are this host.
+var bin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "batchkit-it-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Chmod(dir, 0o755)
+	bin = filepath.Join(dir, "batchkit")
+	build := exec.Command("go", "build", "-o", bin, "../cmd/batchkit")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building batchkit:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// requireOrSkip skips a test whose real dependency is missing, or fails it
+// when BATCHKIT_REQUIRE_CLUSTER=1: in `make test` nothing may be skipped.
+func requireOrSkip(t *testing.T, reason string) {
+	t.Helper()
+	if os.Getenv("BATCHKIT_REQUIRE_CLUSTER") == "1" {
+		t.Fatalf("%s (BATCHKIT_REQUIRE_CLUSTER=1: run scripts/local-cluster.sh up)", reason)
+	}
+	t.Skip(reason + " (run scripts/local-cluster.sh up)")
+}
+
+// needCluster checks that both nodes of the local cluster answer.
+func needCluster(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("integration test in -short mode")
+	}
+	for _, tool := range []string{"srun", "sbatch", "sinfo"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			requireOrSkip(t, tool+" not found")
+		}
+	}
+	out, err := exec.Command("sinfo", "-h", "-N", "-o", "%N %t").Output()
+	if err != nil {
+		requireOrSkip(t, "sinfo failed: the local Slurm cluster is not up")
+	}
+	up := 0
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 2 && (f[0] == "node1" || f[0] == "node2") && (strings.HasPrefix(f[1], "idle") || strings.HasPrefix(f[1], "mix") || strings.HasPrefix(f[1], "alloc")) {
+			up++
+		}
+	}
+	if up < 2 {
+		requireOrSkip(t, fmt.Sprintf("local cluster nodes node1,node2 not both up: sinfo says %q", strings.TrimSpace(string(out))))
+	}
+}
+
+func needTool(t *testing.T, tool string) {
+	t.Helper()
+	if _, err := exec.LookPath(tool); err != nil {
+		requireOrSkip(t, tool+" not found")
+	}
+}
+
+// run runs a command with a deadline and returns its stdout; stderr goes to
+// the failure message.
+func run(t *testing.T, timeout time.Duration, name string, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, name, args...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("%s %s: %v\nstdout:\n%s\nstderr:\n%s", name, strings.Join(args, " "), err, stdout.String(), stderr.String())
+	}
+	return stdout.String()
+}
+
+// sbatchWait submits script with --wait and returns the job's output file.
+func sbatchWait(t *testing.T, script string, sbatchArgs ...string) string {
+	t.Helper()
+	dir := t.TempDir()
+	os.Chmod(dir, 0o777)
+	path := filepath.Join(dir, "job.sh")
+	if err := os.WriteFile(path, []byte("#!/bin/bash\nset -euo pipefail\n"+script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "job.out")
+	args := append([]string{"--wait", "--output", out, "--chdir", dir}, sbatchArgs...)
+	args = append(args, path)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "sbatch", args...)
+	msg, err := cmd.CombinedOutput()
+	b, _ := os.ReadFile(out)
+	if err != nil {
+		t.Fatalf("sbatch %s: %v\n%s\njob output:\n%s", strings.Join(args, " "), err, msg, b)
+	}
+	return string(b)
+}
+
+// parseTopologies reads one JSON topology per line, skipping other lines,
+// and returns them sorted by rank.
+func parseTopologies(t *testing.T, out string) []topology.Topology {
+	t.Helper()
+	var tops []topology.Topology
+	for _, line := range strings.Split(out, "\n") {
+		line = strings.TrimSpace(line)
+		if !strings.HasPrefix(line, "{") {
+			continue
+		}
+		var top topology.Topology
+		dec := json.NewDecoder(strings.NewReader(line))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&top); err != nil {
+			t.Fatalf("bad JSON line %q: %v", line, err)
+		}
+		tops = append(tops, top)
+	}
+	sort.Slice(tops, func(i, j int) bool { return tops[i].Rank < tops[j].Rank })
+	return tops
+}

@@ -1,0 +1,157 @@
+// Package topology is batchkit's one vocabulary for "who am I in this job":
+// rank, world size, node-local placement, the node list and the rendezvous
+// address. Every launcher (Slurm, the MPI flavors, torchrun, batchkit's own
+// local launcher) is translated into a Topology value once, and every other
+// package takes that value instead of re-reading SLURM_* or PMI_* itself.
+//
+// This package holds the type, its validation, the torchrun export and the
+// deterministic MASTER_PORT formula. Detection of each launcher lives beside
+// the launcher (slurm/, mpirun/); package detect orders them.
+package topology
+
+import (
+	"fmt"
+	"hash/fnv"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Launcher names the layer a Topology was read from. It is a closed set.
+type Launcher string
+
+const (
+	Single      Launcher = "single"       // no launcher: one local process
+	Torchrun    Launcher = "torchrun"     // torchrun / torch.distributed.run, or batchkit run
+	Slurm       Launcher = "slurm"        // a task of an srun step
+	SlurmBatch  Launcher = "slurm-batch"  // the sbatch batch script itself (not a task)
+	OpenMPI     Launcher = "openmpi"      // Open MPI mpirun/prterun
+	Hydra       Launcher = "hydra"        // MPICH / Intel MPI Hydra (mpiexec.hydra)
+	MVAPICH     Launcher = "mvapich"      // MVAPICH2 mpirun_rsh / mpiexec
+	PMIx        Launcher = "pmix"         // a bare PMIx server (prterun, srun --mpi=pmix)
+	PALS        Launcher = "pals"         // HPE Cray PALS (aprun/mpiexec on Shasta)
+	DefaultPort          = 29500          // torchrun's default MASTER_PORT
+)
+
+// Topology is the placement of one process in a job.
+type Topology struct {
+	Launcher       Launcher `json:"launcher"`
+	Rank           int      `json:"rank"`
+	WorldSize      int      `json:"world_size"`
+	LocalRank      int      `json:"local_rank"`
+	LocalWorldSize int      `json:"local_world_size"`
+	NodeRank       int      `json:"node_rank"`
+	NumNodes       int      `json:"num_nodes"`
+	Hosts          []string `json:"hosts"`
+	MasterAddr     string   `json:"master_addr"`
+	MasterPort     int      `json:"master_port"`
+	JobID          string   `json:"job_id"`
+}
+
+// Getenv looks a variable up; "" means unset. Detection never reads the
+// process environment directly so that it stays a pure, testable function.
+type Getenv func(string) string
+
+// MapEnv adapts a map to Getenv.
+func MapEnv(m map[string]string) Getenv { return func(k string) string { return m[k] } }
+
+// EnvironEnv adapts an os.Environ-style list ("K=V") to Getenv; later entries win.
+func EnvironEnv(environ []string) Getenv {
+	m := make(map[string]string, len(environ))
+	for _, kv := range environ {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			m[k] = v
+		}
+	}
+	return MapEnv(m)
+}
+
+// Validate checks the invariants every consumer relies on. Detection checks
+// each variable as it reads it; this is the last line of defence.
+func (t Topology) Validate() error {
+	switch {
+	case t.WorldSize < 1:
+		return fmt.Errorf("world size %d: must be at least 1", t.WorldSize)
+	case t.Rank < 0 || t.Rank >= t.WorldSize:
+		return fmt.Errorf("rank %d out of range for world size %d", t.Rank, t.WorldSize)
+	case t.LocalWorldSize < 1 || t.LocalWorldSize > t.WorldSize:
+		return fmt.Errorf("local world size %d out of range for world size %d", t.LocalWorldSize, t.WorldSize)
+	case t.LocalRank < 0 || t.LocalRank >= t.LocalWorldSize:
+		return fmt.Errorf("local rank %d out of range for local world size %d", t.LocalRank, t.LocalWorldSize)
+	case t.NumNodes < 1 || t.NumNodes > t.WorldSize:
+		return fmt.Errorf("number of nodes %d out of range for world size %d", t.NumNodes, t.WorldSize)
+	case t.NodeRank < 0 || t.NodeRank >= t.NumNodes:
+		return fmt.Errorf("node rank %d out of range for %d nodes", t.NodeRank, t.NumNodes)
+	case t.MasterPort < 0 || t.MasterPort > 65535:
+		return fmt.Errorf("master port %d out of range 1-65535", t.MasterPort)
+	}
+	return nil
+}
+
+// Port range for ports derived from a job id. It sits below Linux's default
+// ephemeral range (32768-60999) so that a derived port is not already taken
+// by some outgoing connection, and above the common service ports.
+const (
+	PortBase  = 15000
+	PortRange = 15000 // ports PortBase .. PortBase+PortRange-1 = 15000..29999
+)
+
+// PortForJob derives MASTER_PORT from a job id so that every rank of the job
+// computes the same port without communicating, and concurrent jobs on the
+// same first node rarely collide:
+//
+//	numeric id n:       15000 + n mod 15000
+//	any other id s:     15000 + FNV-1a-32(s) mod 15000
+//	no id:              29500 (torchrun's default)
+//
+// Consecutive Slurm job ids therefore get consecutive ports.
+func PortForJob(jobID string) int {
+	if jobID == "" {
+		return DefaultPort
+	}
+	if n, err := strconv.ParseUint(jobID, 10, 64); err == nil {
+		return PortBase + int(n%PortRange)
+	}
+	h := fnv.New32a()
+	h.Write([]byte(jobID))
+	return PortBase + int(h.Sum32()%PortRange)
+}
+
+// TorchrunEnv is the torchrun variable contract for this process: what
+// torch.distributed's env:// init method and most launch scripts read.
+func (t Topology) TorchrunEnv() map[string]string {
+	return map[string]string{
+		"RANK":             strconv.Itoa(t.Rank),
+		"WORLD_SIZE":       strconv.Itoa(t.WorldSize),
+		"LOCAL_RANK":       strconv.Itoa(t.LocalRank),
+		"LOCAL_WORLD_SIZE": strconv.Itoa(t.LocalWorldSize),
+		"NODE_RANK":        strconv.Itoa(t.NodeRank),
+		"GROUP_RANK":       strconv.Itoa(t.NodeRank),
+		"GROUP_WORLD_SIZE": strconv.Itoa(t.NumNodes),
+		"MASTER_ADDR":      t.MasterAddr,
+		"MASTER_PORT":      strconv.Itoa(t.MasterPort),
+	}
+}
+
+// TorchrunKeys lists TorchrunEnv's keys in a stable, readable order.
+var TorchrunKeys = []string{
+	"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE",
+	"NODE_RANK", "GROUP_RANK", "GROUP_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
+}
+
+// MergeEnviron returns environ with the given variables set (replacing any
+// inherited value), sorted so the result is deterministic.
+func MergeEnviron(environ []string, set map[string]string) []string {
+	out := make([]string, 0, len(environ)+len(set))
+	for _, kv := range environ {
+		k, _, _ := strings.Cut(kv, "=")
+		if _, ok := set[k]; !ok {
+			out = append(out, kv)
+		}
+	}
+	for k, v := range set {
+		out = append(out, k+"="+v)
+	}
+	sort.Strings(out)
+	return out
+}

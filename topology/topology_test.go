@@ -1,0 +1,92 @@
+package topology
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestPortForJob(t *testing.T) {
+	tests := []struct {
+		job  string
+		want int
+	}{
+		{"", DefaultPort},
+		{"0", 15000},
+		{"1", 15001},
+		{"14999", 29999},
+		{"15000", 15000},
+		{"123456", 15000 + 123456%15000},
+		{"18446744073709551615", 15000 + int(uint64(18446744073709551615)%15000)},
+	}
+	for _, tt := range tests {
+		if got := PortForJob(tt.job); got != tt.want {
+			t.Errorf("PortForJob(%q) = %d, want %d", tt.job, got, tt.want)
+		}
+	}
+	// Non-numeric ids hash into the same range, deterministically.
+	for _, id := range []string{"1231355905.1", "abc-123", "kvs_4242_0", "x"} {
+		p := PortForJob(id)
+		if p < PortBase || p >= PortBase+PortRange || p != PortForJob(id) {
+			t.Errorf("PortForJob(%q) = %d, want a stable port in [%d,%d)", id, p, PortBase, PortBase+PortRange)
+		}
+	}
+}
+
+func TestValidate(t *testing.T) {
+	ok := Topology{Launcher: Slurm, Rank: 3, WorldSize: 4, LocalRank: 1, LocalWorldSize: 2, NodeRank: 1, NumNodes: 2, MasterPort: 1}
+	if err := ok.Validate(); err != nil {
+		t.Fatalf("valid topology rejected: %v", err)
+	}
+	bad := map[string]func(*Topology){
+		"world size 0":       func(t *Topology) { t.WorldSize = 0 },
+		"rank = world":       func(t *Topology) { t.Rank = 4 },
+		"local rank = local": func(t *Topology) { t.LocalRank = 2 },
+		"local > world":      func(t *Topology) { t.LocalWorldSize = 5 },
+		"node = nodes":       func(t *Topology) { t.NodeRank = 2 },
+		"nodes > world":      func(t *Topology) { t.NumNodes = 5 },
+		"port > 65535":       func(t *Topology) { t.MasterPort = 70000 },
+	}
+	for name, mutate := range bad {
+		tt := ok
+		mutate(&tt)
+		if err := tt.Validate(); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}
+
+func TestTorchrunEnvAndMerge(t *testing.T) {
+	top := Topology{Rank: 3, WorldSize: 4, LocalRank: 1, LocalWorldSize: 2, NodeRank: 1, NumNodes: 2, MasterAddr: "node1", MasterPort: 15042}
+	got := MergeEnviron([]string{"PATH=/bin", "RANK=99", "A=b=c"}, top.TorchrunEnv())
+	want := []string{"A=b=c", "GROUP_RANK=1", "GROUP_WORLD_SIZE=2", "LOCAL_RANK=1", "LOCAL_WORLD_SIZE=2", "MASTER_ADDR=node1",
+		"MASTER_PORT=15042", "NODE_RANK=1", "PATH=/bin", "RANK=3", "WORLD_SIZE=4"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("MergeEnviron (-want +got):\n%s", diff)
+	}
+	if len(TorchrunKeys) != len(top.TorchrunEnv()) {
+		t.Errorf("TorchrunKeys lists %d keys, TorchrunEnv has %d", len(TorchrunKeys), len(top.TorchrunEnv()))
+	}
+}
+
+func TestInt(t *testing.T) {
+	get := MapEnv(map[string]string{"A": "3", "B": "3", "C": "4", "BAD": "3x", "SP": " 5 "})
+	if v, err := Int(get, Slurm, "rank", "NONE", "A", "B"); err != nil || v.N != 3 || v.Var != "A" {
+		t.Errorf("Int(A,B) = %+v, %v", v, err)
+	}
+	if v, _ := Int(get, Slurm, "rank", "SP"); v.N != 5 {
+		t.Errorf("Int(SP) = %+v: surrounding blanks should be ignored", v)
+	}
+	if v, err := Int(get, Slurm, "rank", "NONE"); err != nil || v.Set() {
+		t.Errorf("Int(NONE) = %+v, %v; want unset", v, err)
+	}
+	_, err := Int(get, Slurm, "rank", "A", "C")
+	if err == nil || !strings.Contains(err.Error(), "A=3 but C=4") {
+		t.Errorf("Int(A,C) error = %v", err)
+	}
+	_, err = Int(get, Slurm, "rank", "BAD")
+	if err == nil || err.Error() != `BAD="3x": not an integer` {
+		t.Errorf("Int(BAD) error = %v", err)
+	}
+}
