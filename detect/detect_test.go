@@ -27,7 +27,7 @@ var sbatchJob = map[string]string{
 	"SLURM_JOB_NUM_NODES": "2", "SLURM_NNODES": "2",
 	"SLURM_NTASKS": "4", "SLURM_NPROCS": "4",
 	"SLURM_TASKS_PER_NODE": "2(x2)",
-	"SLURM_PROCID": "0", "SLURM_LOCALID": "0", "SLURM_NODEID": "0",
+	"SLURM_PROCID":         "0", "SLURM_LOCALID": "0", "SLURM_NODEID": "0",
 }
 
 // The stale step an Open MPI mpirun's daemons run in (observed-env.md).

@@ -21,16 +21,16 @@ import (
 type Launcher string
 
 const (
-	Single      Launcher = "single"       // no launcher: one local process
-	Torchrun    Launcher = "torchrun"     // torchrun / torch.distributed.run, or batchkit run
-	Slurm       Launcher = "slurm"        // a task of an srun step
-	SlurmBatch  Launcher = "slurm-batch"  // the sbatch batch script itself (not a task)
-	OpenMPI     Launcher = "openmpi"      // Open MPI mpirun/prterun
-	Hydra       Launcher = "hydra"        // MPICH / Intel MPI Hydra (mpiexec.hydra)
-	MVAPICH     Launcher = "mvapich"      // MVAPICH2 mpirun_rsh / mpiexec
-	PMIx        Launcher = "pmix"         // a bare PMIx server (prterun, srun --mpi=pmix)
-	PALS        Launcher = "pals"         // HPE Cray PALS (aprun/mpiexec on Shasta)
-	DefaultPort          = 29500          // torchrun's default MASTER_PORT
+	Single      Launcher = "single"      // no launcher: one local process
+	Torchrun    Launcher = "torchrun"    // torchrun / torch.distributed.run, or batchkit run
+	Slurm       Launcher = "slurm"       // a task of an srun step
+	SlurmBatch  Launcher = "slurm-batch" // the sbatch batch script itself (not a task)
+	OpenMPI     Launcher = "openmpi"     // Open MPI mpirun/prterun
+	Hydra       Launcher = "hydra"       // MPICH / Intel MPI Hydra (mpiexec.hydra)
+	MVAPICH     Launcher = "mvapich"     // MVAPICH2 mpirun_rsh / mpiexec
+	PMIx        Launcher = "pmix"        // a bare PMIx server (prterun, srun --mpi=pmix)
+	PALS        Launcher = "pals"        // HPE Cray PALS (aprun/mpiexec on Shasta)
+	DefaultPort          = 29500         // torchrun's default MASTER_PORT
 )
 
 // Topology is the placement of one process in a job.
