@@ -1,0 +1,236 @@
+package slurm
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os/exec"
+	"regexp"
+	"sort"
+	"strings"
+)
+
+// Directive is one #SBATCH line: --Flag=Value, or --Flag alone when Value
+// is empty.
+type Directive struct {
+	Flag  string
+	Value string
+}
+
+// Source is an environment script the batch script sources before launching.
+type Source struct {
+	Path string
+	Args []string
+}
+
+// EnvVar is an exported variable.
+type EnvVar struct {
+	Name, Value string
+}
+
+// Script is everything the sbatch template needs. It is plain data: the
+// template decides the layout, this package decides the content.
+type Script struct {
+	Profile    string
+	Directives []Directive
+	Modules    []string
+	Sources    []Source
+	Env        []EnvVar
+	Launch     []string // argv of the launch line
+}
+
+// JobOptions are the sbatch options batchkit understands by name. Zero
+// values are left out, so a profile default or Slurm's own applies.
+type JobOptions struct {
+	JobName       string
+	Nodes         string // "2" or "2-4"
+	NTasks        int
+	NTasksPerNode int
+	CPUsPerTask   int
+	GPUs          string
+	Time          string
+	Partition     string
+	Account       string
+	QOS           string
+	Constraint    string
+	Output, Error string
+	Array         string
+	Exclusive     bool
+	Signal        string
+	Dependency    string
+	Requeue       bool
+	Extra         []string // raw "--flag=value" or "--flag", from --sbatch-arg and profiles
+}
+
+var (
+	flagName = regexp.MustCompile(`^[a-zA-Z][a-zA-Z0-9-]*$`)
+	envName  = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+)
+
+// Directives turns options into #SBATCH directives, in a fixed order.
+func (o JobOptions) Directives() ([]Directive, error) {
+	var ds []Directive
+	add := func(flag, value string) {
+		if value != "" {
+			ds = append(ds, Directive{flag, value})
+		}
+	}
+	num := func(n int) string {
+		if n == 0 {
+			return ""
+		}
+		return fmt.Sprint(n)
+	}
+	for _, n := range []struct {
+		name string
+		v    int
+	}{{"--ntasks", o.NTasks}, {"--ntasks-per-node", o.NTasksPerNode}, {"--cpus-per-task", o.CPUsPerTask}} {
+		if n.v < 0 {
+			return nil, fmt.Errorf("%s %d: must not be negative", n.name, n.v)
+		}
+	}
+	add("job-name", o.JobName)
+	add("nodes", o.Nodes)
+	add("ntasks", num(o.NTasks))
+	add("ntasks-per-node", num(o.NTasksPerNode))
+	add("cpus-per-task", num(o.CPUsPerTask))
+	add("gpus", o.GPUs)
+	add("time", o.Time)
+	add("partition", o.Partition)
+	add("account", o.Account)
+	add("qos", o.QOS)
+	add("constraint", o.Constraint)
+	add("output", o.Output)
+	add("error", o.Error)
+	add("array", o.Array)
+	if o.Exclusive {
+		ds = append(ds, Directive{Flag: "exclusive"})
+	}
+	add("signal", o.Signal)
+	add("dependency", o.Dependency)
+	if o.Requeue {
+		ds = append(ds, Directive{Flag: "requeue"})
+	}
+	for _, raw := range o.Extra {
+		d, err := ParseDirective(raw)
+		if err != nil {
+			return nil, err
+		}
+		ds = append(ds, d)
+	}
+	return ds, nil
+}
+
+// ParseDirective parses "--flag=value", "--flag value" or "--flag" as given
+// to --sbatch-arg or in a profile's extra directives.
+func ParseDirective(raw string) (Directive, error) {
+	s := strings.TrimSpace(raw)
+	s = strings.TrimPrefix(s, "#SBATCH")
+	s = strings.TrimSpace(s)
+	if !strings.HasPrefix(s, "--") {
+		return Directive{}, fmt.Errorf("sbatch directive %q: want the long form --flag=value", raw)
+	}
+	s = s[2:]
+	flag, value, hasValue := strings.Cut(s, "=")
+	if !hasValue {
+		flag, value, _ = strings.Cut(s, " ")
+	}
+	value = strings.TrimSpace(value)
+	if !flagName.MatchString(flag) {
+		return Directive{}, fmt.Errorf("sbatch directive %q: %q is not an option name", raw, flag)
+	}
+	return Directive{Flag: flag, Value: value}, nil
+}
+
+// CheckEnv validates variable names and returns the variables sorted by name.
+func CheckEnv(vars map[string]string) ([]EnvVar, error) {
+	out := make([]EnvVar, 0, len(vars))
+	for k, v := range vars {
+		if !envName.MatchString(k) {
+			return nil, fmt.Errorf("environment variable name %q is not a valid identifier", k)
+		}
+		out = append(out, EnvVar{k, v})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+// SubmitError is sbatch's own failure, shown as sbatch said it.
+type SubmitError struct {
+	Code   int
+	Stderr string
+	Err    error
+}
+
+func (e *SubmitError) Error() string {
+	msg := strings.TrimSpace(e.Stderr)
+	if msg == "" && e.Err != nil {
+		msg = e.Err.Error()
+	}
+	return fmt.Sprintf("sbatch failed (exit %d): %s", e.Code, msg)
+}
+func (e *SubmitError) Unwrap() error { return e.Err }
+
+// Submit pipes script to `sbatch --parsable` and returns the job id. With
+// wait, sbatch blocks until the job ends; jobCode is then the job's exit
+// code (sbatch --wait exits with it), and the id is still returned.
+func Submit(ctx context.Context, sbatch string, script string, wait bool, onID func(string)) (jobID string, jobCode int, err error) {
+	args := []string{"--parsable"}
+	if wait {
+		args = append(args, "--wait")
+	}
+	cmd := exec.CommandContext(ctx, sbatch, args...)
+	cmd.Stdin = strings.NewReader(script)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return "", 0, err
+	}
+	if err := cmd.Start(); err != nil {
+		return "", 0, &SubmitError{Code: 127, Err: err}
+	}
+	// The id comes first, before --wait blocks: report it at once.
+	var out bytes.Buffer
+	buf := make([]byte, 256)
+	for {
+		n, rerr := stdout.Read(buf)
+		out.Write(buf[:n])
+		if i := bytes.IndexByte(out.Bytes(), '\n'); i >= 0 && jobID == "" {
+			jobID = parseJobID(out.String()[:i])
+			if onID != nil && jobID != "" {
+				onID(jobID)
+			}
+		}
+		if rerr == io.EOF {
+			break
+		}
+		if rerr != nil {
+			break
+		}
+	}
+	if jobID == "" {
+		jobID = parseJobID(out.String())
+	}
+	werr := cmd.Wait()
+	if werr != nil {
+		ee, ok := werr.(*exec.ExitError)
+		if !ok || jobID == "" || !wait {
+			code := 1
+			if ok {
+				code = ee.ExitCode()
+			}
+			return jobID, 0, &SubmitError{Code: code, Stderr: stderr.String(), Err: werr}
+		}
+		return jobID, ee.ExitCode(), nil
+	}
+	return jobID, 0, nil
+}
+
+// parseJobID reads "1234" or "1234;cluster" from sbatch --parsable.
+func parseJobID(s string) string {
+	s = strings.TrimSpace(s)
+	id, _, _ := strings.Cut(s, ";")
+	return id
+}

@@ -1,0 +1,156 @@
+package templates
+
+import (
+	"bytes"
+	"math/rand"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// nasty returns n deterministic random strings made of shell and sbatch
+// metacharacters, whitespace, unicode and ordinary letters.
+func nasty(n int, newlines bool) []string {
+	atoms := []string{"a", "Z", "9", " ", "\t", "'", `"`, "`", "$", "$(", ")", "${HOME}", "\\", ";", "|", "&", "&&", ">",
+		"<", "*", "?", "[", "]", "{", "}", "~", "#", "!", "=", "%", "-", "--", "é", "日本", "\x01", "$(touch PWNED)", "`touch PWNED`"}
+	if newlines {
+		atoms = append(atoms, "\n", "\r\n")
+	}
+	r := rand.New(rand.NewSource(1))
+	out := make([]string, n)
+	for i := range out {
+		var b strings.Builder
+		for j := r.Intn(12); j >= 0; j-- {
+			b.WriteString(atoms[r.Intn(len(atoms))])
+		}
+		out[i] = b.String()
+	}
+	out = append(out, "", "-n", "--", "'", `\`)
+	return out
+}
+
+// Every quoted value reaches a program byte for byte through real bash, and
+// nothing in it executes.
+func TestQuoteThroughBash(t *testing.T) {
+	dir := t.TempDir()
+	values := nasty(400, true)
+	q, err := QuoteArgs(values)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("bash", "-c", "printf '%s\\0' "+q)
+	cmd.Dir = dir
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("bash: %v", err)
+	}
+	got := strings.Split(strings.TrimSuffix(string(out), "\x00"), "\x00")
+	if len(got) != len(values) {
+		t.Fatalf("bash saw %d arguments, want %d", len(got), len(values))
+	}
+	for i := range values {
+		if got[i] != values[i] {
+			t.Errorf("value %d: bash saw %q, want %q", i, got[i], values[i])
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "PWNED")); err == nil {
+		t.Fatal("a quoted value executed a command")
+	}
+}
+
+func TestQuoteRejectsNUL(t *testing.T) {
+	if _, err := Quote("a\x00b"); err == nil {
+		t.Error("Quote accepted a NUL byte")
+	}
+	if _, err := DirectiveValue("a\nb"); err == nil {
+		t.Error("DirectiveValue accepted a newline")
+	}
+}
+
+func TestDirectiveValue(t *testing.T) {
+	for in, want := range map[string]string{
+		"train":          "train",
+		"node[1-2]":      `"node[1-2]"`,
+		"a b":            `"a b"`,
+		`say "hi" \o/`:   `"say \"hi\" \\o/"`,
+		"#not a comment": `"#not a comment"`,
+		"":               `""`,
+	} {
+		got, err := DirectiveValue(in)
+		if err != nil || got != want {
+			t.Errorf("DirectiveValue(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+}
+
+func TestMissingKeyIsAnError(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, Sbatch), []byte("#!/bin/bash\n{{.NoSuchField}}\n"), 0o644)
+	s, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Render(Sbatch, map[string]any{"Launch": []string{"x"}}); err == nil || !strings.Contains(err.Error(), "NoSuchField") {
+		t.Errorf("Render with a missing key: err = %v, want one naming NoSuchField", err)
+	}
+}
+
+// A site's directory replaces the embedded template of the same name.
+func TestOverride(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, Sbatch), []byte("#!/bin/bash\n# site template\n{{qargs .Launch}}\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "README"), []byte("not a template"), 0o644)
+	s, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Render(Sbatch, map[string]any{"Launch": []string{"echo", "a b"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "#!/bin/bash\n# site template\necho 'a b'\n"; got != want {
+		t.Errorf("override rendered %q, want %q", got, want)
+	}
+	if _, err := Load(filepath.Join(dir, "missing")); err == nil {
+		t.Error("Load of a missing directory succeeded")
+	}
+	os.WriteFile(filepath.Join(dir, Sbatch), []byte("{{if}}"), 0o644)
+	if _, err := Load(dir); err == nil || !strings.Contains(err.Error(), Sbatch) {
+		t.Errorf("a broken override: err = %v, want one naming the file", err)
+	}
+}
+
+// The embedded sbatch template passes bash -n with every section present.
+func TestSbatchTemplateSyntax(t *testing.T) {
+	s, err := Load("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := map[string]any{
+		"Profile":    "p",
+		"Directives": []map[string]string{{"Flag": "job-name", "Value": "x y"}, {"Flag": "exclusive", "Value": ""}},
+		"Modules":    []string{"intel/oneapi"},
+		"Sources":    []map[string]any{{"Path": "/opt/intel/oneapi/setvars.sh", "Args": []string{"--force"}}},
+		"Env":        []map[string]string{{"Name": "A", "Value": "$(x)"}},
+		"Launch":     []string{"srun", "batchkit", "exec", "--", "python3", "train.py"},
+	}
+	out, err := s.Render(Sbatch, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("bash", "-n")
+	cmd.Stdin = strings.NewReader(out)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("bash -n: %v\n%s\n%s", err, stderr.String(), out)
+	}
+	for _, want := range []string{"#SBATCH --job-name=\"x y\"\n", "#SBATCH --exclusive\n", "module load intel/oneapi\n",
+		"source /opt/intel/oneapi/setvars.sh --force\n", "export A='$(x)'\n", "srun batchkit exec -- python3 train.py\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("rendered script lacks %q:\n%s", want, out)
+		}
+	}
+}
