@@ -39,6 +39,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 		Commands: []*cli.Command{
 			envCommand(),
 			execCommand(),
+			runCommand(),
 			hostlistCommand(),
 			completionCommand(),
 		},

@@ -58,12 +58,12 @@ func execve(args []string, env []string) error {
 		if errors.Is(err, os.ErrPermission) {
 			code = 126
 		}
-		return cli.Exit(fmt.Sprintf("batchkit: %s: %v", args[0], err), code)
+		return cli.Exit(fmt.Sprintf("%s: %v", args[0], err), code)
 	}
 	err = syscall.Exec(path, args, env)
 	code := 126
 	if errors.Is(err, syscall.ENOENT) {
 		code = 127
 	}
-	return cli.Exit(fmt.Sprintf("batchkit: exec %s: %v", path, err), code)
+	return cli.Exit(fmt.Sprintf("exec %s: %v", path, err), code)
 }

@@ -1,0 +1,114 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/mattn/go-isatty"
+	"github.com/urfave/cli/v2"
+
+	"github.com/batchkit/batchkit/launch/local"
+)
+
+func runCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "run",
+		Usage:     "run N ranks of a program on this machine with the torchrun contract set",
+		ArgsUsage: "-n N [--] CMD [ARGS...]",
+		Description: `Starts N ranks of CMD on this machine, each with RANK, LOCAL_RANK, WORLD_SIZE,
+LOCAL_WORLD_SIZE, NODE_RANK=0, GROUP_RANK=0, GROUP_WORLD_SIZE=1, MASTER_ADDR=127.0.0.1 and
+MASTER_PORT (a free port unless --master-port) set on top of the inherited environment, plus
+BATCHKIT_JOB_TOKEN, a random secret shared by the ranks (kept if already set).
+
+Each output line is prefixed with its rank, "[3] ...": stdout to stdout, stderr to stderr.
+SIGINT and SIGTERM are forwarded to every rank's process group. When a rank exits non-zero
+or is killed, the others get SIGTERM, then SIGKILL after --grace, and batchkit exits with
+the failing rank's code (128+S for a rank killed by signal S).
+
+Examples:
+   batchkit run -n 4 -- python3 train.py --epochs 3
+   batchkit run -n 2 --tee logs -- sh -c 'echo rank $RANK of $WORLD_SIZE'`,
+		Flags: []cli.Flag{
+			&cli.IntFlag{Name: "n", Aliases: []string{"nproc"}, Usage: "number of ranks, at least 1 (required)", DefaultText: "none"},
+			&cli.IntFlag{Name: "master-port", Usage: "MASTER_PORT for the ranks", DefaultText: "a free port on 127.0.0.1"},
+			&cli.StringFlag{Name: "color", Value: "auto", Usage: "colour the rank prefixes: auto (on a terminal), always or never"},
+			&cli.StringFlag{Name: "tee", Usage: "also write each rank's output, unprefixed, to `DIR`/rank-N.log (never overwritten)"},
+			&cli.DurationFlag{Name: "grace", Value: local.DefaultGrace, Usage: "time between SIGTERM and SIGKILL when stopping ranks"},
+		},
+		Action: func(c *cli.Context) error {
+			args := c.Args().Slice()
+			if len(args) > 0 && args[0] == "--" {
+				args = args[1:]
+			}
+			if !c.IsSet("n") {
+				return usagef("run needs the number of ranks: batchkit run -n N -- CMD [ARGS...]")
+			}
+			if n := c.Int("n"); n < 1 {
+				return usagef("invalid -n %d: need at least 1 rank", n)
+			}
+			if len(args) == 0 {
+				return usagef("run needs a command: batchkit run -n N -- CMD [ARGS...]")
+			}
+			if p := c.Int("master-port"); c.IsSet("master-port") && (p < 1 || p > 65535) {
+				return usagef("invalid --master-port %d: want 1-65535", p)
+			}
+			if g := c.Duration("grace"); g < 0 {
+				return usagef("invalid --grace %v: must not be negative", g)
+			}
+			colorOut, colorErr, err := colors(c.String("color"), c.App.Writer, c.App.ErrWriter)
+			if err != nil {
+				return err
+			}
+
+			sigs := make(chan os.Signal, 4)
+			signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+			defer signal.Stop(sigs)
+
+			code, err := local.Run(context.Background(), local.Options{
+				N:           c.Int("n"),
+				Cmd:         args[0],
+				Args:        args[1:],
+				Stdout:      c.App.Writer,
+				Stderr:      c.App.ErrWriter,
+				ColorStdout: colorOut,
+				ColorStderr: colorErr,
+				TeeDir:      c.String("tee"),
+				Grace:       c.Duration("grace"),
+				MasterPort:  c.Int("master-port"),
+				Signals:     sigs,
+			})
+			switch {
+			case errors.Is(err, local.ErrInvalid):
+				return badInput(err)
+			case err != nil:
+				return cli.Exit("run: "+err.Error(), code)
+			case code != 0:
+				return &childExit{code}
+			}
+			return nil
+		},
+	}
+}
+
+// colors decides, for --color, whether to colour the prefixes on stdout and
+// on stderr: auto colours a stream only when it is a terminal.
+func colors(mode string, stdout, stderr io.Writer) (bool, bool, error) {
+	switch mode {
+	case "always":
+		return true, true, nil
+	case "never":
+		return false, false, nil
+	case "auto":
+		return isTerminal(stdout), isTerminal(stderr), nil
+	}
+	return false, false, usagef("invalid --color %q: want auto, always or never", mode)
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && (isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd()))
+}

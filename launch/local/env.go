@@ -1,0 +1,75 @@
+package local
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"strings"
+
+	"github.com/batchkit/batchkit/topology"
+)
+
+// MasterAddr is where rank 0 listens: every rank is on this machine.
+const MasterAddr = "127.0.0.1"
+
+// TokenVar carries a secret shared by all ranks of one run, for
+// authenticating a TCP rendezvous. It is passed in the environment only,
+// never on a command line, where other users could read it.
+const TokenVar = "BATCHKIT_JOB_TOKEN"
+
+// RankTopology is the placement of rank of n ranks, all on this machine.
+func RankTopology(rank, n, masterPort int) topology.Topology {
+	return topology.Topology{
+		Launcher:       topology.Torchrun,
+		Rank:           rank,
+		WorldSize:      n,
+		LocalRank:      rank,
+		LocalWorldSize: n,
+		NodeRank:       0,
+		NumNodes:       1,
+		Hosts:          []string{MasterAddr},
+		MasterAddr:     MasterAddr,
+		MasterPort:     masterPort,
+	}
+}
+
+// RankEnv is one rank's environment: base with the torchrun contract of t and
+// the job token set, replacing any inherited values.
+func RankEnv(base []string, t topology.Topology, token string) []string {
+	set := t.TorchrunEnv()
+	set[TokenVar] = token
+	return topology.MergeEnviron(base, set)
+}
+
+// lookupEnv finds key in an os.Environ-style list; later entries win.
+func lookupEnv(environ []string, key string) string {
+	v := ""
+	for _, kv := range environ {
+		if k, val, ok := strings.Cut(kv, "="); ok && k == key {
+			v = val
+		}
+	}
+	return v
+}
+
+// newToken is 32 random bytes, hex-encoded.
+func newToken() (string, error) {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("generating %s: %w", TokenVar, err)
+	}
+	return hex.EncodeToString(b), nil
+}
+
+// freePort asks the kernel for a free TCP port on MasterAddr. The port is
+// released before rank 0 binds it, so another process could take it in
+// between; torchrun makes the same trade.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", net.JoinHostPort(MasterAddr, "0"))
+	if err != nil {
+		return 0, fmt.Errorf("choosing MASTER_PORT: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
