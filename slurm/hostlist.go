@@ -84,7 +84,7 @@ type name struct {
 // rejects plus input scontrol mangles instead of rejecting: an unclosed
 // '[', a stray ']', nested '[', whitespace or signs inside brackets,
 // control characters, numbers above 2^64-1, and expansions of more than
-// 1<<20 hosts.
+// 1<<20 hosts or 128 MiB of names.
 func ExpandHostlist(expr string) ([]string, error) {
 	names, total, err := parseHostlist(expr)
 	if err != nil {
@@ -341,7 +341,8 @@ type hostRange struct {
 //
 // ExpandHostlist(CompressHostlist(hosts)) returns hosts for every list of
 // valid host names (what ExpandHostlist can return: non-empty, with no
-// comma, space, tab, bracket or control character) of at most 1<<20 names.
+// comma, space, tab, bracket or control character) within ExpandHostlist's
+// limits (1<<20 names, 128 MiB).
 // Invalid names are copied to the output as they are and will not survive.
 //
 // The output is the same string scontrol prints, except that a range or
