@@ -17,7 +17,8 @@ all: build
 build:
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/batchkit
 
-# The main job. For now: show what batchkit detects and expands, locally.
+# The main job. For now (until the trainer lands): what batchkit detects, a local
+# multi-rank run with the torchrun contract, host lists and a generated batch script.
 demo: build
 	@echo '$$ batchkit env'
 	@$(BIN) env
@@ -30,6 +31,12 @@ demo: build
 	@echo
 	@echo '$$ batchkit hostlist compress node1 node2 node3 node7'
 	@$(BIN) hostlist compress node1 node2 node3 node7
+	@echo
+	@echo '$$ batchkit run -n 4 -- batchkit env --format json   # four local ranks'
+	@$(BIN) run -n 4 -- $(BIN) env --format json
+	@echo
+	@echo '$$ batchkit sbatch --dry-run -N 2 --ntasks-per-node 2 -- python3 train.py'
+	@$(BIN) sbatch --dry-run -N 2 --ntasks-per-node 2 -- python3 train.py
 	@echo
 	@echo '$$ RANK=1 WORLD_SIZE=2 LOCAL_RANK=1 LOCAL_WORLD_SIZE=2 batchkit exec -- sh -c ...'
 	@RANK=1 WORLD_SIZE=2 LOCAL_RANK=1 LOCAL_WORLD_SIZE=2 $(BIN) exec -- sh -c 'echo "rank $$RANK of $$WORLD_SIZE, master $$MASTER_ADDR:$$MASTER_PORT"'

@@ -139,7 +139,10 @@ func TestMPICHPartialAllocation(t *testing.T) {
 // torchVars is a Python program that prints the torchrun contract it sees, as
 // PyTorch's env:// rendezvous would read it.
 // One line without single quotes, so a batch script can quote it with '...'.
-const torchVars = `import json, os; print(json.dumps({k: os.environ.get(k) for k in ["RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "NODE_RANK", "GROUP_RANK", "MASTER_ADDR", "MASTER_PORT"]}), flush=True)`
+// One write call per line: print() may write the text and its newline
+// separately, and MPICH's output forwarding then interleaves two ranks'
+// lines.
+const torchVars = `import json, os, sys; sys.stdout.write(json.dumps({k: os.environ.get(k) for k in ["RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "NODE_RANK", "GROUP_RANK", "MASTER_ADDR", "MASTER_PORT"]}) + "\n"); sys.stdout.flush()`
 
 // checkExported compares what the program saw with what batchkit env says
 // for the same layout.

@@ -40,7 +40,10 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			envCommand(),
 			execCommand(),
 			runCommand(),
+			sbatchCommand(),
 			hostlistCommand(),
+			profileCommand(),
+			mpirunCommand(),
 			completionCommand(),
 		},
 	}

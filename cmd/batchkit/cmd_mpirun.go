@@ -1,0 +1,457 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/batchkit/batchkit/mpirun"
+	"github.com/batchkit/batchkit/profile"
+	"github.com/batchkit/batchkit/slurm"
+	"github.com/batchkit/batchkit/topology"
+)
+
+// stringList is a repeatable string flag that, unlike cli.StringSliceFlag,
+// never splits a value on commas: --env K=a,b is one variable.
+type stringList []string
+
+func (l *stringList) Set(s string) error { *l = append(*l, s); return nil }
+func (l *stringList) String() string     { return strings.Join(*l, " ") }
+
+// dryRunHostfile names a generated hostfile in --dry-run output; a real run
+// writes a temporary file instead.
+const dryRunHostfile = "batchkit.hostfile"
+
+func mpirunCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "mpirun",
+		Usage:     "launch a program on MPI ranks with the torchrun contract set on every rank",
+		ArgsUsage: "[--] CMD [ARGS...]",
+		Description: `Builds the command line of the MPI launcher of the chosen flavor (Open MPI, MPICH, Intel MPI,
+MVAPICH2) or of srun, and runs CMD on every rank as 'batchkit exec -- CMD ARGS...', so each rank
+gets RANK, WORLD_SIZE, LOCAL_RANK ... and all ranks agree on MASTER_ADDR (the first host, 127.0.0.1
+when all ranks are local) and MASTER_PORT (derived from the Slurm job id inside an allocation, a
+free local port outside one; --master-port overrides).
+
+Hosts come from --hosts, --hostfile (Open MPI, Hydra or plain format: converted when the launcher
+reads another), or the Slurm allocation (SLURM_JOB_NODELIST, SLURM_TASKS_PER_NODE). Without
+--flavor the flavor is read from --mpirun's name or --version output, else the first of
+mpirun.openmpi, mpirun.mpich, mpirun (asked for --version) ... on PATH.
+
+With --profile (or $BATCHKIT_PROFILE) the site profile's [mpi] settings are the defaults under
+these flags; a --flavor or --launcher other than the profile's drops its binary, args and bootstrap.
+
+The launcher's exit status is the exit status; SIGINT and SIGTERM are forwarded to it.
+
+Examples:
+   batchkit mpirun -n 4 -- python3 train.py --epochs 3
+   batchkit mpirun --flavor intelmpi --hosts node1,node2 --ppn 2 -- python3 train.py
+   batchkit mpirun --flavor openmpi --hostfile hosts.txt --env NCCL_DEBUG=INFO -- python3 train.py
+   batchkit mpirun --launcher srun -n 8 --ppn 4 -- python3 train.py   # inside sbatch
+   batchkit mpirun --profile intel-oneccl -n 8 --ppn 4 -- python3 train.py
+   batchkit mpirun --dry-run --flavor mpich -n 2 -- python3 train.py`,
+		Flags: []cli.Flag{
+			&cli.IntFlag{Name: "np", Aliases: []string{"n"}, Usage: "number of ranks (default: --ppn times the hosts, or the hosts' slots, or the allocation's tasks)"},
+			&cli.IntFlag{Name: "ppn", Usage: "ranks per node"},
+			&cli.StringFlag{Name: "hosts", Usage: "comma-separated hosts, each optionally with :SLOTS"},
+			&cli.StringFlag{Name: "hostfile", Usage: "hostfile: `host slots=N`, `host:N` or `host` lines"},
+			&cli.StringFlag{Name: "profile", Usage: "site profile `NAME` or file for the defaults below (default: $BATCHKIT_PROFILE; none: detect the MPI on PATH)"},
+			&cli.StringFlag{Name: "flavor", Usage: "MPI flavor: openmpi, mpich, intelmpi or mvapich"},
+			&cli.StringFlag{Name: "mpirun", Usage: "launcher binary (`PATH` or name on PATH)"},
+			&cli.StringFlag{Name: "launcher", Usage: "mpirun, mpiexec or srun (default mpirun)"},
+			&cli.GenericFlag{Name: "env", Value: &stringList{}, Usage: "`K=V` exported to every rank (repeatable)"},
+			&cli.GenericFlag{Name: "mpi-arg", Value: &stringList{}, Usage: "`ARG` passed to the launcher as is (repeatable)"},
+			&cli.BoolFlag{Name: "allow-run-as-root", Usage: "Open MPI: --allow-run-as-root"},
+			&cli.BoolFlag{Name: "oversubscribe", Usage: "Open MPI: --oversubscribe"},
+			&cli.StringFlag{Name: "bootstrap", Usage: "Hydra -bootstrap / Open MPI --mca plm / mpirun_rsh -launcher (default slurm for Hydra in an allocation)"},
+			&cli.StringFlag{Name: "srun-mpi", Usage: "srun --mpi plugin (default: pmix for Open MPI, pmi2 otherwise)"},
+			&cli.IntFlag{Name: "master-port", Usage: "MASTER_PORT for all ranks"},
+			&cli.BoolFlag{Name: "dry-run", Usage: "print the command, shell-quoted, instead of running it"},
+		},
+		Action: func(c *cli.Context) error {
+			defaults, err := mpirunDefaults(c)
+			if err != nil {
+				return err
+			}
+			o, err := mpirunOptionsFrom(c, defaults)
+			if err != nil {
+				return err
+			}
+			self, err := os.Executable()
+			if err != nil {
+				return fmt.Errorf("finding the batchkit binary: %w", err)
+			}
+			p, err := planMpirun(o, os.Getenv, systemProbe, self, freePort)
+			if err != nil {
+				return err
+			}
+			if o.dryRun {
+				return printPlan(c.App.Writer, p)
+			}
+			if !p.found {
+				return cli.Exit(fmt.Sprintf("%s: launcher not found on PATH", p.spec.Binary), 127)
+			}
+			return runPlan(p, c.App.Reader, c.App.Writer, c.App.ErrWriter)
+		},
+	}
+}
+
+// mpirunDefaults are the settings under the flags: the site profile's
+// [mpi] table (and a fixed rendezvous port), when a profile is named by
+// --profile or $BATCHKIT_PROFILE. Without either, nothing is assumed: the
+// flavor is detected from the launchers on PATH.
+func mpirunDefaults(c *cli.Context) (mpirun.Defaults, error) {
+	if !c.IsSet("profile") && os.Getenv("BATCHKIT_PROFILE") == "" {
+		return mpirun.Defaults{}, nil
+	}
+	// --flavor, --launcher and --mpirun go into the profile as its top
+	// layer, so that a different flavor or launcher drops the profile's
+	// binary, args and bootstrap written for the other one.
+	r, err := loadProfile(c, map[string]string{"flavor": "mpi.flavor", "launcher": "mpi.launcher", "mpirun": "mpi.binary"})
+	if err != nil {
+		return mpirun.Defaults{}, err
+	}
+	m := r.Profile.MPI
+	d := mpirun.Defaults{
+		Flavor: m.Flavor, Launcher: string(m.Launcher), Binary: m.Binary, Args: m.Args,
+		Bootstrap: m.Bootstrap, SrunMPI: m.SrunMPI, AllowRunAsRoot: m.AllowRunAsRoot, Oversubscribe: m.Oversubscribe,
+	}
+	if r.Profile.Rendezvous.PortPolicy == profile.PortFixed {
+		d.MasterPort = r.Profile.Rendezvous.Port
+	}
+	return d, nil
+}
+
+// mpirunOptions are the flags with the defaults layered under them.
+type mpirunOptions struct {
+	flavor, launcher, binary string
+	np, ppn, masterPort      int
+	npSet, masterPortSet     bool
+	hosts, hostfile          string
+	env, mpiArgs             []string
+	defaultArgs              []string // the profile's launcher arguments, before --mpi-arg
+	allowRoot, oversubscribe bool
+	bootstrap, srunMPI       string
+	bootstrapSet, srunMPISet bool // given as flags, not defaults
+	profilePort              int  // the profile's fixed MASTER_PORT; 0: none
+	dryRun                   bool
+	program                  []string
+}
+
+func mpirunOptionsFrom(c *cli.Context, d mpirun.Defaults) (mpirunOptions, error) {
+	args := c.Args().Slice()
+	if len(args) > 0 && args[0] == "--" {
+		args = args[1:]
+	}
+	if len(args) == 0 {
+		return mpirunOptions{}, usagef("mpirun needs a command: batchkit mpirun [flags] -- CMD [ARGS...]")
+	}
+	pick := func(name, def string) string {
+		if c.IsSet(name) {
+			return c.String(name)
+		}
+		return def
+	}
+	pickBool := func(name string, def bool) bool {
+		if c.IsSet(name) {
+			return c.Bool(name)
+		}
+		return def
+	}
+	o := mpirunOptions{
+		flavor:        pick("flavor", string(d.Flavor)),
+		launcher:      pick("launcher", d.Launcher),
+		binary:        pick("mpirun", d.Binary),
+		np:            c.Int("np"),
+		npSet:         c.IsSet("np"),
+		ppn:           c.Int("ppn"),
+		hosts:         c.String("hosts"),
+		hostfile:      c.String("hostfile"),
+		env:           *c.Generic("env").(*stringList),
+		mpiArgs:       *c.Generic("mpi-arg").(*stringList),
+		defaultArgs:   d.Args,
+		allowRoot:     pickBool("allow-run-as-root", d.AllowRunAsRoot),
+		oversubscribe: pickBool("oversubscribe", d.Oversubscribe),
+		bootstrap:     pick("bootstrap", d.Bootstrap),
+		bootstrapSet:  c.IsSet("bootstrap"),
+		srunMPI:       pick("srun-mpi", d.SrunMPI),
+		srunMPISet:    c.IsSet("srun-mpi"),
+		masterPort:    c.Int("master-port"),
+		masterPortSet: c.IsSet("master-port"),
+		profilePort:   d.MasterPort,
+		dryRun:        c.Bool("dry-run"),
+		program:       args,
+	}
+	if c.IsSet("hosts") && c.IsSet("hostfile") {
+		return o, usagef("--hosts and --hostfile are exclusive")
+	}
+	if c.IsSet("hosts") && o.hosts == "" {
+		return o, usagef("--hosts is empty")
+	}
+	if c.IsSet("hostfile") && o.hostfile == "" {
+		return o, usagef("--hostfile is empty")
+	}
+	if o.npSet && o.np < 1 {
+		return o, usagef("invalid --np %d: want at least 1", o.np)
+	}
+	if o.ppn < 0 {
+		return o, usagef("invalid --ppn %d: want at least 0", o.ppn)
+	}
+	if o.masterPortSet && (o.masterPort < 1 || o.masterPort > 65535) {
+		return o, usagef("invalid --master-port %d: want 1-65535", o.masterPort)
+	}
+	return o, nil
+}
+
+// mpirunPlan is a launch decided but not started.
+type mpirunPlan struct {
+	spec      mpirun.Spec
+	hostfile  string // generated hostfile text; spec.Hostfile is dryRunHostfile until written
+	found     bool   // the launcher binary is on PATH
+	masterEnv []string
+}
+
+// planMpirun turns options into a launch. Everything it reads from the
+// machine is injected: the environment, PATH and --version probes, the
+// batchkit binary and the free-port finder.
+func planMpirun(o mpirunOptions, getenv topology.Getenv, probe mpirun.Probe, self string, port func() (int, error)) (mpirunPlan, error) {
+	var p mpirunPlan
+	launcher := o.launcher
+	if launcher == "" {
+		launcher = mpirun.LauncherMpirun
+	}
+	valid := false
+	for _, l := range mpirun.Launchers {
+		valid = valid || l == launcher
+	}
+	if !valid {
+		return p, usagef("invalid --launcher %q: want %s", launcher, strings.Join(mpirun.Launchers, ", "))
+	}
+	var flavor mpirun.Flavor
+	if o.flavor != "" {
+		f, err := mpirun.ParseFlavor(o.flavor)
+		if err != nil {
+			return p, badInput(err)
+		}
+		flavor = f
+	}
+	flavor, bin, found, err := mpirun.FindLauncher(probe, flavor, launcher, o.binary)
+	if err != nil {
+		return p, badInput(err)
+	}
+	p.found = found
+
+	// Hosts: --hosts, --hostfile, or the Slurm allocation.
+	jobID := slurm.JobID(getenv)
+	var hosts []mpirun.Host
+	var userText string
+	switch {
+	case o.hosts != "":
+		if hosts, err = mpirun.ParseHosts(o.hosts); err != nil {
+			return p, usagef("invalid --hosts: %v", err)
+		}
+	case o.hostfile != "":
+		b, err := os.ReadFile(o.hostfile)
+		if err != nil {
+			return p, badInput(err)
+		}
+		userText = string(b)
+		if hosts, err = mpirun.ParseHostfile(userText); err != nil {
+			return p, usagef("%s: %v", o.hostfile, err)
+		}
+	case jobID != "":
+		if hosts, err = allocationHosts(getenv); err != nil {
+			return p, badInput(err)
+		}
+	}
+
+	np := o.np
+	if !o.npSet {
+		if np = mpirun.DefaultNP(hosts, o.ppn); np == 0 {
+			return p, usagef("how many ranks? pass -n N (or --ppn with hosts, or hosts with slots)")
+		}
+	}
+
+	env := map[string]string{}
+	for _, kv := range o.env {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || !mpirun.ValidEnvName(k) {
+			return p, usagef("invalid --env %q: want NAME=VALUE with NAME of letters, digits and _", kv)
+		}
+		env[k] = v
+	}
+	// One rendezvous point for every rank.
+	if _, ok := env["MASTER_ADDR"]; !ok {
+		switch {
+		case len(hosts) > 0:
+			env["MASTER_ADDR"] = hosts[0].Name
+			if hosts[0].Name == "localhost" {
+				env["MASTER_ADDR"] = "127.0.0.1"
+			}
+		case launcher != mpirun.LauncherSrun:
+			env["MASTER_ADDR"] = "127.0.0.1" // every rank is local
+		}
+		// srun outside an allocation: the step's nodes are unknown here;
+		// batchkit exec on each rank derives them from the step.
+	}
+	switch _, has := env["MASTER_PORT"]; {
+	case o.masterPortSet:
+		env["MASTER_PORT"] = strconv.Itoa(o.masterPort)
+	case has:
+	case o.profilePort > 0:
+		env["MASTER_PORT"] = strconv.Itoa(o.profilePort)
+	case jobID != "":
+		env["MASTER_PORT"] = strconv.Itoa(topology.PortForJob(jobID))
+	case env["MASTER_ADDR"] != "":
+		n, err := port()
+		if err != nil {
+			return p, fmt.Errorf("finding a free MASTER_PORT: %w", err)
+		}
+		env["MASTER_PORT"] = strconv.Itoa(n)
+	}
+
+	// A profile's defaults apply only where they mean something; the same
+	// settings given as flags are checked by Command.
+	srunMPI, bootstrap := o.srunMPI, o.bootstrap
+	if launcher != mpirun.LauncherSrun && !o.srunMPISet {
+		srunMPI = ""
+	}
+	if launcher == mpirun.LauncherSrun && !o.bootstrapSet {
+		bootstrap = ""
+	}
+	spec := mpirun.Spec{
+		Flavor:         flavor,
+		Launcher:       launcher,
+		Binary:         bin,
+		NP:             np,
+		PPN:            o.ppn,
+		Env:            env,
+		ExtraArgs:      append(append([]string(nil), o.defaultArgs...), o.mpiArgs...),
+		Bootstrap:      bootstrap,
+		SrunMPI:        srunMPI,
+		AllowRunAsRoot: o.allowRoot,
+		Oversubscribe:  o.oversubscribe,
+		InAllocation:   jobID != "",
+		Program:        append([]string{self, "exec", "--"}, o.program...),
+	}
+	userFile := ""
+	if userText != "" {
+		userFile = o.hostfile
+	}
+	place, err := mpirun.PlaceHosts(spec, hosts, userFile, userText)
+	if err != nil {
+		return p, badInput(err)
+	}
+	spec.Hosts, spec.Hostfile = place.Hosts, place.Hostfile
+	if place.Generated != "" {
+		spec.Hostfile = dryRunHostfile
+		p.hostfile = place.Generated
+	}
+	if _, err := mpirun.Command(spec); err != nil {
+		return p, badInput(err)
+	}
+	p.spec = spec
+	return p, nil
+}
+
+// allocationHosts lists the Slurm job's nodes with their task counts.
+func allocationHosts(getenv topology.Getenv) ([]mpirun.Host, error) {
+	names, err := slurm.JobHosts(getenv)
+	if err != nil || len(names) == 0 {
+		return nil, err
+	}
+	hosts := make([]mpirun.Host, len(names))
+	for i, n := range names {
+		hosts[i].Name = n
+	}
+	if tpn := getenv("SLURM_TASKS_PER_NODE"); tpn != "" {
+		counts, err := slurm.ParseTasksPerNode(tpn)
+		if err != nil {
+			return nil, fmt.Errorf("SLURM_TASKS_PER_NODE: %w", err)
+		}
+		if len(counts) != len(names) {
+			return nil, fmt.Errorf("SLURM_TASKS_PER_NODE=%q lists %d nodes but SLURM_JOB_NODELIST has %d", tpn, len(counts), len(names))
+		}
+		for i, n := range counts {
+			hosts[i].Slots = n
+		}
+	}
+	return hosts, nil
+}
+
+func printPlan(w io.Writer, p mpirunPlan) error {
+	out, err := mpirun.DryRun(p.spec, p.hostfile)
+	if err != nil {
+		return badInput(err)
+	}
+	_, err = io.WriteString(w, out)
+	return err
+}
+
+func runPlan(p mpirunPlan, stdin io.Reader, stdout, stderr io.Writer) error {
+	spec := p.spec
+	if p.hostfile != "" {
+		f, err := os.CreateTemp("", "batchkit-hostfile-")
+		if err != nil {
+			return err
+		}
+		defer os.Remove(f.Name())
+		if _, err := f.WriteString(p.hostfile); err != nil {
+			f.Close()
+			return err
+		}
+		if err := f.Close(); err != nil {
+			return err
+		}
+		spec.Hostfile = f.Name()
+	}
+	argv, err := mpirun.Command(spec)
+	if err != nil {
+		return badInput(err)
+	}
+	if stdin == nil {
+		stdin = os.Stdin
+	}
+	code, err := mpirun.Run(argv, stdin, stdout, stderr)
+	var se *mpirun.StartError
+	if errors.As(err, &se) {
+		return cli.Exit(fmt.Sprintf("%s: %v", argv[0], se.Err), se.Code)
+	}
+	if err != nil {
+		return err
+	}
+	if code != 0 {
+		return &childExit{code}
+	}
+	return nil
+}
+
+// systemProbe looks launchers up on this machine.
+var systemProbe = mpirun.Probe{
+	LookPath: exec.LookPath,
+	Version: func(path string) (string, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		out, err := exec.CommandContext(ctx, path, "--version").CombinedOutput()
+		return string(out), err
+	},
+}
+
+// freePort asks the kernel for a TCP port free on every interface.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", ":0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}

@@ -1,0 +1,229 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/batchkit/batchkit/profile"
+)
+
+func profileCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "profile",
+		Usage: "list, show, explain and check site profiles",
+		Description: `A profile describes a site: Slurm defaults, the MPI flavor and launcher, the environment to
+set up (scripts to source, variables) and rendezvous defaults. NAME.toml is searched in each
+directory of $BATCHKIT_PROFILE_PATH (colon-separated), then ~/.config/batchkit/profiles, then
+/etc/batchkit/profiles, then the profiles built into batchkit (local, generic-openmpi,
+intel-oneccl, mpich). A NAME containing / or ending in .toml is a file path. Without NAME:
+$BATCHKIT_PROFILE, else local. The schema is in site-configs/README.md.`,
+		Subcommands: []*cli.Command{
+			profileListCommand(),
+			profileShowCommand(),
+			profileExplainCommand(),
+			profileCheckCommand(),
+		},
+	}
+}
+
+func profileListCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "list",
+		Usage: "list the profiles in the search path, where each comes from, and which are shadowed",
+		Description: `A profile found earlier in the search path shadows those of the same name after it;
+'batchkit profile list' marks those (shadowed).
+
+Examples:
+   batchkit profile list
+   BATCHKIT_PROFILE_PATH=$HOME/profiles batchkit profile list`,
+		Action: func(c *cli.Context) error {
+			if c.NArg() > 0 {
+				return usagef("profile list takes no arguments, got %q", c.Args().First())
+			}
+			entries, err := profile.NewLoader(os.Getenv).List()
+			if err != nil {
+				return badInput(err)
+			}
+			tw := tabwriter.NewWriter(c.App.Writer, 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "NAME\tSOURCE\tDESCRIPTION")
+			for _, e := range entries {
+				src := e.Path
+				if e.Shadowed {
+					src += " (shadowed)"
+				}
+				desc := e.Description
+				if e.Err != nil {
+					n := len(profile.Problems(e.Err))
+					desc = fmt.Sprintf("(invalid: %d %s; batchkit profile check %s)", n, plural(n, "problem"), e.Path)
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\n", e.Name, src, desc)
+			}
+			return tw.Flush()
+		},
+	}
+}
+
+// setFlag collects --set KEY=VALUE flags verbatim (a StringSliceFlag would
+// split VALUE at commas).
+type setFlag struct{ kv []string }
+
+func (s *setFlag) Set(v string) error {
+	if !strings.Contains(v, "=") {
+		return fmt.Errorf("want KEY=VALUE, got %q", v)
+	}
+	s.kv = append(s.kv, v)
+	return nil
+}
+
+func (s *setFlag) String() string { return strings.Join(s.kv, " ") }
+
+func setFlagOf(sets *setFlag) cli.Flag {
+	return &cli.GenericFlag{
+		Name:  "set",
+		Usage: "override a key as a command-line flag would, e.g. --set slurm.partition=gpu (repeatable; lists comma-separated)",
+		Value: sets,
+	}
+}
+
+// resolveProfile resolves the profile named by the first argument (or the
+// default) and puts the --set overrides on top.
+func resolveProfile(c *cli.Context, sets *setFlag) (*profile.Resolved, error) {
+	if c.NArg() > 1 {
+		if strings.HasPrefix(c.Args().Get(1), "-") {
+			return nil, usagef("%s: flags go before the profile: %s %s %s", c.Command.HelpName,
+				c.Command.HelpName, strings.Join(c.Args().Slice()[1:], " "), c.Args().First())
+		}
+		return nil, usagef("%s takes at most one profile, got %d arguments", c.Command.HelpName, c.NArg())
+	}
+	name := c.Args().First()
+	if name == "" {
+		name = profile.DefaultName(os.Getenv)
+	}
+	r, err := profile.NewLoader(os.Getenv).Resolve(name)
+	if err != nil {
+		return nil, badInput(err)
+	}
+	for _, kv := range sets.kv {
+		k, v, _ := strings.Cut(kv, "=")
+		if err := r.Set(k, v, profile.CommandLine); err != nil {
+			return nil, badInput(err)
+		}
+	}
+	if err := r.Validate(); err != nil {
+		return nil, badInput(err)
+	}
+	return r, nil
+}
+
+func profileShowCommand() *cli.Command {
+	sets := &setFlag{}
+	return &cli.Command{
+		Name:      "show",
+		Usage:     "print a profile merged with the profiles it extends, as TOML",
+		ArgsUsage: "[NAME|PATH]",
+		Description: `The output is itself a valid profile with every value set, defaults included.
+
+Examples:
+   batchkit profile show
+   batchkit profile show intel-oneccl
+   batchkit profile show --set mpi.launcher=srun ./mysite.toml`,
+		Flags: []cli.Flag{setFlagOf(sets)},
+		Action: func(c *cli.Context) error {
+			r, err := resolveProfile(c, sets)
+			if err != nil {
+				return err
+			}
+			w := c.App.Writer
+			fmt.Fprintf(w, "# profile %s from %s\n", r.Name, r.Path)
+			for _, f := range r.Chain[1:] {
+				fmt.Fprintf(w, "# extends %s from %s\n", f.Name, f.Path)
+			}
+			fmt.Fprintln(w)
+			return r.WriteTOML(w)
+		},
+	}
+}
+
+func profileExplainCommand() *cli.Command {
+	sets := &setFlag{}
+	return &cli.Command{
+		Name:      "explain",
+		Usage:     "print each value of a profile with the file, line and column it comes from",
+		ArgsUsage: "[NAME|PATH]",
+		Description: `Values come, lowest first, from the built-in defaults, the profile's base profiles
+(extends = "NAME"), the profile itself and the command line (--set). A list from a higher
+layer replaces the lower one; env.vars are merged variable by variable.
+
+Examples:
+   batchkit profile explain
+   batchkit profile explain --set slurm.partition=gpu ~/.config/batchkit/profiles/mine.toml`,
+		Flags: []cli.Flag{setFlagOf(sets)},
+		Action: func(c *cli.Context) error {
+			r, err := resolveProfile(c, sets)
+			if err != nil {
+				return err
+			}
+			return writeExplain(c.App.Writer, r)
+		},
+	}
+}
+
+func writeExplain(w io.Writer, r *profile.Resolved) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "KEY\tFROM\tVALUE")
+	for _, s := range r.Settings() {
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", s.Key, s.Origin, s.Value)
+	}
+	return tw.Flush()
+}
+
+func profileCheckCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "check",
+		Usage:     "check profile files: syntax, keys, types, values, and the profiles they extend",
+		ArgsUsage: "FILE...",
+		Description: `Prints "FILE: ok" for each good profile and every problem of the others, one a line as
+FILE:LINE:COL: message, on stderr; exit status 2 if there is any problem. A FILE may also be a
+profile name.
+
+Examples:
+   batchkit profile check /etc/batchkit/profiles/*.toml
+   BATCHKIT_PROFILE_PATH=. batchkit profile check mysite.toml`,
+		Action: func(c *cli.Context) error {
+			if c.NArg() == 0 {
+				return usagef("profile check needs profile files, e.g. batchkit profile check mysite.toml")
+			}
+			loader := profile.NewLoader(os.Getenv)
+			var nBad, nProblems int
+			for _, arg := range c.Args().Slice() {
+				_, err := loader.Resolve(arg)
+				if err == nil {
+					fmt.Fprintf(c.App.Writer, "%s: ok\n", arg)
+					continue
+				}
+				nBad++
+				for _, e := range profile.Problems(err) {
+					fmt.Fprintln(c.App.ErrWriter, e)
+					nProblems++
+				}
+			}
+			if nBad > 0 {
+				return badInput(fmt.Errorf("%d %s in %d of %d %s", nProblems, plural(nProblems, "problem"),
+					nBad, c.NArg(), plural(c.NArg(), "profile")))
+			}
+			return nil
+		},
+	}
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return word
+	}
+	return word + "s"
+}

@@ -1,0 +1,193 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/batchkit/batchkit/launch"
+	"github.com/batchkit/batchkit/profile"
+	"github.com/batchkit/batchkit/slurm"
+	"github.com/batchkit/batchkit/templates"
+)
+
+func sbatchCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "sbatch",
+		Usage:     "write or submit a Slurm batch script that runs CMD in every rank",
+		ArgsUsage: "[flags] -- CMD [ARGS...]",
+		Description: `Builds a batch script from the site profile and the flags (named like sbatch's own):
+#SBATCH directives, module loads, the profile's environment scripts and variables, then the
+launch line — srun with the flavor's --mpi plugin, or the flavor's mpirun — running
+'batchkit exec -- CMD ARGS...' in every rank so the program sees RANK, WORLD_SIZE, MASTER_ADDR ...
+
+Without --dry-run or --write the script is submitted with 'sbatch --parsable' and the job id
+printed; --wait waits for the job and exits with its exit code.
+
+Examples:
+   batchkit sbatch --dry-run -N 2 --ntasks-per-node 4 -t 1:00:00 -- python3 train.py
+   batchkit sbatch --profile intel-oneccl -N 4 --ntasks-per-node 2 -J train -- python3 train.py --epochs 3
+   batchkit sbatch --write job.sh --launcher srun -N 2 -- ./bench
+   batchkit sbatch --wait -N 2 --ntasks-per-node 2 -o out.txt -- batchkit env`,
+		Flags: append(profileFlags(),
+			&cli.StringFlag{Name: "nodes", Aliases: []string{"N"}, Usage: "number of nodes (N or MIN-MAX)"},
+			&cli.IntFlag{Name: "ntasks", Aliases: []string{"n"}, Usage: "total number of tasks (ranks)"},
+			&cli.IntFlag{Name: "ntasks-per-node", Usage: "tasks (ranks) per node"},
+			&cli.IntFlag{Name: "cpus-per-task", Aliases: []string{"c"}, Usage: "CPUs per task"},
+			&cli.StringFlag{Name: "gpus", Usage: "GPUs for the job"},
+			&cli.StringFlag{Name: "time", Aliases: []string{"t"}, Usage: "time limit (profile: slurm.time)"},
+			&cli.StringFlag{Name: "partition", Aliases: []string{"p"}, Usage: "partition (profile: slurm.partition)"},
+			&cli.StringFlag{Name: "account", Aliases: []string{"A"}, Usage: "account (profile: slurm.account)"},
+			&cli.StringFlag{Name: "qos", Usage: "quality of service (profile: slurm.qos)"},
+			&cli.StringFlag{Name: "constraint", Aliases: []string{"C"}, Usage: "node features (profile: slurm.constraint)"},
+			&cli.StringFlag{Name: "job-name", Aliases: []string{"J"}, Usage: "job name"},
+			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "stdout file pattern"},
+			&cli.StringFlag{Name: "error", Aliases: []string{"e"}, Usage: "stderr file pattern"},
+			&cli.StringFlag{Name: "array", Usage: "job array indexes"},
+			&cli.BoolFlag{Name: "exclusive", Usage: "whole nodes"},
+			&cli.StringFlag{Name: "signal", Usage: "signal before the time limit, e.g. USR1@120"},
+			&cli.StringFlag{Name: "dependency", Aliases: []string{"d"}, Usage: "job dependencies"},
+			&cli.BoolFlag{Name: "requeue", Usage: "allow requeueing"},
+			&cli.StringSliceFlag{Name: "sbatch-arg", Usage: "any other directive, e.g. --sbatch-arg=--mail-type=END (repeatable)"},
+			&cli.StringFlag{Name: "batchkit", Usage: "path of batchkit on the compute nodes (default: this binary)"},
+			&cli.BoolFlag{Name: "dry-run", Usage: "print the script, submit nothing"},
+			&cli.StringFlag{Name: "write", Usage: "write the script to `FILE`, submit nothing"},
+			&cli.BoolFlag{Name: "force", Usage: "let --write overwrite an existing file"},
+			&cli.BoolFlag{Name: "wait", Usage: "wait for the job and exit with its exit code"},
+		),
+		Action: sbatchAction,
+	}
+}
+
+// profileFlags are the flags that select a profile and override its launch
+// settings; shared by the commands that launch.
+func profileFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "profile", Usage: "site profile `NAME` or file (default: $BATCHKIT_PROFILE, else local)"},
+		&cli.StringFlag{Name: "flavor", Usage: "MPI flavor: openmpi, mpich, intelmpi or mvapich (profile: mpi.flavor)"},
+		&cli.StringFlag{Name: "launcher", Usage: "mpirun, mpiexec or srun (profile: mpi.launcher)"},
+		&cli.StringFlag{Name: "mpirun", Usage: "launcher binary `PATH` (profile: mpi.binary)"},
+	}
+}
+
+// loadProfile resolves the profile and puts the flags that override it on
+// top, as the last layer.
+func loadProfile(c *cli.Context, overrides map[string]string) (*profile.Resolved, error) {
+	name := c.String("profile")
+	if name == "" {
+		name = profile.DefaultName(os.Getenv)
+	}
+	r, err := profile.NewLoader(os.Getenv).Resolve(name)
+	if err != nil {
+		return nil, badInput(err)
+	}
+	for flag, key := range overrides {
+		if c.IsSet(flag) {
+			if err := r.Set(key, c.String(flag), profile.CommandLine); err != nil {
+				return nil, badInput(fmt.Errorf("--%s: %w", flag, err))
+			}
+		}
+	}
+	if err := r.Validate(); err != nil {
+		return nil, badInput(err)
+	}
+	return r, nil
+}
+
+var sbatchOverrides = map[string]string{
+	"flavor": "mpi.flavor", "launcher": "mpi.launcher", "mpirun": "mpi.binary",
+	"partition": "slurm.partition", "account": "slurm.account", "qos": "slurm.qos",
+	"time": "slurm.time", "constraint": "slurm.constraint",
+}
+
+// programArgs returns CMD ARGS..., after an optional "--".
+func programArgs(c *cli.Context, command string) ([]string, error) {
+	args := c.Args().Slice()
+	if len(args) > 0 && args[0] == "--" {
+		args = args[1:]
+	}
+	if len(args) == 0 {
+		return nil, usagef("%s needs a command: batchkit %s [flags] -- CMD [ARGS...]", command, command)
+	}
+	return args, nil
+}
+
+func sbatchAction(c *cli.Context) error {
+	program, err := programArgs(c, "sbatch")
+	if err != nil {
+		return err
+	}
+	r, err := loadProfile(c, sbatchOverrides)
+	if err != nil {
+		return err
+	}
+	self := c.String("batchkit")
+	if self == "" {
+		if self, err = os.Executable(); err != nil {
+			return fmt.Errorf("finding batchkit's own path (give --batchkit): %w", err)
+		}
+	}
+	job := slurm.JobOptions{
+		JobName: c.String("job-name"), Nodes: c.String("nodes"), NTasks: c.Int("ntasks"),
+		NTasksPerNode: c.Int("ntasks-per-node"), CPUsPerTask: c.Int("cpus-per-task"), GPUs: c.String("gpus"),
+		Output: c.String("output"), Error: c.String("error"), Array: c.String("array"),
+		Exclusive: c.Bool("exclusive"), Signal: c.String("signal"), Dependency: c.String("dependency"),
+		Requeue: c.Bool("requeue"), Extra: c.StringSlice("sbatch-arg"),
+	}
+	script, err := launch.SbatchScript(launch.SbatchRequest{
+		ProfileName: r.Name, Profile: r.Profile, Job: job, Program: program, Batchkit: self,
+	})
+	if err != nil {
+		return badInput(err)
+	}
+	set, err := templates.Load(r.Profile.Templates)
+	if err != nil {
+		return badInput(err)
+	}
+	text, err := set.Render(templates.Sbatch, script)
+	if err != nil {
+		return badInput(err)
+	}
+
+	switch {
+	case c.Bool("dry-run"):
+		_, err := fmt.Fprint(c.App.Writer, text)
+		return err
+	case c.String("write") != "":
+		return writeNew(c.String("write"), text, c.Bool("force"))
+	}
+	_, code, err := slurm.Submit(c.Context, "sbatch", text, c.Bool("wait"), func(id string) {
+		fmt.Fprintln(c.App.Writer, id)
+	})
+	if err != nil {
+		return err
+	}
+	if code != 0 {
+		return &childExit{code}
+	}
+	return nil
+}
+
+// writeNew writes a file that must not exist yet, unless force: a user's
+// script is never overwritten by surprise.
+func writeNew(path, text string, force bool) error {
+	flags := os.O_WRONLY | os.O_CREATE | os.O_EXCL
+	if force {
+		flags = os.O_WRONLY | os.O_CREATE | os.O_TRUNC
+	}
+	f, err := os.OpenFile(path, flags, 0o755)
+	if errors.Is(err, fs.ErrExist) {
+		return usagef("--write %s: file exists (use --force to overwrite)", path)
+	}
+	if err != nil {
+		return badInput(fmt.Errorf("--write: %w", err))
+	}
+	if _, err := f.WriteString(text); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}

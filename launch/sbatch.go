@@ -1,0 +1,146 @@
+// Package launch assembles what a launch needs from a site profile, the
+// user's flags and the program: a batch script's content or a launcher's
+// command line. It is pure: rendering, submitting and running are the
+// callers' business (templates/, slurm.Submit, the CLI).
+package launch
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/batchkit/batchkit/mpirun"
+	"github.com/batchkit/batchkit/profile"
+	"github.com/batchkit/batchkit/slurm"
+)
+
+// SbatchRequest is what `batchkit sbatch` was asked for.
+type SbatchRequest struct {
+	ProfileName string
+	Profile     profile.Profile // merged, flags already applied
+	Job         slurm.JobOptions
+	Program     []string
+	// Batchkit is the path of batchkit on the compute nodes; every rank runs
+	// `Batchkit exec -- Program` so it sees the torchrun contract.
+	Batchkit string
+}
+
+// SbatchScript builds the batch script's content: #SBATCH directives from
+// the profile under the flags, module loads, environment scripts and
+// variables, and the launch line for the profile's launcher and flavor.
+func SbatchScript(req SbatchRequest) (slurm.Script, error) {
+	if len(req.Program) == 0 || req.Program[0] == "" {
+		return slurm.Script{}, fmt.Errorf("no program given: batchkit sbatch [flags] -- CMD [ARGS...]")
+	}
+	p := req.Profile
+	job := req.Job
+	// The profile fills what the flags left open.
+	for _, f := range []struct {
+		dst *string
+		def string
+	}{
+		{&job.Partition, p.Slurm.Partition}, {&job.Account, p.Slurm.Account}, {&job.QOS, p.Slurm.QOS},
+		{&job.Time, p.Slurm.Time}, {&job.Constraint, p.Slurm.Constraint},
+	} {
+		if *f.dst == "" {
+			*f.dst = f.def
+		}
+	}
+	job.Extra = append(append([]string{}, p.Slurm.ExtraSbatch...), job.Extra...)
+	directives, err := job.Directives()
+	if err != nil {
+		return slurm.Script{}, err
+	}
+	vars := map[string]string{}
+	for k, v := range p.Env.Vars {
+		vars[k] = v
+	}
+	if p.Rendezvous.PortPolicy == profile.PortFixed && p.Rendezvous.Port > 0 {
+		vars["MASTER_PORT"] = strconv.Itoa(p.Rendezvous.Port)
+	}
+	env, err := slurm.CheckEnv(vars)
+	if err != nil {
+		return slurm.Script{}, err
+	}
+	var sources []slurm.Source
+	for _, s := range p.Env.Source {
+		sources = append(sources, slurm.Source{Path: s.Script, Args: s.Args})
+	}
+	launchLine, err := SbatchLaunch(p.MPI, job, append([]string{req.Batchkit, "exec", "--"}, req.Program...))
+	if err != nil {
+		return slurm.Script{}, err
+	}
+	return slurm.Script{
+		Profile:    req.ProfileName,
+		Directives: directives,
+		Modules:    p.Slurm.Modules,
+		Sources:    sources,
+		Env:        env,
+		Launch:     launchLine,
+	}, nil
+}
+
+// SbatchLaunch is the launch line inside a batch script. srun takes the
+// job's shape from the allocation. An mpirun needs the rank count, which
+// comes from --ntasks or --nodes × --ntasks-per-node.
+func SbatchLaunch(m profile.MPI, job slurm.JobOptions, program []string) ([]string, error) {
+	spec := mpirun.Spec{
+		Flavor:         m.Flavor,
+		Launcher:       string(m.Launcher),
+		Binary:         m.Binary,
+		ExtraArgs:      m.Args,
+		Bootstrap:      m.Bootstrap,
+		SrunMPI:        m.SrunMPI,
+		AllowRunAsRoot: m.AllowRunAsRoot,
+		Oversubscribe:  m.Oversubscribe,
+		InAllocation:   true,
+		Program:        program,
+		PPN:            job.NTasksPerNode,
+	}
+	if spec.Launcher == "" {
+		spec.Launcher = mpirun.LauncherMpirun
+	}
+	if spec.Launcher == mpirun.LauncherSrun {
+		// Inside the job srun takes counts and nodes from the allocation;
+		// repeating them would only invite disagreement.
+		plugin := m.SrunMPI
+		if plugin == "" && m.Flavor != "" {
+			plugin = mpirun.DefaultSrunMPI(m.Flavor)
+		}
+		bin := m.Binary
+		if bin == "" {
+			bin = "srun"
+		}
+		argv := []string{bin}
+		if plugin != "" {
+			argv = append(argv, "--mpi="+plugin)
+		}
+		argv = append(argv, m.Args...)
+		return append(argv, program...), nil
+	}
+	np, err := ranks(job)
+	if err != nil {
+		return nil, err
+	}
+	spec.NP = np
+	return mpirun.Command(spec)
+}
+
+// ranks is the total rank count an mpirun line must be given.
+func ranks(job slurm.JobOptions) (int, error) {
+	if job.NTasks > 0 {
+		return job.NTasks, nil
+	}
+	nodes := 1
+	if job.Nodes != "" {
+		n, err := strconv.Atoi(job.Nodes)
+		if err != nil {
+			return 0, fmt.Errorf("--nodes %q: an mpirun launch line needs a fixed node count (or give --ntasks)", job.Nodes)
+		}
+		nodes = n
+	}
+	per := job.NTasksPerNode
+	if per == 0 {
+		per = 1
+	}
+	return nodes * per, nil
+}

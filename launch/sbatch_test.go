@@ -1,0 +1,136 @@
+package launch
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/batchkit/batchkit/mpirun"
+	"github.com/batchkit/batchkit/profile"
+	"github.com/batchkit/batchkit/slurm"
+	"github.com/batchkit/batchkit/templates"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files in testdata/")
+
+// render builds and renders the sbatch script for a shipped profile with
+// flag overrides applied the way the CLI does.
+func render(t *testing.T, name string, overrides map[string]string, job slurm.JobOptions) string {
+	t.Helper()
+	loader := &profile.Loader{Embedded: profile.NewLoader(func(string) string { return "" }).Embedded}
+	r, err := loader.Resolve(name)
+	if err != nil {
+		t.Fatalf("profile %s: %v", name, err)
+	}
+	for k, v := range overrides {
+		if err := r.Set(k, v, profile.CommandLine); err != nil {
+			t.Fatalf("set %s=%s: %v", k, v, err)
+		}
+	}
+	if err := r.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	script, err := SbatchScript(SbatchRequest{ProfileName: name, Profile: r.Profile, Job: job,
+		Program: []string{"python3", "train.py", "--data", "my data/$(x)"}, Batchkit: "/usr/bin/batchkit"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := templates.Load("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, err := set.Render(templates.Sbatch, script)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return text
+}
+
+// Golden batch scripts for every shipped profile × flavor × launcher.
+func TestSbatchGolden(t *testing.T) {
+	job := slurm.JobOptions{JobName: "train", Nodes: "2", NTasksPerNode: 4, Time: "1:00:00", Output: "%x-%j.out"}
+	type tc struct {
+		name, profile string
+		over          map[string]string
+	}
+	var cases []tc
+	for _, p := range []string{"local", "generic-openmpi", "intel-oneccl", "mpich"} {
+		cases = append(cases, tc{p, p, nil})
+	}
+	for _, f := range mpirun.Flavors {
+		for _, l := range []string{"mpirun", "srun"} {
+			cases = append(cases, tc{"local-" + string(f) + "-" + l, "local", map[string]string{"mpi.flavor": string(f), "mpi.launcher": l}})
+		}
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got := render(t, c.profile, c.over, job)
+			cmd := exec.Command("bash", "-n")
+			cmd.Stdin = strings.NewReader(got)
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			if err := cmd.Run(); err != nil {
+				t.Fatalf("bash -n: %v: %s\n%s", err, stderr.String(), got)
+			}
+			path := filepath.Join("testdata", "sbatch-"+c.name+".golden")
+			if *update {
+				if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatalf("%v (run go test -update)", err)
+			}
+			if diff := cmp.Diff(string(want), got); diff != "" {
+				t.Errorf("%s (-want +got):\n%s", path, diff)
+			}
+		})
+	}
+}
+
+func TestSbatchLaunchRanks(t *testing.T) {
+	for _, tt := range []struct {
+		job  slurm.JobOptions
+		np   string
+		fail bool
+	}{
+		{slurm.JobOptions{NTasks: 6}, "6", false},
+		{slurm.JobOptions{Nodes: "3", NTasksPerNode: 2}, "6", false},
+		{slurm.JobOptions{Nodes: "3"}, "3", false},
+		{slurm.JobOptions{}, "1", false},
+		{slurm.JobOptions{Nodes: "2-4"}, "", true},
+	} {
+		argv, err := SbatchLaunch(profile.MPI{Flavor: mpirun.MPICH, Launcher: profile.LauncherMpirun}, tt.job, []string{"prog"})
+		if tt.fail {
+			if err == nil {
+				t.Errorf("%+v: want an error for a node range", tt.job)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i := indexOf(argv, "-n"); i < 0 || argv[i+1] != tt.np {
+			t.Errorf("%+v: argv %q, want -n %s", tt.job, argv, tt.np)
+		}
+	}
+	if _, err := SbatchScript(SbatchRequest{Program: nil}); err == nil {
+		t.Error("a script without a program was built")
+	}
+}
+
+func indexOf(xs []string, x string) int {
+	for i, v := range xs {
+		if v == x {
+			return i
+		}
+	}
+	return -1
+}

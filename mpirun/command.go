@@ -1,0 +1,453 @@
+package mpirun
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Launchers: how the ranks are started. Every flavor has an mpirun and an
+// mpiexec (for MVAPICH2 they differ: mpirun_rsh vs its Hydra mpiexec); srun
+// starts the ranks as a Slurm step through a PMI plugin.
+const (
+	LauncherMpirun  = "mpirun"
+	LauncherMpiexec = "mpiexec"
+	LauncherSrun    = "srun"
+)
+
+// Launchers lists the valid Spec.Launcher values.
+var Launchers = []string{LauncherMpirun, LauncherMpiexec, LauncherSrun}
+
+// Host is one host of a launch.
+type Host struct {
+	Name  string
+	Slots int // ranks this host takes; 0 means unspecified
+}
+
+// Spec is everything Command needs to build a launch command line.
+type Spec struct {
+	Flavor   Flavor // may be empty only with Launcher srun (then no --mpi default)
+	Launcher string // mpirun (default), mpiexec or srun
+	Binary   string // launcher binary; empty: the flavor's first default name
+	NP       int    // total ranks, >= 1
+	PPN      int    // ranks per node; 0: the launcher decides
+	Hosts    []Host // hosts on the command line; exclusive with Hostfile
+	Hostfile string // path of a hostfile in a format the launcher reads
+	// Env is exported to every rank with the flavor's own mechanism, in
+	// sorted key order.
+	Env            map[string]string
+	ExtraArgs      []string // passed to the launcher verbatim, before the program
+	Bootstrap      string   // how daemons start: Hydra -bootstrap, Open MPI --mca plm
+	SrunMPI        string   // srun --mpi plugin; empty: the flavor's default
+	AllowRunAsRoot bool     // Open MPI only; the others do not refuse root
+	Oversubscribe  bool     // Open MPI only; the others oversubscribe by default
+	InAllocation   bool     // inside a Slurm allocation: Hydra bootstraps through slurm
+	Program        []string // the program and its arguments, non-empty
+}
+
+// envPlace is where a syntax puts the rank environment.
+type envPlace int
+
+const (
+	envFlags         envPlace = iota // among the launcher's options (-x K=V, -genv K V)
+	envBeforeProgram                 // K=V arguments right before the program (mpirun_rsh)
+	envOfLauncher                    // set on the launcher process itself: env K=V srun --export=ALL
+)
+
+// lineStyle is one of the hostfile line forms ParseHostfile reads.
+type lineStyle int
+
+const (
+	styleBare  lineStyle = iota // host
+	styleColon                  // host:N (Hydra, MVAPICH2)
+	styleSlots                  // host slots=N [max_slots=M] (Open MPI)
+)
+
+// syntax is one launcher's command-line dialect, as data. Templates are
+// space-separated argument lists; placeholders are replaced inside each
+// argument, so a value never splits into several arguments:
+// {N} a count, {HOSTS} the host list, {H}/{S} a host name and its slots,
+// {F} a hostfile path, {K}/{V} a variable's name and value, {B} a bootstrap,
+// {P} an srun MPI plugin. An empty template means the launcher has no such
+// option.
+type syntax struct {
+	name          string // in error messages
+	np            string
+	ppn           string
+	hosts         string // {HOSTS}: entries joined by ","
+	hostSlots     bool   // an entry may carry slots as {H}:{S}
+	hostfile      string
+	line          string // hostfile line of a host with slots; without slots a line is just the name
+	reads         []lineStyle
+	env           string
+	envAt         envPlace
+	bootstrap     string
+	allocBoot     string // bootstrap inside a Slurm allocation when none is given
+	allowRoot     string
+	oversubscribe string
+	srunMPI       string
+	fixed         string // always passed, after the generated options
+}
+
+var (
+	openMPISyntax = syntax{
+		name:          "Open MPI mpirun",
+		np:            "-np {N}",
+		ppn:           "--map-by ppr:{N}:node",
+		hosts:         "--host {HOSTS}",
+		hostSlots:     true,
+		hostfile:      "--hostfile {F}",
+		line:          "{H} slots={S}",
+		reads:         []lineStyle{styleBare, styleSlots},
+		env:           "-x {K}={V}",
+		bootstrap:     "--mca plm {B}",
+		allowRoot:     "--allow-run-as-root",
+		oversubscribe: "--oversubscribe",
+	}
+	// MPICH's Hydra (also MVAPICH2's mpiexec). Inside an allocation it is
+	// told to start its proxies with srun.
+	hydraSyntax = syntax{
+		name:      "Hydra mpiexec",
+		np:        "-n {N}",
+		ppn:       "-ppn {N}",
+		hosts:     "-hosts {HOSTS}",
+		hostSlots: true,
+		hostfile:  "-f {F}",
+		line:      "{H}:{S}",
+		reads:     []lineStyle{styleBare, styleColon},
+		env:       "-genv {K} {V}",
+		envAt:     envFlags,
+		bootstrap: "-bootstrap {B}",
+		allocBoot: "slurm",
+	}
+	// Intel MPI's Hydra: as MPICH's, but -hosts is documented as plain
+	// names only; per-host slots go through a hostfile (-f, host:N lines).
+	intelSyntax = func() syntax {
+		s := hydraSyntax
+		s.name = "Intel MPI mpiexec.hydra"
+		s.hostSlots = false
+		return s
+	}()
+	// MVAPICH2's mpirun_rsh: hosts only in a hostfile (positional hosts
+	// would have to be listed once per rank), environment as K=V
+	// arguments before the program, -launcher rsh|ssh|srun.
+	rshSyntax = syntax{
+		name:      "MVAPICH2 mpirun_rsh",
+		np:        "-np {N}",
+		ppn:       "-ppn {N}",
+		hostfile:  "-hostfile {F}",
+		line:      "{H}:{S}",
+		reads:     []lineStyle{styleBare, styleColon},
+		env:       "{K}={V}",
+		envAt:     envBeforeProgram,
+		bootstrap: "-launcher {B}",
+	}
+	// srun: environment through srun's own environment and --export=ALL
+	// (a --export=ALL,K=V list would break on commas in values); no
+	// hostfile; per-host slots do not exist (the allocation decides).
+	srunSyntax = syntax{
+		name:    "srun",
+		np:      "-n {N}",
+		ppn:     "--ntasks-per-node={N}",
+		hosts:   "--nodelist={HOSTS}",
+		env:     "{K}={V}",
+		envAt:   envOfLauncher,
+		srunMPI: "--mpi={P}",
+		fixed:   "--export=ALL",
+	}
+)
+
+// launcherRow is one launcher of a flavor: the binary names to look for, in
+// order, and the dialect it speaks.
+type launcherRow struct {
+	binaries []string
+	syntax   *syntax
+}
+
+// flavorRow is everything batchkit knows about an MPI flavor. Adding a
+// flavor is adding a row.
+type flavorRow struct {
+	name    string
+	mpirun  launcherRow
+	mpiexec launcherRow
+	srunMPI string // srun --mpi plugin its ranks' PMI client speaks
+}
+
+var flavorRows = map[Flavor]flavorRow{
+	OpenMPI: {
+		name:    "Open MPI",
+		mpirun:  launcherRow{[]string{"mpirun.openmpi", "mpirun"}, &openMPISyntax},
+		mpiexec: launcherRow{[]string{"mpiexec.openmpi", "mpiexec"}, &openMPISyntax},
+		srunMPI: "pmix",
+	},
+	MPICH: {
+		name:    "MPICH",
+		mpirun:  launcherRow{[]string{"mpirun.mpich", "mpiexec.mpich", "mpiexec.hydra", "mpirun"}, &hydraSyntax},
+		mpiexec: launcherRow{[]string{"mpiexec.mpich", "mpiexec.hydra", "mpiexec"}, &hydraSyntax},
+		srunMPI: "pmi2",
+	},
+	IntelMPI: {
+		name:    "Intel MPI",
+		mpirun:  launcherRow{[]string{"mpirun", "mpiexec.hydra"}, &intelSyntax},
+		mpiexec: launcherRow{[]string{"mpiexec.hydra", "mpiexec"}, &intelSyntax},
+		srunMPI: "pmi2",
+	},
+	MVAPICH: {
+		name:    "MVAPICH2",
+		mpirun:  launcherRow{[]string{"mpirun_rsh"}, &rshSyntax},
+		mpiexec: launcherRow{[]string{"mpiexec.hydra", "mpiexec"}, &hydraSyntax},
+		srunMPI: "pmi2",
+	},
+}
+
+var srunRow = launcherRow{[]string{"srun"}, &srunSyntax}
+
+// row returns the launcher row of spec's flavor and launcher.
+func (s Spec) row() (launcherRow, error) {
+	switch s.Launcher {
+	case LauncherSrun:
+		if s.Flavor != "" {
+			if _, err := ParseFlavor(string(s.Flavor)); err != nil {
+				return launcherRow{}, err
+			}
+		}
+		return srunRow, nil
+	case "", LauncherMpirun, LauncherMpiexec:
+	default:
+		return launcherRow{}, fmt.Errorf("unknown launcher %q: want one of %s", s.Launcher, strings.Join(Launchers, ", "))
+	}
+	if s.Flavor == "" {
+		return launcherRow{}, errors.New("no MPI flavor given")
+	}
+	f, err := ParseFlavor(string(s.Flavor))
+	if err != nil {
+		return launcherRow{}, err
+	}
+	if s.Launcher == LauncherMpiexec {
+		return flavorRows[f].mpiexec, nil
+	}
+	return flavorRows[f].mpirun, nil
+}
+
+// Binaries returns the binary names a launcher of a flavor goes by, in the
+// order to look for them on PATH.
+func Binaries(f Flavor, launcher string) []string {
+	r, err := Spec{Flavor: f, Launcher: launcher}.row()
+	if err != nil {
+		return nil
+	}
+	return append([]string(nil), r.binaries...)
+}
+
+// DefaultSrunMPI is the srun --mpi plugin for ranks of flavor f.
+func DefaultSrunMPI(f Flavor) string { return flavorRows[f].srunMPI }
+
+// expand fills a template; see syntax.
+func expand(tmpl string, vals ...string) []string {
+	if tmpl == "" {
+		return nil
+	}
+	r := strings.NewReplacer(vals...)
+	fields := strings.Fields(tmpl)
+	out := make([]string, len(fields))
+	for i, f := range fields {
+		out[i] = r.Replace(f)
+	}
+	return out
+}
+
+// slotsOf is how many ranks host h takes: its own slots, else ppn.
+func slotsOf(h Host, ppn int) int {
+	if h.Slots > 0 {
+		return h.Slots
+	}
+	return ppn
+}
+
+func hasSlots(hosts []Host) bool {
+	for _, h := range hosts {
+		if h.Slots > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// NeedsHostfile reports whether spec's hosts cannot go on its launcher's
+// command line and must be written to a hostfile instead: mpirun_rsh takes
+// hosts only from a file, and Intel MPI's -hosts cannot carry per-host
+// slots.
+func NeedsHostfile(spec Spec) bool {
+	r, err := spec.row()
+	if err != nil || len(spec.Hosts) == 0 || r.syntax.hostfile == "" {
+		return false
+	}
+	return r.syntax.hosts == "" || (!r.syntax.hostSlots && hasSlots(spec.Hosts))
+}
+
+// Command builds the launcher's argv for spec. It is a pure function:
+// nothing is looked up, nothing runs. Every value is one argument; the
+// caller quotes them (ShellJoin) only to print.
+func Command(spec Spec) ([]string, error) {
+	r, err := spec.row()
+	if err != nil {
+		return nil, err
+	}
+	sx := r.syntax
+	if err := spec.validate(sx); err != nil {
+		return nil, err
+	}
+	bin := spec.Binary
+	if bin == "" {
+		bin = r.binaries[0]
+	}
+
+	var argv []string
+	keys := make([]string, 0, len(spec.Env))
+	for k := range spec.Env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	envArgs := func() []string {
+		var out []string
+		for _, k := range keys {
+			out = append(out, expand(sx.env, "{K}", k, "{V}", spec.Env[k])...)
+		}
+		return out
+	}
+	if sx.envAt == envOfLauncher && len(keys) > 0 {
+		argv = append(append(argv, "env"), envArgs()...)
+	}
+	argv = append(argv, bin)
+	if spec.AllowRunAsRoot {
+		argv = append(argv, expand(sx.allowRoot)...)
+	}
+	if spec.Oversubscribe {
+		argv = append(argv, expand(sx.oversubscribe)...)
+	}
+	boot := spec.Bootstrap
+	if boot == "" && spec.InAllocation {
+		boot = sx.allocBoot
+	}
+	if boot != "" {
+		argv = append(argv, expand(sx.bootstrap, "{B}", boot)...)
+	}
+	if sx.srunMPI != "" {
+		plugin := spec.SrunMPI
+		if plugin == "" && spec.Flavor != "" {
+			plugin = DefaultSrunMPI(spec.Flavor)
+		}
+		if plugin != "" {
+			argv = append(argv, expand(sx.srunMPI, "{P}", plugin)...)
+		}
+	}
+	argv = append(argv, expand(sx.np, "{N}", strconv.Itoa(spec.NP))...)
+	if spec.PPN > 0 {
+		argv = append(argv, expand(sx.ppn, "{N}", strconv.Itoa(spec.PPN))...)
+	}
+	if len(spec.Hosts) > 0 {
+		entries := make([]string, len(spec.Hosts))
+		for i, h := range spec.Hosts {
+			entries[i] = h.Name
+			if n := slotsOf(h, spec.PPN); n > 0 && sx.hostSlots {
+				entries[i] += ":" + strconv.Itoa(n)
+			}
+		}
+		argv = append(argv, expand(sx.hosts, "{HOSTS}", strings.Join(entries, ","))...)
+	}
+	if spec.Hostfile != "" {
+		argv = append(argv, expand(sx.hostfile, "{F}", spec.Hostfile)...)
+	}
+	if sx.envAt == envFlags {
+		argv = append(argv, envArgs()...)
+	}
+	argv = append(argv, expand(sx.fixed)...)
+	argv = append(argv, spec.ExtraArgs...)
+	if sx.envAt == envBeforeProgram {
+		argv = append(argv, envArgs()...)
+	}
+	return append(argv, spec.Program...), nil
+}
+
+func (s Spec) validate(sx *syntax) error {
+	switch {
+	case s.NP < 1:
+		return fmt.Errorf("number of ranks %d: must be at least 1", s.NP)
+	case s.PPN < 0:
+		return fmt.Errorf("ranks per node %d: must not be negative", s.PPN)
+	case len(s.Program) == 0 || s.Program[0] == "":
+		return errors.New("no program to launch")
+	case len(s.Hosts) > 0 && s.Hostfile != "":
+		return errors.New("hosts and a hostfile are exclusive")
+	case s.Bootstrap != "" && sx.bootstrap == "":
+		return fmt.Errorf("%s has no bootstrap option (bootstrap %q)", sx.name, s.Bootstrap)
+	case s.SrunMPI != "" && sx.srunMPI == "":
+		return fmt.Errorf("an srun MPI plugin (%q) needs launcher srun, not %s", s.SrunMPI, sx.name)
+	case s.Hostfile != "" && sx.hostfile == "":
+		return fmt.Errorf("%s takes no hostfile: pass the hosts instead", sx.name)
+	}
+	for _, h := range s.Hosts {
+		if err := checkHostName(h.Name); err != nil {
+			return err
+		}
+		if h.Slots < 0 {
+			return fmt.Errorf("host %s: slots %d must not be negative", h.Name, h.Slots)
+		}
+	}
+	if len(s.Hosts) > 0 && sx.hosts == "" {
+		return fmt.Errorf("%s takes hosts only in a hostfile", sx.name)
+	}
+	if len(s.Hosts) > 0 && !sx.hostSlots && hasSlots(s.Hosts) && sx.hostfile != "" {
+		return fmt.Errorf("%s cannot take per-host slots on the command line: use a hostfile", sx.name)
+	}
+	for k, v := range s.Env {
+		if !ValidEnvName(k) {
+			return fmt.Errorf("environment variable name %q: want letters, digits and _, not starting with a digit", k)
+		}
+		if strings.IndexByte(v, 0) >= 0 {
+			return fmt.Errorf("environment variable %s: value contains a NUL byte", k)
+		}
+	}
+	for _, group := range [][]string{s.Program, s.ExtraArgs, {s.Binary, s.Hostfile, s.Bootstrap, s.SrunMPI}} {
+		for _, a := range group {
+			if strings.IndexByte(a, 0) >= 0 {
+				return fmt.Errorf("argument %q contains a NUL byte", a)
+			}
+		}
+	}
+	// Open MPI, Hydra and srun all read a bare ":" anywhere on their
+	// command line, even after the program, as the separator of another
+	// program to launch (MPMD, heterogeneous steps): the rest of the
+	// arguments would become a second program instead of reaching this one.
+	for i, a := range s.Program {
+		if a == ":" {
+			return fmt.Errorf("program argument %d is \":\", which %s takes as the start of another program: pass it another way (a file or an environment variable)", i, sx.name)
+		}
+	}
+	for _, v := range []struct{ what, val string }{{"bootstrap", s.Bootstrap}, {"srun MPI plugin", s.SrunMPI}} {
+		if strings.ContainsAny(v.val, " \t\n") || strings.HasPrefix(v.val, "-") {
+			return fmt.Errorf("%s %q: want a single word", v.what, v.val)
+		}
+	}
+	return nil
+}
+
+// ValidEnvName reports whether k is a portable environment variable name:
+// [A-Za-z_][A-Za-z0-9_]*.
+func ValidEnvName(k string) bool {
+	if k == "" {
+		return false
+	}
+	for i := 0; i < len(k); i++ {
+		c := k[i]
+		switch {
+		case c == '_', 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z':
+		case '0' <= c && c <= '9' && i > 0:
+		default:
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,368 @@
+package mpirun
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/*.golden from the current output")
+
+var prog = []string{"/bk", "exec", "--", "python3", "train.py"}
+
+func withProg(args ...string) []string { return append(args, prog...) }
+
+var twoNodes = []Host{{Name: "node1", Slots: 2}, {Name: "node2", Slots: 2}}
+
+// Every flavor × {hosts on the command line, a hostfile, inside an
+// allocation, srun as the launcher, environment}.
+func TestCommand(t *testing.T) {
+	env := map[string]string{"B": "x y", "A": "1"}
+	tests := []struct {
+		name string
+		spec Spec
+		want []string
+	}{
+		// Open MPI
+		{"openmpi/hosts", Spec{Flavor: OpenMPI, NP: 4, PPN: 2, Hosts: []Host{{Name: "n1"}, {Name: "n2"}}},
+			withProg("mpirun.openmpi", "-np", "4", "--map-by", "ppr:2:node", "--host", "n1:2,n2:2")},
+		{"openmpi/hosts slots", Spec{Flavor: OpenMPI, NP: 3, Hosts: []Host{{Name: "n1", Slots: 2}, {Name: "n2"}}},
+			withProg("mpirun.openmpi", "-np", "3", "--host", "n1:2,n2")},
+		{"openmpi/hostfile", Spec{Flavor: OpenMPI, NP: 4, Hostfile: "/h", AllowRunAsRoot: true, Oversubscribe: true},
+			withProg("mpirun.openmpi", "--allow-run-as-root", "--oversubscribe", "-np", "4", "--hostfile", "/h")},
+		{"openmpi/allocation", Spec{Flavor: OpenMPI, NP: 4, Hosts: twoNodes, InAllocation: true},
+			withProg("mpirun.openmpi", "-np", "4", "--host", "node1:2,node2:2")},
+		{"openmpi/srun", Spec{Flavor: OpenMPI, Launcher: LauncherSrun, NP: 4, PPN: 2, InAllocation: true},
+			withProg("srun", "--mpi=pmix", "-n", "4", "--ntasks-per-node=2", "--export=ALL")},
+		{"openmpi/env", Spec{Flavor: OpenMPI, NP: 2, Env: env, ExtraArgs: []string{"--bind-to", "none"}, Bootstrap: "ssh"},
+			withProg("mpirun.openmpi", "--mca", "plm", "ssh", "-np", "2", "-x", "A=1", "-x", "B=x y", "--bind-to", "none")},
+		{"openmpi/mpiexec", Spec{Flavor: OpenMPI, Launcher: LauncherMpiexec, NP: 1, Binary: "/opt/ompi/bin/mpiexec"},
+			withProg("/opt/ompi/bin/mpiexec", "-np", "1")},
+
+		// MPICH (Hydra)
+		{"mpich/hosts", Spec{Flavor: MPICH, NP: 4, PPN: 2, Hosts: []Host{{Name: "n1"}, {Name: "n2"}}},
+			withProg("mpirun.mpich", "-n", "4", "-ppn", "2", "-hosts", "n1:2,n2:2")},
+		{"mpich/hostfile", Spec{Flavor: MPICH, NP: 4, Hostfile: "/h", AllowRunAsRoot: true, Oversubscribe: true},
+			withProg("mpirun.mpich", "-n", "4", "-f", "/h")},
+		{"mpich/allocation", Spec{Flavor: MPICH, NP: 4, Hosts: twoNodes, InAllocation: true},
+			withProg("mpirun.mpich", "-bootstrap", "slurm", "-n", "4", "-hosts", "node1:2,node2:2")},
+		{"mpich/allocation ssh", Spec{Flavor: MPICH, NP: 4, InAllocation: true, Bootstrap: "ssh"},
+			withProg("mpirun.mpich", "-bootstrap", "ssh", "-n", "4")},
+		{"mpich/srun", Spec{Flavor: MPICH, Launcher: LauncherSrun, NP: 4, InAllocation: true},
+			withProg("srun", "--mpi=pmi2", "-n", "4", "--export=ALL")},
+		{"mpich/env", Spec{Flavor: MPICH, Launcher: LauncherMpiexec, NP: 2, Env: env},
+			withProg("mpiexec.mpich", "-n", "2", "-genv", "A", "1", "-genv", "B", "x y")},
+
+		// Intel MPI
+		{"intelmpi/hosts", Spec{Flavor: IntelMPI, NP: 4, PPN: 2, Hosts: []Host{{Name: "n1"}, {Name: "n2"}}},
+			withProg("mpirun", "-n", "4", "-ppn", "2", "-hosts", "n1,n2")},
+		{"intelmpi/hostfile", Spec{Flavor: IntelMPI, NP: 4, Hostfile: "/h"},
+			withProg("mpirun", "-n", "4", "-f", "/h")},
+		{"intelmpi/allocation", Spec{Flavor: IntelMPI, NP: 4, Hostfile: "/h", InAllocation: true},
+			withProg("mpirun", "-bootstrap", "slurm", "-n", "4", "-f", "/h")},
+		{"intelmpi/srun", Spec{Flavor: IntelMPI, Launcher: LauncherSrun, NP: 4, SrunMPI: "pmi2", Hosts: twoNodes},
+			withProg("srun", "--mpi=pmi2", "-n", "4", "--nodelist=node1,node2", "--export=ALL")},
+		{"intelmpi/env", Spec{Flavor: IntelMPI, Launcher: LauncherMpiexec, NP: 2, Env: env},
+			withProg("mpiexec.hydra", "-n", "2", "-genv", "A", "1", "-genv", "B", "x y")},
+
+		// MVAPICH2
+		{"mvapich/hostfile", Spec{Flavor: MVAPICH, NP: 4, PPN: 2, Hostfile: "/h"},
+			withProg("mpirun_rsh", "-np", "4", "-ppn", "2", "-hostfile", "/h")},
+		{"mvapich/allocation", Spec{Flavor: MVAPICH, NP: 4, Hostfile: "/h", InAllocation: true},
+			withProg("mpirun_rsh", "-np", "4", "-hostfile", "/h")},
+		{"mvapich/srun", Spec{Flavor: MVAPICH, Launcher: LauncherSrun, NP: 4},
+			withProg("srun", "--mpi=pmi2", "-n", "4", "--export=ALL")},
+		{"mvapich/env", Spec{Flavor: MVAPICH, NP: 2, Env: env, ExtraArgs: []string{"-export"}, Bootstrap: "ssh"},
+			withProg("mpirun_rsh", "-launcher", "ssh", "-np", "2", "-export", "A=1", "B=x y")},
+		{"mvapich/mpiexec hosts", Spec{Flavor: MVAPICH, Launcher: LauncherMpiexec, NP: 4, Hosts: twoNodes, InAllocation: true},
+			withProg("mpiexec.hydra", "-bootstrap", "slurm", "-n", "4", "-hosts", "node1:2,node2:2")},
+
+		// srun without a flavor: Slurm's MpiDefault; env on srun itself.
+		{"srun/env", Spec{Launcher: LauncherSrun, NP: 2, Env: env},
+			withProg("env", "A=1", "B=x y", "srun", "-n", "2", "--export=ALL")},
+		{"srun/plugin", Spec{Launcher: LauncherSrun, NP: 2, SrunMPI: "pmix_v4", Binary: "/usr/bin/srun"},
+			withProg("/usr/bin/srun", "--mpi=pmix_v4", "-n", "2", "--export=ALL")},
+	}
+	seen := map[Flavor]map[string]bool{}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			spec := tt.spec
+			spec.Program = prog
+			got, err := Command(spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("Command (-want +got):\n%s", diff)
+			}
+		})
+		f, kind, _ := strings.Cut(tt.name, "/")
+		if seen[Flavor(f)] == nil {
+			seen[Flavor(f)] = map[string]bool{}
+		}
+		seen[Flavor(f)][strings.Fields(kind)[0]] = true
+	}
+	for _, f := range Flavors {
+		for _, kind := range []string{"hostfile", "allocation", "srun", "env"} {
+			if !seen[f][kind] {
+				t.Errorf("no %s case for %s", kind, f)
+			}
+		}
+	}
+}
+
+func TestCommandErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		spec Spec
+		want string
+	}{
+		{"no ranks", Spec{Flavor: OpenMPI}, "number of ranks 0: must be at least 1"},
+		{"negative ppn", Spec{Flavor: OpenMPI, NP: 1, PPN: -1}, "ranks per node -1"},
+		{"no program", Spec{Flavor: OpenMPI, NP: 1, Program: []string{}}, "no program"},
+		{"empty program", Spec{Flavor: OpenMPI, NP: 1, Program: []string{""}}, "no program"},
+		{"hosts and hostfile", Spec{Flavor: OpenMPI, NP: 1, Hosts: twoNodes, Hostfile: "/h"}, "exclusive"},
+		{"empty host", Spec{Flavor: OpenMPI, NP: 1, Hosts: []Host{{Name: ""}}}, "empty host name"},
+		{"dash host", Spec{Flavor: MPICH, NP: 1, Hosts: []Host{{Name: "-f"}}}, `host name "-f" starts with '-'`},
+		{"space host", Spec{Flavor: MPICH, NP: 1, Hosts: []Host{{Name: "a b"}}}, "invalid character"},
+		{"negative slots", Spec{Flavor: MPICH, NP: 1, Hosts: []Host{{Name: "a", Slots: -1}}}, "slots -1"},
+		{"env name digit", Spec{Flavor: OpenMPI, NP: 1, Env: map[string]string{"1A": "x"}}, `environment variable name "1A"`},
+		{"env name equals", Spec{Flavor: MPICH, NP: 1, Env: map[string]string{"A=B": "x"}}, `environment variable name "A=B"`},
+		{"env name empty", Spec{Flavor: MPICH, NP: 1, Env: map[string]string{"": "x"}}, `environment variable name ""`},
+		{"env NUL", Spec{Flavor: MPICH, NP: 1, Env: map[string]string{"A": "x\x00"}}, "NUL"},
+		{"arg NUL", Spec{Flavor: MPICH, NP: 1, Program: []string{"a", "b\x00"}}, "NUL"},
+		{"unknown flavor", Spec{Flavor: "lam", NP: 1}, `unknown MPI flavor "lam"`},
+		{"no flavor", Spec{NP: 1}, "no MPI flavor"},
+		{"unknown launcher", Spec{Flavor: OpenMPI, Launcher: "aprun", NP: 1}, `unknown launcher "aprun"`},
+		{"srun bad flavor", Spec{Flavor: "lam", Launcher: LauncherSrun, NP: 1}, `unknown MPI flavor "lam"`},
+		{"srun bootstrap", Spec{Launcher: LauncherSrun, NP: 1, Bootstrap: "ssh"}, "srun has no bootstrap option"},
+		{"srun hostfile", Spec{Launcher: LauncherSrun, NP: 1, Hostfile: "/h"}, "srun takes no hostfile"},
+		{"mpirun srun plugin", Spec{Flavor: MPICH, NP: 1, SrunMPI: "pmi2"}, "needs launcher srun"},
+		{"bootstrap word", Spec{Flavor: MPICH, NP: 1, Bootstrap: "ssh -x"}, `bootstrap "ssh -x": want a single word`},
+		{"bootstrap dash", Spec{Flavor: MPICH, NP: 1, Bootstrap: "-x"}, "single word"},
+		{"intel slots", Spec{Flavor: IntelMPI, NP: 1, Hosts: twoNodes}, "cannot take per-host slots on the command line"},
+		{"colon argument", Spec{Flavor: OpenMPI, NP: 1, Program: []string{"/bk", "exec", "--", "prog", ":", "rm"}},
+			`program argument 4 is ":", which Open MPI mpirun takes as the start of another program`},
+		{"colon argument srun", Spec{Launcher: LauncherSrun, NP: 1, Program: []string{"/bk", ":"}}, `srun takes as the start`},
+		{"mvapich hosts", Spec{Flavor: MVAPICH, NP: 1, Hosts: []Host{{Name: "a"}}}, "MVAPICH2 mpirun_rsh takes hosts only in a hostfile"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			spec := tt.spec
+			if spec.Program == nil {
+				spec.Program = prog
+			}
+			got, err := Command(spec)
+			if err == nil {
+				t.Fatalf("Command = %q, want an error containing %q", got, tt.want)
+			}
+			if !strings.Contains(err.Error(), tt.want) || strings.Contains(err.Error(), "\n") {
+				t.Errorf("error %q: want one line containing %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestValidEnvName(t *testing.T) {
+	for name, want := range map[string]bool{
+		"A": true, "_": true, "a_B9": true, "MASTER_ADDR": true,
+		"": false, "9A": false, "A-B": false, "A B": false, "Ä": false, "A=": false,
+	} {
+		if got := ValidEnvName(name); got != want {
+			t.Errorf("ValidEnvName(%q) = %v, want %v", name, got, want)
+		}
+	}
+}
+
+func TestNeedsHostfile(t *testing.T) {
+	tests := []struct {
+		name string
+		spec Spec
+		want bool
+	}{
+		{"openmpi slots", Spec{Flavor: OpenMPI, Hosts: twoNodes}, false},
+		{"mpich slots", Spec{Flavor: MPICH, Hosts: twoNodes}, false},
+		{"intel slots", Spec{Flavor: IntelMPI, Hosts: twoNodes}, true},
+		{"intel bare", Spec{Flavor: IntelMPI, Hosts: []Host{{Name: "a"}}, PPN: 2}, false},
+		{"mvapich", Spec{Flavor: MVAPICH, Hosts: []Host{{Name: "a"}}}, true},
+		{"mvapich mpiexec", Spec{Flavor: MVAPICH, Launcher: LauncherMpiexec, Hosts: twoNodes}, false},
+		{"srun slots", Spec{Launcher: LauncherSrun, Hosts: twoNodes}, false},
+		{"no hosts", Spec{Flavor: MVAPICH}, false},
+	}
+	for _, tt := range tests {
+		if got := NeedsHostfile(tt.spec); got != tt.want {
+			t.Errorf("%s: NeedsHostfile = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
+
+// PlaceHosts then Command: the route each launcher's hosts take.
+func TestPlaceHosts(t *testing.T) {
+	ompiFile := "# Open MPI\nnode1 slots=2\nnode2 slots=2 max_slots=4\n"
+	hydraFile := "node1:2\nnode2:2\n"
+	tests := []struct {
+		name      string
+		spec      Spec
+		hosts     []Host
+		file      string
+		text      string
+		want      Placement
+		wantError string
+	}{
+		{"none", Spec{Flavor: OpenMPI}, nil, "", "", Placement{}, ""},
+		{"openmpi hosts", Spec{Flavor: OpenMPI}, twoNodes, "", "", Placement{Hosts: twoNodes}, ""},
+		{"intel hosts with slots", Spec{Flavor: IntelMPI}, twoNodes, "", "",
+			Placement{Generated: "node1:2\nnode2:2\n"}, ""},
+		{"intel hosts without slots", Spec{Flavor: IntelMPI, PPN: 2}, []Host{{Name: "a"}}, "", "",
+			Placement{Hosts: []Host{{Name: "a"}}}, ""},
+		{"mvapich hosts, ppn fills slots", Spec{Flavor: MVAPICH, PPN: 3}, []Host{{Name: "a"}, {Name: "b", Slots: 1}}, "", "",
+			Placement{Generated: "a:3\nb:1\n"}, ""},
+		{"openmpi file passes", Spec{Flavor: OpenMPI}, twoNodes, "/h", ompiFile, Placement{Hostfile: "/h"}, ""},
+		{"openmpi file to hydra", Spec{Flavor: MPICH}, twoNodes, "/h", ompiFile, Placement{Generated: hydraFile}, ""},
+		{"hydra file passes", Spec{Flavor: IntelMPI}, twoNodes, "/h", hydraFile, Placement{Hostfile: "/h"}, ""},
+		{"hydra file to openmpi", Spec{Flavor: OpenMPI}, twoNodes, "/h", hydraFile,
+			Placement{Generated: "node1 slots=2\nnode2 slots=2\n"}, ""},
+		{"bare file passes everywhere", Spec{Flavor: MVAPICH}, []Host{{Name: "a"}}, "/h", "a\n", Placement{Hostfile: "/h"}, ""},
+		{"srun file becomes nodelist", Spec{Launcher: LauncherSrun}, twoNodes, "/h", hydraFile, Placement{Hosts: twoNodes}, ""},
+		{"bad file", Spec{Flavor: OpenMPI}, twoNodes, "/h", "a b\n", Placement{}, "hostfile line 1"},
+		{"bad launcher", Spec{Flavor: OpenMPI, Launcher: "x"}, twoNodes, "", "", Placement{}, "unknown launcher"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := PlaceHosts(tt.spec, tt.hosts, tt.file, tt.text)
+			if tt.wantError != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantError) {
+					t.Fatalf("error %v, want %q", err, tt.wantError)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("PlaceHosts (-want +got):\n%s", diff)
+			}
+			// Whatever the placement, the launcher accepts it.
+			spec := tt.spec
+			spec.NP, spec.Program = 4, prog
+			spec.Hosts, spec.Hostfile = got.Hosts, got.Hostfile
+			if got.Generated != "" {
+				spec.Hostfile = "/tmp/generated"
+			}
+			if _, err := Command(spec); err != nil {
+				t.Errorf("Command after PlaceHosts: %v", err)
+			}
+		})
+	}
+}
+
+func TestDefaultNP(t *testing.T) {
+	for _, tt := range []struct {
+		hosts []Host
+		ppn   int
+		want  int
+	}{
+		{nil, 2, 0},
+		{twoNodes, 0, 4},
+		{twoNodes, 1, 2},
+		{[]Host{{Name: "a"}, {Name: "b"}}, 3, 6},
+		{[]Host{{Name: "a", Slots: 2}, {Name: "b"}}, 0, 0},
+	} {
+		if got := DefaultNP(tt.hosts, tt.ppn); got != tt.want {
+			t.Errorf("DefaultNP(%v, %d) = %d, want %d", tt.hosts, tt.ppn, got, tt.want)
+		}
+	}
+}
+
+func TestBinaries(t *testing.T) {
+	got := map[string][]string{}
+	for _, f := range Flavors {
+		for _, l := range []string{LauncherMpirun, LauncherMpiexec} {
+			got[string(f)+"/"+l] = Binaries(f, l)
+		}
+	}
+	got["srun"] = Binaries("", LauncherSrun)
+	want := map[string][]string{
+		"openmpi/mpirun":   {"mpirun.openmpi", "mpirun"},
+		"openmpi/mpiexec":  {"mpiexec.openmpi", "mpiexec"},
+		"mpich/mpirun":     {"mpirun.mpich", "mpiexec.mpich", "mpiexec.hydra", "mpirun"},
+		"mpich/mpiexec":    {"mpiexec.mpich", "mpiexec.hydra", "mpiexec"},
+		"intelmpi/mpirun":  {"mpirun", "mpiexec.hydra"},
+		"intelmpi/mpiexec": {"mpiexec.hydra", "mpiexec"},
+		"mvapich/mpirun":   {"mpirun_rsh"},
+		"mvapich/mpiexec":  {"mpiexec.hydra", "mpiexec"},
+		"srun":             {"srun"},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Binaries (-want +got):\n%s", diff)
+	}
+	if Binaries("lam", LauncherMpirun) != nil {
+		t.Error("Binaries of an unknown flavor should be nil")
+	}
+}
+
+// The --dry-run output of each flavor on two nodes with awkward values, as
+// batchkit mpirun prints it: golden files in testdata (go test -update).
+func TestDryRunGolden(t *testing.T) {
+	env := map[string]string{
+		"MASTER_ADDR": "node1", "MASTER_PORT": "15042",
+		"NCCL_DEBUG": "INFO", "NOTE": "it's $HOME, \"quoted\" & a,b",
+	}
+	program := []string{"/opt/batchkit/bin/batchkit", "exec", "--", "python3", "-c", "import sys; print(sys.argv)", "--lr=1e-3", "a b", ""}
+	specs := map[string]Spec{
+		"openmpi":         {Flavor: OpenMPI, AllowRunAsRoot: true, Oversubscribe: true, ExtraArgs: []string{"--bind-to", "none"}},
+		"mpich":           {Flavor: MPICH, InAllocation: true},
+		"intelmpi":        {Flavor: IntelMPI, InAllocation: true, ExtraArgs: []string{"-genv", "I_MPI_DEBUG", "5"}},
+		"mvapich":         {Flavor: MVAPICH},
+		"mvapich-mpiexec": {Flavor: MVAPICH, Launcher: LauncherMpiexec, InAllocation: true},
+		"srun":            {Flavor: MPICH, Launcher: LauncherSrun, InAllocation: true},
+	}
+	for name, spec := range specs {
+		t.Run(name, func(t *testing.T) {
+			spec.NP, spec.PPN, spec.Env, spec.Program = 4, 2, env, program
+			place, err := PlaceHosts(spec, twoNodes, "", "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			spec.Hosts, spec.Hostfile = place.Hosts, place.Hostfile
+			if place.Generated != "" {
+				spec.Hostfile = "batchkit.hostfile"
+			}
+			got, err := DryRun(spec, place.Generated)
+			if err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join("testdata", name+".golden")
+			if *update {
+				if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatalf("%v (run go test -update to create it)", err)
+			}
+			if diff := cmp.Diff(string(want), got); diff != "" {
+				t.Errorf("%s (-want +got):\n%s", path, diff)
+			}
+		})
+	}
+}
+
+func TestShellJoin(t *testing.T) {
+	got, err := ShellJoin([]string{"a", "b c", "", "it's", "$(x)", "-x", "\n", "é", "\xff"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `a 'b c' '' "it's" '$(x)' -x $'\n' é $'\xff'`
+	if got != want {
+		t.Errorf("ShellJoin = %s, want %s", got, want)
+	}
+	if _, err := ShellJoin([]string{"a\x00"}); err == nil {
+		t.Error("ShellJoin of a NUL byte should fail")
+	}
+}

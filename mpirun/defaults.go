@@ -1,0 +1,16 @@
+package mpirun
+
+// Defaults are launch settings that sit under the command-line flags: a
+// site profile's MPI table fills them (profile.Resolved.MPI), and every flag
+// the user sets wins over its default. A zero field means "no default".
+type Defaults struct {
+	Flavor         Flavor
+	Launcher       string
+	Binary         string
+	Args           []string // passed to the launcher before any --mpi-arg
+	Bootstrap      string
+	SrunMPI        string
+	AllowRunAsRoot bool
+	Oversubscribe  bool
+	MasterPort     int // a fixed MASTER_PORT (profile port_policy "fixed"); 0: none
+}

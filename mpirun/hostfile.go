@@ -1,0 +1,242 @@
+package mpirun
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// maxSlots bounds a host's slot count: far above any node, far below overflow.
+const maxSlots = 1 << 20
+
+// Hostfile renders hosts in the hostfile format of flavor f (its mpirun's):
+// Open MPI "host slots=N", Hydra and MVAPICH2 "host:N", one host a line; a
+// host without slots is its bare name.
+func Hostfile(f Flavor, hosts []Host) string {
+	r, ok := flavorRows[f]
+	if !ok {
+		return ""
+	}
+	return hostfileText(r.mpirun.syntax, hosts, 0)
+}
+
+func hostfileText(sx *syntax, hosts []Host, ppn int) string {
+	var b strings.Builder
+	for _, h := range hosts {
+		if n := slotsOf(h, ppn); n > 0 {
+			b.WriteString(strings.NewReplacer("{H}", h.Name, "{S}", strconv.Itoa(n)).Replace(sx.line))
+		} else {
+			b.WriteString(h.Name)
+		}
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+// ParseHostfile reads a hostfile in any of the formats launchers use:
+// Open MPI's "host slots=N [max_slots=M]", Hydra's and MVAPICH2's "host:N",
+// or a bare "host" a line. "#" starts a comment; blank lines are skipped.
+// Hosts are returned in file order, duplicates kept (launchers count a
+// repeated host as more slots). Errors name the line.
+func ParseHostfile(text string) ([]Host, error) {
+	hosts, _, err := parseHostfile(text)
+	return hosts, err
+}
+
+func parseHostfile(text string) ([]Host, map[lineStyle]bool, error) {
+	var hosts []Host
+	styles := map[lineStyle]bool{}
+	for i, line := range strings.Split(text, "\n") {
+		if c := strings.IndexByte(line, '#'); c >= 0 {
+			line = line[:c]
+		}
+		fields := strings.Fields(line)
+		if len(fields) == 0 {
+			continue
+		}
+		h, style, err := parseHostLine(fields)
+		if err != nil {
+			return nil, nil, fmt.Errorf("hostfile line %d: %w", i+1, err)
+		}
+		hosts = append(hosts, h)
+		styles[style] = true
+	}
+	if len(hosts) == 0 {
+		return nil, nil, fmt.Errorf("hostfile lists no hosts")
+	}
+	return hosts, styles, nil
+}
+
+func parseHostLine(fields []string) (Host, lineStyle, error) {
+	h, style, err := parseHostEntry(fields[0])
+	if err != nil {
+		return h, style, err
+	}
+	maxS := -1
+	for _, f := range fields[1:] {
+		k, v, ok := strings.Cut(f, "=")
+		if !ok {
+			return h, style, fmt.Errorf("unexpected %q after host %s: want slots=N or max_slots=N", f, h.Name)
+		}
+		if style == styleColon {
+			return h, style, fmt.Errorf("%q: host %s already has slots in host:N form", f, h.Name)
+		}
+		n, err := parseSlots(v)
+		if err != nil {
+			return h, style, fmt.Errorf("%s: %w", k, err)
+		}
+		switch k {
+		case "slots":
+			if h.Slots > 0 {
+				return h, style, fmt.Errorf("slots given twice for host %s", h.Name)
+			}
+			h.Slots = n
+		case "max_slots", "max-slots":
+			if maxS >= 0 {
+				return h, style, fmt.Errorf("max_slots given twice for host %s", h.Name)
+			}
+			maxS = n
+		default:
+			return h, style, fmt.Errorf("unknown field %q for host %s: want slots=N or max_slots=N", k, h.Name)
+		}
+		style = styleSlots
+	}
+	if maxS >= 0 && h.Slots > maxS {
+		return h, style, fmt.Errorf("host %s: slots=%d exceeds max_slots=%d", h.Name, h.Slots, maxS)
+	}
+	return h, style, nil
+}
+
+// parseHostEntry reads "host" or "host:N".
+func parseHostEntry(s string) (Host, lineStyle, error) {
+	name, slots, colon := strings.Cut(s, ":")
+	h := Host{Name: name}
+	if err := checkHostName(name); err != nil {
+		return h, styleBare, err
+	}
+	if !colon {
+		return h, styleBare, nil
+	}
+	n, err := parseSlots(slots)
+	if err != nil {
+		return h, styleColon, fmt.Errorf("host %s: %w", name, err)
+	}
+	h.Slots = n
+	return h, styleColon, nil
+}
+
+func parseSlots(s string) (int, error) {
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 || n > maxSlots || s[0] == '+' {
+		return 0, fmt.Errorf("slot count %q: want an integer from 1 to %d", s, maxSlots)
+	}
+	return n, nil
+}
+
+// ParseHosts reads a --hosts list: "h1,h2" or "h1:2,h2:2".
+func ParseHosts(list string) ([]Host, error) {
+	var hosts []Host
+	for _, item := range strings.Split(list, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			return nil, fmt.Errorf("host list %q has an empty entry", list)
+		}
+		h, _, err := parseHostEntry(item)
+		if err != nil {
+			return nil, err
+		}
+		hosts = append(hosts, h)
+	}
+	return hosts, nil
+}
+
+// checkHostName accepts host names and IPv4 addresses: letters, digits, '.',
+// '-' and '_', not starting with '-' (which a launcher would read as an
+// option).
+func checkHostName(name string) error {
+	if name == "" {
+		return fmt.Errorf("empty host name")
+	}
+	if name[0] == '-' {
+		return fmt.Errorf("host name %q starts with '-'", name)
+	}
+	if len(name) > 255 {
+		return fmt.Errorf("host name %.20q... is longer than 255 bytes", name)
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '-' || c == '_') {
+			return fmt.Errorf("host name %q: invalid character %q", name, c)
+		}
+	}
+	return nil
+}
+
+// Placement is how hosts reach the launcher: on its command line
+// (Spec.Hosts), in the user's own hostfile (Spec.Hostfile), or in a hostfile
+// the caller must write first (Generated, then Spec.Hostfile = its path).
+type Placement struct {
+	Hosts     []Host
+	Hostfile  string // the user's hostfile, passed through as is
+	Generated string // hostfile text to write; "" when none
+}
+
+// PlaceHosts decides how hosts reach spec's launcher. userFile and
+// userText are the user's hostfile and its content when the hosts came from
+// one: it is passed through when the launcher reads every line form it uses,
+// else rewritten in the launcher's format (an Open MPI "slots=" file given
+// to Hydra, say). Hosts a launcher cannot take on its command line (mpirun_rsh,
+// or per-host slots for Intel MPI) go to a generated hostfile; srun, which
+// reads no hostfile, gets them as a node list.
+func PlaceHosts(spec Spec, hosts []Host, userFile, userText string) (Placement, error) {
+	r, err := spec.row()
+	if err != nil {
+		return Placement{}, err
+	}
+	sx := r.syntax
+	if len(hosts) == 0 {
+		return Placement{}, nil
+	}
+	if userFile != "" && sx.hostfile != "" {
+		_, styles, err := parseHostfile(userText)
+		if err != nil {
+			return Placement{}, err
+		}
+		readable := true
+		for st := range styles {
+			ok := false
+			for _, r := range sx.reads {
+				ok = ok || r == st
+			}
+			readable = readable && ok
+		}
+		if readable {
+			return Placement{Hostfile: userFile}, nil
+		}
+		return Placement{Generated: hostfileText(sx, hosts, spec.PPN)}, nil
+	}
+	spec.Hosts, spec.Hostfile = hosts, ""
+	if NeedsHostfile(spec) {
+		return Placement{Generated: hostfileText(sx, hosts, spec.PPN)}, nil
+	}
+	return Placement{Hosts: hosts}, nil
+}
+
+// DefaultNP is the rank count implied by hosts and ranks per node: ppn on
+// every host, else the hosts' slots when all have some; 0 when unknown.
+func DefaultNP(hosts []Host, ppn int) int {
+	if len(hosts) == 0 {
+		return 0
+	}
+	if ppn > 0 {
+		return ppn * len(hosts)
+	}
+	n := 0
+	for _, h := range hosts {
+		if h.Slots == 0 {
+			return 0
+		}
+		n += h.Slots
+	}
+	return n
+}

@@ -1,0 +1,94 @@
+package mpirun
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func TestRunExitStatus(t *testing.T) {
+	dir := t.TempDir()
+	noexec := filepath.Join(dir, "noexec")
+	if err := os.WriteFile(noexec, []byte("#!/bin/sh\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name      string
+		argv      []string
+		code      int
+		startFail bool
+	}{
+		{"success", []string{"sh", "-c", "exit 0"}, 0, false},
+		{"exit code", []string{"sh", "-c", "exit 7"}, 7, false},
+		{"killed", []string{"sh", "-c", "kill -KILL $$"}, 128 + 9, false},
+		{"not found", []string{"no-such-launcher-xyz"}, 127, true},
+		{"not executable", []string{noexec}, 126, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out bytes.Buffer
+			code, err := Run(tt.argv, nil, &out, &out)
+			var se *StartError
+			if tt.startFail != errors.As(err, &se) {
+				t.Fatalf("err = %v, want a StartError: %v", err, tt.startFail)
+			}
+			if code != tt.code {
+				t.Errorf("code %d, want %d (%s)", code, tt.code, out.String())
+			}
+		})
+	}
+}
+
+// SIGINT and SIGTERM sent to batchkit reach the launcher, whose own exit
+// status is returned. stdin is not a terminal here, so SIGINT is forwarded.
+func TestRunForwardsSignals(t *testing.T) {
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
+		t.Run(sig.String(), func(t *testing.T) {
+			dir := t.TempDir()
+			ready := filepath.Join(dir, "ready")
+			script := `trap 'echo got-$1; exit 42' ` + strings.TrimPrefix(sigName(sig), "SIG") + `; touch "$0"; i=0; while [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done; exit 9`
+			var out bytes.Buffer
+			done := make(chan int, 1)
+			go func() {
+				code, err := Run([]string{"sh", "-c", script, ready, sigName(sig)}, nil, &out, &out)
+				if err != nil {
+					t.Error(err)
+				}
+				done <- code
+			}()
+			deadline := time.Now().Add(10 * time.Second)
+			for {
+				if _, err := os.Stat(ready); err == nil {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatal("launcher did not start")
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			if err := syscall.Kill(os.Getpid(), sig); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case code := <-done:
+				if code != 42 {
+					t.Errorf("code %d, want 42 from the trap; output %q", code, out.String())
+				}
+			case <-time.After(20 * time.Second):
+				t.Fatal("launcher did not exit after the signal")
+			}
+		})
+	}
+}
+
+func sigName(s syscall.Signal) string {
+	if s == syscall.SIGINT {
+		return "SIGINT"
+	}
+	return "SIGTERM"
+}

@@ -1,0 +1,215 @@
+// Package profile reads TOML site profiles: what batchkit needs to know about
+// a cluster (Slurm defaults, the MPI flavor and launcher, the environment to
+// set up, rendezvous defaults) to write a batch script and start ranks.
+//
+// Profiles are found by name along a search path (see Loader), may extend
+// each other (extends = "NAME"), and are merged in layers: built-in defaults
+// < the base profile < the profiles extending it < command-line flags
+// (Resolved.Set). Every merged value remembers the file, line and column it
+// came from (Resolved.Origin). Decoding is strict: unknown keys, wrong types
+// and invalid values are errors naming FILE:LINE:COL, and every problem of a
+// file is reported, not just the first.
+//
+// The schema is documented for site admins in site-configs/README.md.
+package profile
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/batchkit/batchkit/mpirun"
+)
+
+// Profile is one site profile, or the merged result of several.
+type Profile struct {
+	// Description is one line shown by 'batchkit profile list'.
+	Description string `toml:"description"`
+	// Extends names the profile this one is layered on (a name or a path).
+	// It is not merged: a Resolved profile's Extends is empty.
+	Extends string `toml:"extends"`
+	// Templates is a directory whose files override batchkit's templates of
+	// the same name. Relative paths are resolved against the profile's
+	// directory when the profile is read.
+	Templates  string     `toml:"templates"`
+	Slurm      Slurm      `toml:"slurm"`
+	MPI        MPI        `toml:"mpi"`
+	Env        Env        `toml:"env"`
+	Rendezvous Rendezvous `toml:"rendezvous"`
+}
+
+// Slurm holds scheduler defaults for generated batch scripts.
+type Slurm struct {
+	Partition  string `toml:"partition"`
+	Account    string `toml:"account"`
+	QOS        string `toml:"qos"`
+	Time       string `toml:"time"` // a Slurm time limit: minutes, MM:SS, HH:MM:SS, D-HH[:MM[:SS]] or UNLIMITED
+	Constraint string `toml:"constraint"`
+	// ExtraSbatch are further #SBATCH options, one per line, e.g. "--exclusive".
+	ExtraSbatch []string `toml:"extra_sbatch"`
+	// Modules are loaded with 'module load', in order, before Env.Source.
+	Modules []string `toml:"modules"`
+}
+
+// MPI says how ranks are started.
+type MPI struct {
+	Flavor   mpirun.Flavor `toml:"flavor"`
+	Launcher Launcher      `toml:"launcher"`
+	// Binary is the launcher program, e.g. "mpirun.openmpi" or an absolute
+	// path; when not set, the launcher's usual name for the flavor.
+	Binary string `toml:"binary"`
+	// Args are extra launcher arguments, one argv element each.
+	Args []string `toml:"args"`
+	// Bootstrap is how the launcher starts its daemons: Hydra's -bootstrap
+	// (mpich, intelmpi, mvapich), e.g. slurm or ssh, or Open MPI's plm
+	// component (--mca plm), e.g. slurm or rsh. srun takes none.
+	Bootstrap string `toml:"bootstrap"`
+	// SrunMPI is srun's --mpi plugin when Launcher is srun; the flavor's
+	// default when not set (pmix for Open MPI, pmi2 for the others).
+	SrunMPI string `toml:"srun_mpi"`
+	// AllowRunAsRoot and Oversubscribe are Open MPI's --allow-run-as-root and
+	// --oversubscribe; other flavors ignore them.
+	AllowRunAsRoot bool `toml:"allow_run_as_root"`
+	Oversubscribe  bool `toml:"oversubscribe"`
+}
+
+// Env is the environment set up before ranks start: Slurm.Modules are
+// loaded, then Source scripts are sourced in order, then Vars are exported.
+type Env struct {
+	Source []Script          `toml:"source"`
+	Vars   map[string]string `toml:"vars"`
+}
+
+// Script is a shell script to source, with optional arguments.
+type Script struct {
+	Script string   `toml:"script"` // an absolute path
+	Args   []string `toml:"args"`
+}
+
+// Rendezvous holds the defaults for MASTER_PORT.
+type Rendezvous struct {
+	PortPolicy PortPolicy `toml:"port_policy"`
+	// Port is the MASTER_PORT under PortFixed; ignored under PortFromJobID.
+	Port int `toml:"port"`
+}
+
+// Launcher is the program that starts the ranks.
+type Launcher string
+
+const (
+	LauncherMpirun  Launcher = "mpirun"
+	LauncherMpiexec Launcher = "mpiexec"
+	LauncherSrun    Launcher = "srun"
+)
+
+// Launchers lists every valid launcher.
+var Launchers = []Launcher{LauncherMpirun, LauncherMpiexec, LauncherSrun}
+
+// ParseLauncher validates s.
+func ParseLauncher(s string) (Launcher, error) {
+	for _, l := range Launchers {
+		if string(l) == s {
+			return l, nil
+		}
+	}
+	return "", fmt.Errorf("unknown launcher %q: want one of %s", s, joinStrings(Launchers))
+}
+
+// UnmarshalText rejects unknown launchers.
+func (l *Launcher) UnmarshalText(b []byte) error {
+	v, err := ParseLauncher(string(b))
+	if err != nil {
+		return err
+	}
+	*l = v
+	return nil
+}
+
+// PortPolicy says how MASTER_PORT is chosen.
+type PortPolicy string
+
+const (
+	// PortFromJobID derives the port from the job id, so every rank of a job
+	// computes the same port and concurrent jobs rarely collide (the default).
+	PortFromJobID PortPolicy = "job-id"
+	// PortFixed always uses Rendezvous.Port.
+	PortFixed PortPolicy = "fixed"
+)
+
+// PortPolicies lists every valid policy.
+var PortPolicies = []PortPolicy{PortFromJobID, PortFixed}
+
+// ParsePortPolicy validates s.
+func ParsePortPolicy(s string) (PortPolicy, error) {
+	for _, p := range PortPolicies {
+		if string(p) == s {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("unknown port policy %q: want one of %s", s, joinStrings(PortPolicies))
+}
+
+// UnmarshalText rejects unknown policies.
+func (p *PortPolicy) UnmarshalText(b []byte) error {
+	v, err := ParsePortPolicy(string(b))
+	if err != nil {
+		return err
+	}
+	*p = v
+	return nil
+}
+
+// SrunPlugins are the srun --mpi plugins a profile may name.
+var SrunPlugins = []string{"pmi2", "pmix", "pmix_v2", "pmix_v3", "pmix_v4", "pmix_v5", "cray_shasta", "none"}
+
+// srunDefault is the srun --mpi plugin for flavor when a profile with
+// launcher srun names none (as mpirun.DefaultSrunMPI).
+func srunDefault(f mpirun.Flavor) string {
+	if f == mpirun.OpenMPI {
+		return "pmix"
+	}
+	return "pmi2"
+}
+
+// srunCompatible reports whether ranks of flavor f can wire up through
+// srun --mpi=plugin, and why not.
+func srunCompatible(f mpirun.Flavor, plugin string) error {
+	switch {
+	case plugin == "none":
+		return fmt.Errorf("srun --mpi=none gives %s ranks no PMI to find each other: use %s", f, srunDefault(f))
+	case plugin == "cray_shasta":
+		return fmt.Errorf("srun --mpi=cray_shasta is for Cray MPICH, not %s: use %s", f, srunDefault(f))
+	case f == mpirun.OpenMPI && !strings.HasPrefix(plugin, "pmix"):
+		return fmt.Errorf("Open MPI under srun needs --mpi=pmix (Open MPI 5 has no PMI-2 support), not %s", plugin)
+	}
+	return nil
+}
+
+// HydraBootstraps are the values of Hydra's -bootstrap (MPICH, Intel MPI,
+// MVAPICH2's mpiexec).
+var HydraBootstraps = []string{"ssh", "rsh", "pdsh", "pbsdsh", "pbs", "fork", "persist", "slurm", "ll", "lsf", "sge", "jmi", "manual"}
+
+// OpenMPIBootstraps are Open MPI's plm components (mpirun --mca plm).
+var OpenMPIBootstraps = []string{"rsh", "slurm", "tm", "lsf", "alps", "isolated"}
+
+// bootstrapFor checks that b is a bootstrap of flavor f's launcher.
+func bootstrapFor(f mpirun.Flavor, b string) error {
+	if f == mpirun.OpenMPI {
+		if !slices.Contains(OpenMPIBootstraps, b) {
+			return fmt.Errorf("%q is not an Open MPI plm component (--mca plm): want one of %s", b, strings.Join(OpenMPIBootstraps, ", "))
+		}
+		return nil
+	}
+	if !slices.Contains(HydraBootstraps, b) {
+		return fmt.Errorf("%q is not a Hydra bootstrap (-bootstrap): want one of %s", b, strings.Join(HydraBootstraps, ", "))
+	}
+	return nil
+}
+
+func joinStrings[T ~string](xs []T) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = string(x)
+	}
+	return strings.Join(s, ", ")
+}

@@ -1,0 +1,280 @@
+package profile
+
+import (
+	"fmt"
+	"reflect"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/BurntSushi/toml"
+)
+
+// The schema is the Profile type itself: its toml tags name the keys. A leaf
+// is a key that is merged as a whole (a scalar or a list); Env.Vars is merged
+// entry by entry, so each "env.vars.NAME" is a leaf of its own.
+
+type leafSpec struct {
+	key   string // "slurm.partition"; "env.vars" for the map of variables
+	index []int  // reflect field index path from Profile
+	typ   reflect.Type
+}
+
+var (
+	profileType   = reflect.TypeOf(Profile{})
+	primitiveType = reflect.TypeOf(toml.Primitive{})
+	leafSpecs     = collectLeaves(profileType, "", nil)
+)
+
+// VarsKey is the table of environment variables; each variable is the key
+// VarsKey + "." + NAME.
+const VarsKey = "env.vars"
+
+const extendsKey = "extends"
+
+func collectLeaves(t reflect.Type, prefix string, index []int) []leafSpec {
+	var out []leafSpec
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		key := joinPath(prefix, tomlName(f))
+		idx := append(append([]int(nil), index...), i)
+		if f.Type.Kind() == reflect.Struct {
+			out = append(out, collectLeaves(f.Type, key, idx)...)
+			continue
+		}
+		if key == extendsKey {
+			continue // not merged
+		}
+		out = append(out, leafSpec{key: key, index: idx, typ: f.Type})
+	}
+	return out
+}
+
+func tomlName(f reflect.StructField) string {
+	name, _, _ := strings.Cut(f.Tag.Get("toml"), ",")
+	if name == "" {
+		return f.Name
+	}
+	return name
+}
+
+// fieldIndex finds the field of struct type t whose key is exactly name.
+func fieldIndex(t reflect.Type, name string) (int, bool) {
+	for i := 0; i < t.NumField(); i++ {
+		if tomlName(t.Field(i)) == name {
+			return i, true
+		}
+	}
+	return 0, false
+}
+
+func fieldNames(t reflect.Type) []string {
+	names := make([]string, t.NumField())
+	for i := range names {
+		names[i] = tomlName(t.Field(i))
+	}
+	return names
+}
+
+// Keys lists every key a profile may set, in documentation order, with
+// "env.vars.NAME" standing for the variables.
+func Keys() []string {
+	out := []string{extendsKey}
+	for _, l := range leafSpecs {
+		if l.key == VarsKey {
+			out = append(out, VarsKey+".NAME")
+			continue
+		}
+		out = append(out, l.key)
+	}
+	return out
+}
+
+// mergeKeys are the leaf keys Resolved.Set accepts, for suggestions.
+func mergeKeys() []string {
+	var out []string
+	for _, l := range leafSpecs {
+		out = append(out, l.key)
+	}
+	return out
+}
+
+// lookupLeaf finds the leaf for key; for "env.vars.NAME" it returns the map
+// leaf and NAME.
+func lookupLeaf(key string) (leafSpec, string, bool) {
+	if name, ok := strings.CutPrefix(key, VarsKey+"."); ok && name != "" {
+		for _, l := range leafSpecs {
+			if l.key == VarsKey {
+				return l, name, true
+			}
+		}
+	}
+	for _, l := range leafSpecs {
+		if l.key == key && key != VarsKey {
+			return l, "", true
+		}
+	}
+	return leafSpec{}, "", false
+}
+
+// get returns the value of a leaf key in p, and whether it is present (for
+// a variable: whether it is in the map).
+func get(p *Profile, key string) (reflect.Value, bool) {
+	l, name, ok := lookupLeaf(key)
+	if !ok {
+		return reflect.Value{}, false
+	}
+	fv := reflect.ValueOf(p).Elem().FieldByIndex(l.index)
+	if name != "" {
+		v := fv.MapIndex(reflect.ValueOf(name))
+		return v, v.IsValid()
+	}
+	return fv, true
+}
+
+// copyLeaf copies key's value from src to dst.
+func copyLeaf(dst, src *Profile, key string) {
+	v, ok := get(src, key)
+	if !ok {
+		return
+	}
+	setLeaf(dst, key, v)
+}
+
+func setLeaf(p *Profile, key string, v reflect.Value) {
+	l, name, _ := lookupLeaf(key)
+	fv := reflect.ValueOf(p).Elem().FieldByIndex(l.index)
+	if name != "" {
+		if fv.IsNil() {
+			fv.Set(reflect.MakeMap(fv.Type()))
+		}
+		fv.SetMapIndex(reflect.ValueOf(name), v)
+		return
+	}
+	fv.Set(cloneValue(v))
+}
+
+// clearLeaf resets key to its zero value.
+func clearLeaf(p *Profile, key string) {
+	l, name, _ := lookupLeaf(key)
+	fv := reflect.ValueOf(p).Elem().FieldByIndex(l.index)
+	if name != "" {
+		if !fv.IsNil() {
+			fv.SetMapIndex(reflect.ValueOf(name), reflect.Value{})
+		}
+		return
+	}
+	fv.Set(reflect.Zero(fv.Type()))
+}
+
+// cloneValue copies slices so that merged profiles share no backing arrays
+// with their layers.
+func cloneValue(v reflect.Value) reflect.Value {
+	if v.Kind() != reflect.Slice || v.IsNil() {
+		return v
+	}
+	c := reflect.MakeSlice(v.Type(), v.Len(), v.Len())
+	for i := 0; i < v.Len(); i++ {
+		c.Index(i).Set(cloneValue(v.Index(i)))
+	}
+	if v.Type().Elem().Kind() == reflect.Struct {
+		for i := 0; i < v.Len(); i++ {
+			for j := 0; j < v.Index(i).NumField(); j++ {
+				c.Index(i).Field(j).Set(cloneValue(v.Index(i).Field(j)))
+			}
+		}
+	}
+	return c
+}
+
+func sortedVarNames(m map[string]string) []string {
+	names := make([]string, 0, len(m))
+	for k := range m {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// mirrorOf returns a struct type with t's toml keys and every field a
+// toml.Primitive. Decoding a table into it marks the schema's keys as
+// decoded, and nothing else, so MetaData.Undecoded lists the unknown keys,
+// while the values themselves are decoded one key at a time (each key's
+// problems reported on their own).
+func mirrorOf(t reflect.Type) reflect.Type {
+	if m, ok := mirrors.Load(t); ok {
+		return m.(reflect.Type)
+	}
+	fields := make([]reflect.StructField, t.NumField())
+	for i := range fields {
+		f := t.Field(i)
+		fields[i] = reflect.StructField{
+			Name: f.Name,
+			Type: primitiveType,
+			Tag:  reflect.StructTag(fmt.Sprintf(`toml:%q`, tomlName(f))),
+		}
+	}
+	m := reflect.StructOf(fields)
+	mirrors.Store(t, m)
+	return m
+}
+
+var mirrors sync.Map
+
+// formatValue writes v as a TOML value.
+func formatValue(v reflect.Value) string {
+	switch v.Kind() {
+	case reflect.String:
+		return quoteTOML(v.String())
+	case reflect.Bool:
+		return strconv.FormatBool(v.Bool())
+	case reflect.Int, reflect.Int64:
+		return strconv.FormatInt(v.Int(), 10)
+	case reflect.Slice:
+		parts := make([]string, v.Len())
+		for i := range parts {
+			parts[i] = formatValue(v.Index(i))
+		}
+		return "[" + strings.Join(parts, ", ") + "]"
+	case reflect.Struct: // an inline table: Script
+		var parts []string
+		for i := 0; i < v.NumField(); i++ {
+			f := v.Field(i)
+			if f.IsZero() {
+				continue
+			}
+			parts = append(parts, seg(tomlName(v.Type().Field(i)))+" = "+formatValue(f))
+		}
+		return "{ " + strings.Join(parts, ", ") + " }"
+	}
+	return fmt.Sprint(v.Interface())
+}
+
+// quoteTOML writes s as a TOML basic string.
+func quoteTOML(s string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for _, r := range s {
+		switch r {
+		case '"':
+			b.WriteString(`\"`)
+		case '\\':
+			b.WriteString(`\\`)
+		case '\n':
+			b.WriteString(`\n`)
+		case '\t':
+			b.WriteString(`\t`)
+		case '\r':
+			b.WriteString(`\r`)
+		default:
+			if r < 0x20 || r == 0x7f {
+				fmt.Fprintf(&b, `\u%04X`, r)
+			} else {
+				b.WriteRune(r)
+			}
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
+}
