@@ -2,40 +2,20 @@ package templates
 
 import (
 	"bytes"
-	"math/rand"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-)
 
-// nasty returns n deterministic random strings made of shell and sbatch
-// metacharacters, whitespace, unicode and ordinary letters.
-func nasty(n int, newlines bool) []string {
-	atoms := []string{"a", "Z", "9", " ", "\t", "'", `"`, "`", "$", "$(", ")", "${HOME}", "\\", ";", "|", "&", "&&", ">",
-		"<", "*", "?", "[", "]", "{", "}", "~", "#", "!", "=", "%", "-", "--", "é", "日本", "\x01", "$(touch PWNED)", "`touch PWNED`"}
-	if newlines {
-		atoms = append(atoms, "\n", "\r\n")
-	}
-	r := rand.New(rand.NewSource(1))
-	out := make([]string, n)
-	for i := range out {
-		var b strings.Builder
-		for j := r.Intn(12); j >= 0; j-- {
-			b.WriteString(atoms[r.Intn(len(atoms))])
-		}
-		out[i] = b.String()
-	}
-	out = append(out, "", "-n", "--", "'", `\`)
-	return out
-}
+	"github.com/batchkit/batchkit/internal/hostile"
+)
 
 // Every quoted value reaches a program byte for byte through real bash, and
 // nothing in it executes.
 func TestQuoteThroughBash(t *testing.T) {
 	dir := t.TempDir()
-	values := nasty(400, true)
+	values := append(hostile.Strings(1, 400, true), "", "-n", "--", "'", `\\`)
 	q, err := QuoteArgs(values)
 	if err != nil {
 		t.Fatal(err)
@@ -55,7 +35,7 @@ func TestQuoteThroughBash(t *testing.T) {
 			t.Errorf("value %d: bash saw %q, want %q", i, got[i], values[i])
 		}
 	}
-	if _, err := os.Stat(filepath.Join(dir, "PWNED")); err == nil {
+	if _, err := os.Stat(filepath.Join(dir, hostile.Marker)); err == nil {
 		t.Fatal("a quoted value executed a command")
 	}
 }
