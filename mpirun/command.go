@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/batchkit/batchkit/internal/closed"
 )
 
 // Launchers: how the ranks are started. Every flavor has an mpirun and an
@@ -216,7 +218,8 @@ func (s Spec) row() (launcherRow, error) {
 		return srunRow, nil
 	case "", LauncherMpirun, LauncherMpiexec:
 	default:
-		return launcherRow{}, fmt.Errorf("unknown launcher %q: want one of %s", s.Launcher, strings.Join(Launchers, ", "))
+		_, err := closed.Parse("launcher", s.Launcher, Launchers)
+		return launcherRow{}, err
 	}
 	if s.Flavor == "" {
 		return launcherRow{}, errors.New("no MPI flavor given")

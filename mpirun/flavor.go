@@ -1,9 +1,6 @@
 package mpirun
 
-import (
-	"fmt"
-	"strings"
-)
+import "github.com/batchkit/batchkit/internal/closed"
 
 // Flavor is an MPI implementation. It is a closed set, validated wherever a
 // flavor enters batchkit (profile load, --flavor), so that code further in
@@ -21,26 +18,8 @@ const (
 var Flavors = []Flavor{OpenMPI, MPICH, IntelMPI, MVAPICH}
 
 // ParseFlavor validates s.
-func ParseFlavor(s string) (Flavor, error) {
-	for _, f := range Flavors {
-		if string(f) == s {
-			return f, nil
-		}
-	}
-	names := make([]string, len(Flavors))
-	for i, f := range Flavors {
-		names[i] = string(f)
-	}
-	return "", fmt.Errorf("unknown MPI flavor %q: want one of %s", s, strings.Join(names, ", "))
-}
+func ParseFlavor(s string) (Flavor, error) { return closed.Parse("MPI flavor", s, Flavors) }
 
 // UnmarshalText makes a Flavor field reject unknown values when decoded
 // from TOML or JSON.
-func (f *Flavor) UnmarshalText(b []byte) error {
-	v, err := ParseFlavor(string(b))
-	if err != nil {
-		return err
-	}
-	*f = v
-	return nil
-}
+func (f *Flavor) UnmarshalText(b []byte) error { return closed.Unmarshal(f, "MPI flavor", b, Flavors) }

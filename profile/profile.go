@@ -18,6 +18,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/batchkit/batchkit/internal/closed"
+
 	"github.com/batchkit/batchkit/mpirun"
 )
 
@@ -106,23 +108,11 @@ const (
 var Launchers = []Launcher{LauncherMpirun, LauncherMpiexec, LauncherSrun}
 
 // ParseLauncher validates s.
-func ParseLauncher(s string) (Launcher, error) {
-	for _, l := range Launchers {
-		if string(l) == s {
-			return l, nil
-		}
-	}
-	return "", fmt.Errorf("unknown launcher %q: want one of %s", s, joinStrings(Launchers))
-}
+func ParseLauncher(s string) (Launcher, error) { return closed.Parse("launcher", s, Launchers) }
 
 // UnmarshalText rejects unknown launchers.
 func (l *Launcher) UnmarshalText(b []byte) error {
-	v, err := ParseLauncher(string(b))
-	if err != nil {
-		return err
-	}
-	*l = v
-	return nil
+	return closed.Unmarshal(l, "launcher", b, Launchers)
 }
 
 // PortPolicy says how MASTER_PORT is chosen.
@@ -141,22 +131,12 @@ var PortPolicies = []PortPolicy{PortFromJobID, PortFixed}
 
 // ParsePortPolicy validates s.
 func ParsePortPolicy(s string) (PortPolicy, error) {
-	for _, p := range PortPolicies {
-		if string(p) == s {
-			return p, nil
-		}
-	}
-	return "", fmt.Errorf("unknown port policy %q: want one of %s", s, joinStrings(PortPolicies))
+	return closed.Parse("port policy", s, PortPolicies)
 }
 
 // UnmarshalText rejects unknown policies.
 func (p *PortPolicy) UnmarshalText(b []byte) error {
-	v, err := ParsePortPolicy(string(b))
-	if err != nil {
-		return err
-	}
-	*p = v
-	return nil
+	return closed.Unmarshal(p, "port policy", b, PortPolicies)
 }
 
 // SrunPlugins are the srun --mpi plugins a profile may name.
@@ -204,12 +184,4 @@ func bootstrapFor(f mpirun.Flavor, b string) error {
 		return fmt.Errorf("%q is not a Hydra bootstrap (-bootstrap): want one of %s", b, strings.Join(HydraBootstraps, ", "))
 	}
 	return nil
-}
-
-func joinStrings[T ~string](xs []T) string {
-	s := make([]string, len(xs))
-	for i, x := range xs {
-		s[i] = string(x)
-	}
-	return strings.Join(s, ", ")
 }

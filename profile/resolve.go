@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/batchkit/batchkit/internal/closed"
+
 	"github.com/batchkit/batchkit/mpirun"
 )
 
@@ -224,7 +226,7 @@ func (r *Resolved) Validate() error {
 	}
 	flavor := p.MPI.Flavor
 	if flavor == "" {
-		ps = append(ps, &Problem{File: r.Path, Msg: fmt.Sprintf("no MPI flavor: set mpi.flavor to one of %s", joinStrings(mpirun.Flavors))})
+		ps = append(ps, &Problem{File: r.Path, Msg: fmt.Sprintf("no MPI flavor: set mpi.flavor to one of %s", closed.Join(mpirun.Flavors))})
 	}
 	if p.MPI.Launcher == LauncherSrun && flavor != "" {
 		plugin := p.MPI.SrunMPI
