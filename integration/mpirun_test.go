@@ -312,6 +312,15 @@ time.sleep(0.7)
 os.kill(pid, signal.SIGTERM)
 read_until(b"term after")
 _, status = os.waitpid(pid, 0)
+# The line may still be arriving: drain the terminal until it closes.
+while True:
+    try:
+        chunk = os.read(fd, 4096)
+    except OSError:
+        break
+    if not chunk:
+        break
+    out += chunk
 print(out.decode(errors="replace").replace("\r", ""))
 print("status", os.waitstatus_to_exitcode(status))`
 

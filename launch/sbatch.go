@@ -79,8 +79,9 @@ func SbatchScript(req SbatchRequest) (slurm.Script, error) {
 	}, nil
 }
 
-// SbatchLaunch is the launch line inside a batch script. srun takes the
-// job's shape from the allocation. An mpirun needs the rank count, which
+// SbatchLaunch is the launch line inside a batch script, built by
+// mpirun.Command like every other launch line. srun takes the job's shape
+// from the allocation. An mpirun needs the rank count, which
 // comes from --ntasks or --nodes × --ntasks-per-node.
 func SbatchLaunch(m profile.MPI, job slurm.JobOptions, program []string) ([]string, error) {
 	spec := mpirun.Spec{
@@ -100,22 +101,9 @@ func SbatchLaunch(m profile.MPI, job slurm.JobOptions, program []string) ([]stri
 		spec.Launcher = mpirun.LauncherMpirun
 	}
 	if spec.Launcher == mpirun.LauncherSrun {
-		// Inside the job srun takes counts and nodes from the allocation;
-		// repeating them would only invite disagreement.
-		plugin := m.SrunMPI
-		if plugin == "" && m.Flavor != "" {
-			plugin = mpirun.DefaultSrunMPI(m.Flavor)
-		}
-		bin := m.Binary
-		if bin == "" {
-			bin = "srun"
-		}
-		argv := []string{bin}
-		if plugin != "" {
-			argv = append(argv, "--mpi="+plugin)
-		}
-		argv = append(argv, m.Args...)
-		return append(argv, program...), nil
+		// Inside the job srun takes counts and nodes from the allocation.
+		spec.PPN = 0
+		return mpirun.Command(spec)
 	}
 	np, err := ranks(job)
 	if err != nil {

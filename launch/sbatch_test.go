@@ -124,6 +124,14 @@ func TestSbatchLaunchRanks(t *testing.T) {
 	if _, err := SbatchScript(SbatchRequest{Program: nil}); err == nil {
 		t.Error("a script without a program was built")
 	}
+	// The srun line goes through the same checks as every launch line: a
+	// bare ":" would start a second program.
+	for _, l := range []profile.Launcher{profile.LauncherSrun, profile.LauncherMpirun} {
+		_, err := SbatchLaunch(profile.MPI{Flavor: mpirun.MPICH, Launcher: l}, slurm.JobOptions{NTasks: 2}, []string{"prog", ":", "x"})
+		if err == nil || !strings.Contains(err.Error(), `":"`) {
+			t.Errorf("launcher %s with a bare \":\" argument: err = %v", l, err)
+		}
+	}
 }
 
 func indexOf(xs []string, x string) int {

@@ -33,7 +33,7 @@ type Spec struct {
 	Flavor   Flavor // may be empty only with Launcher srun (then no --mpi default)
 	Launcher string // mpirun (default), mpiexec or srun
 	Binary   string // launcher binary; empty: the flavor's first default name
-	NP       int    // total ranks, >= 1
+	NP       int    // total ranks, >= 1; 0 for srun in an allocation: the allocation's
 	PPN      int    // ranks per node; 0: the launcher decides
 	Hosts    []Host // hosts on the command line; exclusive with Hostfile
 	Hostfile string // path of a hostfile in a format the launcher reads
@@ -346,7 +346,9 @@ func Command(spec Spec) ([]string, error) {
 			argv = append(argv, expand(sx.srunMPI, "{P}", plugin)...)
 		}
 	}
-	argv = append(argv, expand(sx.np, "{N}", strconv.Itoa(spec.NP))...)
+	if spec.NP > 0 {
+		argv = append(argv, expand(sx.np, "{N}", strconv.Itoa(spec.NP))...)
+	}
 	if spec.PPN > 0 {
 		argv = append(argv, expand(sx.ppn, "{N}", strconv.Itoa(spec.PPN))...)
 	}
@@ -376,6 +378,9 @@ func Command(spec Spec) ([]string, error) {
 
 func (s Spec) validate(sx *syntax) error {
 	switch {
+	case s.NP == 0 && s.Launcher == LauncherSrun && s.InAllocation:
+		// srun inside a batch script takes the rank count from the
+		// allocation; repeating it only invites disagreement.
 	case s.NP < 1:
 		return fmt.Errorf("number of ranks %d: must be at least 1", s.NP)
 	case s.PPN < 0:
