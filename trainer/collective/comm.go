@@ -1,0 +1,215 @@
+package collective
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+)
+
+// Comm is a communicator: every rank of the job holds one. Its methods and
+// the generic functions below are safe for concurrent use (calls are
+// serialised), but every rank must issue the same collectives in the same
+// order.
+type Comm struct {
+	mu       sync.Mutex
+	b         Backend
+	localRank int  // the launcher's word: what LOCAL_RANK says
+	fallback  bool // use the Allreduce-based fallbacks even for native ops
+	closed   bool
+	scratch  []byte // reused by the fallbacks: no allocation per call in steady state
+}
+
+func newComm(b Backend, localRank int, forceFallback bool) *Comm {
+	return &Comm{b: b, localRank: localRank, fallback: forceFallback}
+}
+
+// Rank is this process's rank in [0, Size).
+func (c *Comm) Rank() int { return c.b.Rank() }
+
+// Size is the number of ranks.
+func (c *Comm) Size() int { return c.b.Size() }
+
+// LocalRank is the rank among the processes on this node, as the launcher
+// placed them (LOCAL_RANK); it selects the device or cores to bind.
+func (c *Comm) LocalRank() int { return c.localRank }
+
+// Backend names the transport: "tcp", "mpi" or "self".
+func (c *Comm) Backend() string { return c.b.Name() }
+
+// Barrier returns once every rank has entered it.
+func (c *Comm) Barrier() error {
+	return c.do("barrier", func() error { return c.barrier() })
+}
+
+// Close releases the communicator (and finalises MPI). Later calls return
+// nil; operations on a closed Comm return ErrClosed.
+func (c *Comm) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil
+	}
+	c.closed = true
+	forget(c)
+	return c.b.Close()
+}
+
+// do runs one collective under the lock and wraps its error.
+func (c *Comm) do(name string, f func() error) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return &OpError{Op: name, Backend: c.b.Name(), Rank: c.b.Rank(), Err: ErrClosed}
+	}
+	if err := f(); err != nil {
+		var oe *OpError
+		if errors.As(err, &oe) {
+			return err
+		}
+		return &OpError{Op: name, Backend: c.b.Name(), Rank: c.b.Rank(), Err: err}
+	}
+	return nil
+}
+
+// The dispatchers: the backend's native op when it has one (and fallbacks
+// are not forced), else the generic fallback built on Allreduce.
+
+func (c *Comm) broadcast(buf Buffer, root int) error {
+	if b, ok := c.b.(Broadcaster); ok && !c.fallback {
+		return b.Broadcast(buf, root)
+	}
+	return c.broadcastViaAllreduce(buf, root)
+}
+
+func (c *Comm) allgather(send, recv Buffer) error {
+	if b, ok := c.b.(Allgatherer); ok && !c.fallback {
+		return b.Allgather(send, recv)
+	}
+	return c.allgatherViaAllreduce(send, recv)
+}
+
+func (c *Comm) reduceScatter(send, recv Buffer, op Op) error {
+	if b, ok := c.b.(ReduceScatterer); ok && !c.fallback {
+		return b.ReduceScatter(send, recv, op)
+	}
+	return c.reduceScatterViaAllreduce(send, recv, op)
+}
+
+func (c *Comm) barrier() error {
+	if b, ok := c.b.(Barrierer); ok && !c.fallback {
+		return b.Barrier()
+	}
+	return c.barrierViaAllreduce()
+}
+
+// Allreduce reduces send across all ranks into recv on every rank. Pass the
+// same slice twice for an in-place call. Every rank ends with bit-identical
+// recv.
+func Allreduce[T Float](c *Comm, send, recv []T, op Op) error {
+	return c.do("allreduce", func() error {
+		s, r := bufferOf(send), bufferOf(recv)
+		if err := checkOp(op); err != nil {
+			return err
+		}
+		if err := checkPair(s, r, 1); err != nil {
+			return err
+		}
+		base := op
+		if op == Avg {
+			base = Sum
+		}
+		if err := c.b.Allreduce(s, r, base); err != nil {
+			return err
+		}
+		if op == Avg {
+			divide(recv, c.b.Size())
+		}
+		return nil
+	})
+}
+
+// Broadcast copies root's buf into buf on every rank.
+func Broadcast[T Float](c *Comm, buf []T, root int) error {
+	return c.do("broadcast", func() error {
+		b := bufferOf(buf)
+		if b.Len == 0 {
+			return errors.New("empty buffer")
+		}
+		if root < 0 || root >= c.b.Size() {
+			return fmt.Errorf("root %d out of range for %d ranks", root, c.b.Size())
+		}
+		return c.broadcast(b, root)
+	})
+}
+
+// Allgather concatenates every rank's send, in rank order, into recv on
+// every rank: len(recv) must be Size × len(send).
+func Allgather[T Float](c *Comm, send, recv []T) error {
+	return c.do("allgather", func() error {
+		s, r := bufferOf(send), bufferOf(recv)
+		if err := checkPair(r, s, c.b.Size()); err != nil {
+			return err
+		}
+		return c.allgather(s, r)
+	})
+}
+
+// ReduceScatter reduces send (len = Size × len(recv)) across ranks and
+// leaves block Rank of the result in recv.
+func ReduceScatter[T Float](c *Comm, send, recv []T, op Op) error {
+	return c.do("reducescatter", func() error {
+		s, r := bufferOf(send), bufferOf(recv)
+		if err := checkOp(op); err != nil {
+			return err
+		}
+		if err := checkPair(s, r, c.b.Size()); err != nil {
+			return err
+		}
+		base := op
+		if op == Avg {
+			base = Sum
+		}
+		if err := c.reduceScatter(s, r, base); err != nil {
+			return err
+		}
+		if op == Avg {
+			divide(recv, c.b.Size())
+		}
+		return nil
+	})
+}
+
+func checkOp(op Op) error {
+	if _, ok := opNames[op]; !ok {
+		return fmt.Errorf("unknown reduction %v", op)
+	}
+	return nil
+}
+
+// checkPair validates the buffers of a two-buffer collective: both non-empty,
+// len(big) = factor × len(small), and no partial overlap (only an identical
+// pair, an in-place allreduce, may share memory).
+func checkPair(big, small Buffer, factor int) error {
+	switch {
+	case big.Len == 0 || small.Len == 0:
+		return fmt.Errorf("empty buffer (lengths %d and %d)", big.Len, small.Len)
+	case big.Len != factor*small.Len && factor == 1:
+		return fmt.Errorf("send and receive buffers differ in length: %d and %d", big.Len, small.Len)
+	case big.Len != factor*small.Len:
+		return fmt.Errorf("buffer lengths %d and %d: the larger must be %d × the smaller (one block per rank)", big.Len, small.Len, factor)
+	case factor == 1 && big.Same(small):
+		return nil
+	case big.overlaps(small):
+		return errors.New("send and receive buffers overlap")
+	}
+	return nil
+}
+
+// divide turns a sum into a mean. Every rank divides the identical sum by
+// the same n, so results stay bit-identical.
+func divide[T Float](s []T, n int) {
+	d := T(n)
+	for i := range s {
+		s[i] /= d
+	}
+}

@@ -1,0 +1,90 @@
+package collective
+
+import (
+	"errors"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/batchkit/batchkit/detect"
+	"github.com/batchkit/batchkit/topology"
+)
+
+// TestWorld runs the conformance suite as one rank of a real world: the
+// integration tests start this test binary under batchkit run, mpirun and
+// srun with BATCHKIT_TEST_WORLD set to the backend to expect.
+func TestWorld(t *testing.T) {
+	want := os.Getenv("BATCHKIT_TEST_WORLD")
+	if want == "" {
+		t.Skip("BATCHKIT_TEST_WORLD is unset: run under a launcher (see integration/collective_test.go)")
+	}
+	topo, err := detect.Detect(os.Getenv, detect.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	token, err := ResolveToken(os.Getenv, topo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kind := Auto
+	if want == "tcp" {
+		kind = TCP
+	}
+	cfg := Config{Topology: topo, Backend: kind, Getenv: os.Getenv, Token: token, Logf: t.Logf}
+	c, err := Init(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Backend(); got != want {
+		t.Fatalf("backend %q, want %q", got, want)
+	}
+	// Init is idempotent: the same communicator, the world not doubled.
+	again, err := Init(cfg)
+	if err != nil || again != c || again.Size() != topo.WorldSize {
+		t.Fatalf("second Init = %p (size %d), %v; want the first communicator %p", again, again.Size(), err, c)
+	}
+	if c.Rank() != topo.Rank || c.Size() != topo.WorldSize || c.LocalRank() != topo.LocalRank {
+		t.Fatalf("communicator says rank %d/%d local %d, launcher says %d/%d local %d",
+			c.Rank(), c.Size(), c.LocalRank(), topo.Rank, topo.WorldSize, topo.LocalRank)
+	}
+	for _, fallback := range []bool{false, true} {
+		c.fallback = fallback // the same world through the Allreduce-based fallbacks
+		for _, err := range runConformance(c) {
+			t.Error(err)
+		}
+		if t.Failed() {
+			break
+		}
+	}
+	if err := c.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+	if err := c.Barrier(); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Barrier after Close: %v, want ErrClosed", err)
+	}
+	if want == "mpi" {
+		if _, err := Init(cfg); err == nil || !strings.Contains(err.Error(), "finalised") {
+			t.Fatalf("Init after MPI was finalised: %v, want an error", err)
+		}
+	}
+}
+
+// TestSelfWorld: a world of one needs no network and no token.
+func TestSelfWorld(t *testing.T) {
+	for _, fallback := range []bool{false, true} {
+		c, err := Init(Config{Topology: topology.Topology{Launcher: topology.Single, WorldSize: 1, LocalWorldSize: 1, NumNodes: 1}, Fallback: fallback})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Backend() != "self" {
+			t.Fatalf("backend %q, want self", c.Backend())
+		}
+		for _, err := range runConformance(c) {
+			t.Error(err)
+		}
+		c.Close()
+	}
+}

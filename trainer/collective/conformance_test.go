@@ -1,0 +1,321 @@
+package collective
+
+import (
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"math"
+	"slices"
+	"time"
+	"unsafe"
+)
+
+// The conformance suite: one table every backend must pass, run by every
+// rank of a real world (TestWorld under mpirun/srun/batchkit run) and by
+// in-process worlds. Each case returns an error instead of calling t.Fatal
+// so that all ranks keep issuing the same collectives in the same order —
+// a rank that stopped early would hang the others.
+
+type confCase struct {
+	name string
+	run  func(c *Comm) error
+}
+
+// Sizes cover one element, odd lengths that do not divide among ranks, and
+// lengths above the TCP backend's small-message threshold.
+var (
+	confLens   = []int{1, 3, 7, 1000, 1<<17 + 3}
+	confBlocks = []int{1, 5, 1<<15 + 1}
+	confOps    = []Op{Sum, Avg, Max, Min}
+)
+
+func conformanceCases() []confCase {
+	var cases []confCase
+	cases = append(cases, confCase{"rank and size", checkIdentity})
+	for _, n := range confLens {
+		for _, op := range confOps {
+			for _, inPlace := range []bool{false, true} {
+				mode := "out of place"
+				if inPlace {
+					mode = "in place"
+				}
+				cases = append(cases,
+					confCase{fmt.Sprintf("allreduce float32 %v %s len %d", op, mode, n), func(c *Comm) error { return checkAllreduce[float32](c, n, op, inPlace) }},
+					confCase{fmt.Sprintf("allreduce float64 %v %s len %d", op, mode, n), func(c *Comm) error { return checkAllreduce[float64](c, n, op, inPlace) }},
+				)
+			}
+		}
+		cases = append(cases,
+			confCase{fmt.Sprintf("broadcast float32 len %d every root", n), func(c *Comm) error { return checkBroadcast[float32](c, n) }},
+			confCase{fmt.Sprintf("broadcast float64 len %d every root", n), func(c *Comm) error { return checkBroadcast[float64](c, n) }},
+		)
+	}
+	for _, k := range confBlocks {
+		cases = append(cases,
+			confCase{fmt.Sprintf("allgather float32 block %d", k), func(c *Comm) error { return checkAllgather[float32](c, k) }},
+			confCase{fmt.Sprintf("allgather float64 block %d", k), func(c *Comm) error { return checkAllgather[float64](c, k) }},
+		)
+		for _, op := range confOps {
+			cases = append(cases,
+				confCase{fmt.Sprintf("reducescatter float32 %v block %d", op, k), func(c *Comm) error { return checkReduceScatter[float32](c, k, op) }},
+				confCase{fmt.Sprintf("reducescatter float64 %v block %d", op, k), func(c *Comm) error { return checkReduceScatter[float64](c, k, op) }},
+			)
+		}
+	}
+	cases = append(cases,
+		confCase{"barrier waits for the last rank", checkBarrier},
+		confCase{"bad arguments rejected locally", checkBadArguments},
+		confCase{"many small allreduces in a row", checkSequence},
+	)
+	return cases
+}
+
+// runConformance runs every case on c and returns the failures, each named.
+func runConformance(c *Comm) []error {
+	var errs []error
+	for _, tc := range conformanceCases() {
+		if err := tc.run(c); err != nil {
+			errs = append(errs, fmt.Errorf("rank %d, %s (%s backend, fallback %v): %w", c.Rank(), tc.name, c.Backend(), c.fallback, err))
+			var oe *OpError
+			if errors.As(err, &oe) {
+				// A transport failure breaks the world: later cases would only
+				// repeat it (or hang waiting for ranks that gave up).
+				return errs
+			}
+		}
+	}
+	return errs
+}
+
+// input is rank r's element i: small integers with both signs, so sums of a
+// few ranks are exact in float32 and float64 and every op has one right answer.
+func input(r, i int) float64 { return float64((i*31+r*17)%23 - 11) }
+
+func fillInput[T Float](s []T, r int) {
+	for i := range s {
+		s[i] = T(input(r, i))
+	}
+}
+
+// want is the expected reduction over n ranks of element i, in T's arithmetic.
+func want[T Float](op Op, n, i int) T {
+	acc := T(input(0, i))
+	for r := 1; r < n; r++ {
+		v := T(input(r, i))
+		switch op {
+		case Sum, Avg:
+			acc += v
+		case Max:
+			acc = max(acc, v)
+		case Min:
+			acc = min(acc, v)
+		}
+	}
+	if op == Avg {
+		acc /= T(n)
+	}
+	return acc
+}
+
+func compare[T Float](what string, got []T, wantAt func(i int) T) error {
+	for i, g := range got {
+		if w := wantAt(i); !sameBits(g, w) {
+			return fmt.Errorf("%s: element %d of %d = %v, want %v", what, i, len(got), g, w)
+		}
+	}
+	return nil
+}
+
+func sameBits[T Float](a, b T) bool {
+	if unsafe.Sizeof(a) == 4 {
+		return math.Float32bits(float32(a)) == math.Float32bits(float32(b))
+	}
+	return math.Float64bits(float64(a)) == math.Float64bits(float64(b))
+}
+
+// identical checks that every rank holds bit-identical s: the FNV-64 hash of
+// its bytes, split into four exactly representable 16-bit parts, is gathered.
+func identical[T Float](c *Comm, s []T) error {
+	h := fnv.New64a()
+	h.Write(bufferOf(s).Bytes())
+	sum := h.Sum64()
+	mine := []float64{float64(sum >> 48), float64(sum >> 32 & 0xffff), float64(sum >> 16 & 0xffff), float64(sum & 0xffff)}
+	all := make([]float64, 4*c.Size())
+	if err := Allgather(c, mine, all); err != nil {
+		return err
+	}
+	for r := 0; r < c.Size(); r++ {
+		if !slices.Equal(all[4*r:4*r+4], all[:4]) {
+			return fmt.Errorf("results differ between rank 0 and rank %d (hash parts %v vs %v)", r, all[:4], all[4*r:4*r+4])
+		}
+	}
+	return nil
+}
+
+func checkIdentity(c *Comm) error {
+	if c.Size() < 1 || c.Rank() < 0 || c.Rank() >= c.Size() || c.LocalRank() < 0 || c.LocalRank() >= c.Size() {
+		return fmt.Errorf("rank %d, local rank %d, size %d: out of range", c.Rank(), c.LocalRank(), c.Size())
+	}
+	// Every rank must appear exactly once.
+	ranks := make([]float64, c.Size())
+	if err := Allgather(c, []float64{float64(c.Rank())}, ranks); err != nil {
+		return err
+	}
+	for i, r := range ranks {
+		if int(r) != i {
+			return fmt.Errorf("gathered ranks %v: want 0..%d in order", ranks, c.Size()-1)
+		}
+	}
+	return nil
+}
+
+func checkAllreduce[T Float](c *Comm, n int, op Op, inPlace bool) error {
+	send := make([]T, n)
+	fillInput(send, c.Rank())
+	recv := send
+	if !inPlace {
+		recv = make([]T, n)
+		for i := range recv {
+			recv[i] = 12345 // must be overwritten
+		}
+	}
+	if err := Allreduce(c, send, recv, op); err != nil {
+		return err
+	}
+	if !inPlace {
+		if err := compare("send buffer changed", send, func(i int) T { return T(input(c.Rank(), i)) }); err != nil {
+			return err
+		}
+	}
+	if err := compare("result", recv, func(i int) T { return want[T](op, c.Size(), i) }); err != nil {
+		return err
+	}
+	return identical(c, recv)
+}
+
+func checkBroadcast[T Float](c *Comm, n int) error {
+	for root := 0; root < c.Size(); root++ {
+		buf := make([]T, n)
+		if c.Rank() == root {
+			fillInput(buf, root)
+			if n > 2 {
+				buf[1] = T(math.Copysign(0, -1)) // -0 must survive, bit for bit
+				buf[2] = T(math.Inf(1))
+			}
+		} else {
+			fillInput(buf, c.Rank()+100) // garbage that must be replaced
+		}
+		if err := Broadcast(c, buf, root); err != nil {
+			return err
+		}
+		err := compare(fmt.Sprintf("root %d", root), buf, func(i int) T {
+			switch {
+			case n > 2 && i == 1:
+				return T(math.Copysign(0, -1))
+			case n > 2 && i == 2:
+				return T(math.Inf(1))
+			}
+			return T(input(root, i))
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func checkAllgather[T Float](c *Comm, k int) error {
+	send := make([]T, k)
+	fillInput(send, c.Rank())
+	recv := make([]T, k*c.Size())
+	if err := Allgather(c, send, recv); err != nil {
+		return err
+	}
+	if err := compare("result", recv, func(i int) T { return T(input(i/k, i%k)) }); err != nil {
+		return err
+	}
+	return identical(c, recv)
+}
+
+func checkReduceScatter[T Float](c *Comm, k int, op Op) error {
+	send := make([]T, k*c.Size())
+	fillInput(send, c.Rank())
+	recv := make([]T, k)
+	if err := ReduceScatter(c, send, recv, op); err != nil {
+		return err
+	}
+	if err := compare("send buffer changed", send, func(i int) T { return T(input(c.Rank(), i)) }); err != nil {
+		return err
+	}
+	off := c.Rank() * k
+	return compare("result", recv, func(i int) T { return want[T](op, c.Size(), off+i) })
+}
+
+// checkBarrier: rank r arrives r×30 ms late; nobody may leave before the
+// last rank has arrived. All ranks of the test worlds share one clock (one
+// machine), so wall-clock times are comparable.
+func checkBarrier(c *Comm) error {
+	time.Sleep(time.Duration(c.Rank()) * 30 * time.Millisecond)
+	enter := float64(time.Now().UnixMicro())
+	if err := c.Barrier(); err != nil {
+		return err
+	}
+	leave := float64(time.Now().UnixMicro())
+	times := make([]float64, 2*c.Size())
+	if err := Allgather(c, []float64{enter, leave}, times); err != nil {
+		return err
+	}
+	lastEnter, firstLeave := math.Inf(-1), math.Inf(1)
+	for r := 0; r < c.Size(); r++ {
+		lastEnter = max(lastEnter, times[2*r])
+		firstLeave = min(firstLeave, times[2*r+1])
+	}
+	if firstLeave < lastEnter {
+		return fmt.Errorf("a rank left the barrier %.0f µs before the last one entered", lastEnter-firstLeave)
+	}
+	return nil
+}
+
+// checkBadArguments: validation is local and identical on every rank, so
+// every rank rejects the call and none communicates.
+func checkBadArguments(c *Comm) error {
+	buf := make([]float32, 8)
+	bad := []struct {
+		name string
+		err  error
+	}{
+		{"empty allreduce", Allreduce(c, []float32{}, []float32{}, Sum)},
+		{"mismatched allreduce", Allreduce(c, buf[:4], make([]float32, 5), Sum)},
+		{"overlapping allreduce", Allreduce(c, buf[:4], buf[2:6], Sum)},
+		{"unknown op", Allreduce(c, buf, buf, Op(99))},
+		{"root out of range", Broadcast(c, buf, c.Size())},
+		{"negative root", Broadcast(c, buf, -1)},
+		{"empty broadcast", Broadcast(c, []float64(nil), 0)},
+		{"allgather wrong receive length", Allgather(c, buf[:1], make([]float32, c.Size()+1))},
+		{"reducescatter wrong send length", ReduceScatter(c, make([]float32, c.Size()+1), buf[:1], Sum)},
+	}
+	for _, b := range bad {
+		var oe *OpError
+		if b.err == nil || !errors.As(b.err, &oe) {
+			return fmt.Errorf("%s: err = %v, want an *OpError", b.name, b.err)
+		}
+	}
+	return nil
+}
+
+// checkSequence: many back-to-back small collectives (latency path) stay in
+// step and exact.
+func checkSequence(c *Comm) error {
+	x := []float64{0}
+	for i := 1; i <= 200; i++ {
+		x[0] = float64(c.Rank() + i)
+		if err := Allreduce(c, x, x, Sum); err != nil {
+			return err
+		}
+		n := c.Size()
+		if w := float64(n*i + n*(n-1)/2); x[0] != w {
+			return fmt.Errorf("iteration %d: got %v, want %v", i, x[0], w)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,225 @@
+package collective
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/batchkit/batchkit/internal/closed"
+	"github.com/batchkit/batchkit/topology"
+)
+
+// Kind selects a backend. It is a closed set.
+type Kind string
+
+const (
+	Auto Kind = "auto" // mpi when built with MPI and started by an MPI launcher, else tcp
+	MPI  Kind = "mpi"
+	TCP  Kind = "tcp"
+)
+
+// Kinds lists the valid backends.
+var Kinds = []Kind{Auto, MPI, TCP}
+
+// ParseKind reads "auto", "mpi" or "tcp".
+func ParseKind(s string) (Kind, error) { return closed.Parse("backend", s, Kinds) }
+
+// Config describes the world to join.
+type Config struct {
+	Topology topology.Topology
+	Backend  Kind // "" means Auto
+
+	// Getenv is the environment the process was started with (for Auto:
+	// was an MPI launcher involved?). nil means no variables.
+	Getenv topology.Getenv
+
+	// Token authenticates the TCP backend's peers (see ResolveToken). It may
+	// be empty only for a world of one.
+	Token string
+
+	// Timeout bounds how long any TCP operation waits on a silent peer
+	// before every rank fails (default DefaultTimeout). A peer that dies or
+	// closes its connection fails the collective at once, whatever Timeout.
+	Timeout time.Duration
+	// RendezvousTimeout bounds the start-up (default DefaultRendezvousTimeout).
+	RendezvousTimeout time.Duration
+
+	// Fallback forces the Allreduce-based fallbacks for every optional
+	// operation, even those the backend implements (tests, debugging).
+	Fallback bool
+
+	// Logf receives diagnostics, such as refused connections (default: none).
+	Logf func(format string, args ...any)
+}
+
+const (
+	DefaultTimeout           = 30 * time.Minute // PyTorch's default process-group timeout
+	DefaultRendezvousTimeout = 5 * time.Minute
+)
+
+// world is the process's one communicator: Init is idempotent.
+var world struct {
+	sync.Mutex
+	comm         *Comm
+	mpiFinalized bool // MPI cannot be initialised again in this process
+}
+
+// Init joins the world described by cfg. A second call while the first
+// communicator is open returns that same communicator (MPI is never
+// initialised twice and the world never doubles); asking for a different
+// backend or topology then is an error. After Close, Init builds a new
+// world, except that MPI cannot be initialised again once finalised.
+func Init(cfg Config) (*Comm, error) {
+	if err := cfg.Topology.Validate(); err != nil {
+		return nil, fmt.Errorf("collective: topology: %w", err)
+	}
+	kind, err := choose(cfg)
+	if err != nil {
+		return nil, err
+	}
+	world.Lock()
+	defer world.Unlock()
+	if c := world.comm; c != nil {
+		if want := backendName(kind, cfg.Topology.WorldSize); want != c.b.Name() && kind != Auto {
+			return nil, fmt.Errorf("collective: already initialised with the %s backend, cannot switch to %s", c.b.Name(), kind)
+		}
+		if c.b.Rank() != cfg.Topology.Rank || c.b.Size() != cfg.Topology.WorldSize {
+			return nil, fmt.Errorf("collective: already initialised as rank %d of %d, asked for rank %d of %d",
+				c.b.Rank(), c.b.Size(), cfg.Topology.Rank, cfg.Topology.WorldSize)
+		}
+		return c, nil
+	}
+	b, err := open(kind, cfg)
+	if err != nil {
+		return nil, err
+	}
+	world.comm = newComm(b, cfg.Topology.LocalRank, cfg.Fallback)
+	return world.comm, nil
+}
+
+// forget is called by Comm.Close.
+func forget(c *Comm) {
+	world.Lock()
+	defer world.Unlock()
+	if world.comm == c {
+		world.comm = nil
+	}
+	if c.b.Name() == "mpi" {
+		world.mpiFinalized = true
+	}
+}
+
+// choose resolves Auto.
+func choose(cfg Config) (Kind, error) {
+	kind := cfg.Backend
+	switch kind {
+	case "", Auto:
+		getenv := cfg.Getenv
+		if getenv == nil {
+			getenv = func(string) string { return "" }
+		}
+		if MPIBuilt != "" && mpiLaunched(cfg.Topology, getenv) {
+			return MPI, nil
+		}
+		return TCP, nil
+	case MPI:
+		if MPIBuilt == "" {
+			return "", ErrNoMPI
+		}
+		return MPI, nil
+	case TCP:
+		return TCP, nil
+	}
+	return "", fmt.Errorf("collective: unknown backend %q (want auto, mpi or tcp)", kind)
+}
+
+// ErrNoMPI: --backend mpi on a binary built without MPI.
+var ErrNoMPI = errors.New("collective: this binary was built without MPI (build it with `make build-mpi MPI=openmpi` or `MPI=mpich`)")
+
+// mpiLaunched reports whether an MPI library could wire up this process:
+// an MPI launcher started it, or srun provided PMI/PMIx (srun --mpi=pmi2).
+func mpiLaunched(t topology.Topology, getenv topology.Getenv) bool {
+	switch t.Launcher {
+	case topology.OpenMPI, topology.Hydra, topology.MVAPICH, topology.PMIx, topology.PALS:
+		return true
+	}
+	return getenv("PMI_RANK") != "" || getenv("PMIX_RANK") != "" || getenv("PMI_FD") != ""
+}
+
+// backendName is the Name() the chosen kind produces.
+func backendName(k Kind, size int) string {
+	switch {
+	case k == MPI:
+		return "mpi"
+	case size == 1:
+		return "self"
+	}
+	return "tcp"
+}
+
+func open(kind Kind, cfg Config) (Backend, error) {
+	t := cfg.Topology
+	if kind == MPI {
+		if world.mpiFinalized {
+			return nil, errors.New("collective: MPI was finalised in this process and cannot be initialised again")
+		}
+		b, err := newMPI(t)
+		if err != nil {
+			return nil, fmt.Errorf("collective: mpi backend: %w", err)
+		}
+		return b, nil
+	}
+	if t.WorldSize == 1 {
+		return selfBackend{localRank: 0}, nil
+	}
+	if cfg.Token == "" {
+		return nil, errors.New("collective: tcp backend: no job token (set BATCHKIT_JOB_TOKEN, or launch with batchkit run, batchkit mpirun or under Slurm)")
+	}
+	opts := tcpOptions{
+		Rank: t.Rank, Size: t.WorldSize, LocalRank: t.LocalRank,
+		MasterAddr: t.MasterAddr, MasterPort: t.MasterPort,
+		Token:   cfg.Token,
+		Timeout: cfg.Timeout, RendezvousTimeout: cfg.RendezvousTimeout,
+		Logf: cfg.Logf,
+	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = DefaultTimeout
+	}
+	if opts.RendezvousTimeout <= 0 {
+		opts.RendezvousTimeout = DefaultRendezvousTimeout
+	}
+	if opts.Logf == nil {
+		opts.Logf = func(string, ...any) {}
+	}
+	b, err := newTCP(opts)
+	if err != nil {
+		return nil, fmt.Errorf("collective: tcp backend: %w", err)
+	}
+	return b, nil
+}
+
+// selfBackend is a world of one: every collective is a copy.
+type selfBackend struct{ localRank int }
+
+func (selfBackend) Name() string     { return "self" }
+func (selfBackend) Rank() int        { return 0 }
+func (selfBackend) Size() int        { return 1 }
+func (s selfBackend) LocalRank() int { return s.localRank }
+func (selfBackend) Close() error     { return nil }
+func (selfBackend) Allreduce(send, recv Buffer, _ Op) error {
+	if !send.Same(recv) {
+		copy(recv.Bytes(), send.Bytes())
+	}
+	return nil
+}
+func (selfBackend) Broadcast(Buffer, int) error { return nil }
+func (selfBackend) Allgather(send, recv Buffer) error {
+	copy(recv.Bytes(), send.Bytes())
+	return nil
+}
+func (selfBackend) ReduceScatter(send, recv Buffer, _ Op) error {
+	copy(recv.Bytes(), send.Bytes())
+	return nil
+}
+func (selfBackend) Barrier() error { return nil }
