@@ -11,12 +11,12 @@ import (
 // serialised), but every rank must issue the same collectives in the same
 // order.
 type Comm struct {
-	mu       sync.Mutex
+	mu        sync.Mutex
 	b         Backend
 	localRank int  // the launcher's word: what LOCAL_RANK says
 	fallback  bool // use the Allreduce-based fallbacks even for native ops
-	closed   bool
-	scratch  []byte // reused by the fallbacks: no allocation per call in steady state
+	closed    bool
+	scratch   []byte // reused by the fallbacks: no allocation per call in steady state
 }
 
 func newComm(b Backend, localRank int, forceFallback bool) *Comm {
