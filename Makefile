@@ -10,12 +10,25 @@ LDFLAGS  := -X main.version=$(VERSION)
 GO       ?= go
 FUZZTIME ?= 20s
 
-.PHONY: all build demo test vet unit integration fuzz cluster-up cluster-down cluster-status clean
+.PHONY: all build build-mpi demo bench test vet unit integration fuzz cluster-up cluster-down cluster-status clean
 
 all: build
 
 build:
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/batchkit
+
+# The binary with the cgo MPI backend: MPI=openmpi (build tag mpi) or
+# MPI=mpich (tag mpich; the same binary runs with Intel MPI, which keeps
+# MPICH's ABI). Written to bin/batchkit-$(MPI).
+MPI ?=
+build-mpi:
+	@case '$(MPI)' in \
+	  openmpi) tag=mpi pc=ompi pkg=libopenmpi-dev ;; \
+	  mpich)   tag=mpich pc=mpich pkg=libmpich-dev ;; \
+	  *) echo "make build-mpi: set MPI=openmpi or MPI=mpich (got '$(MPI)')" >&2; exit 2 ;; \
+	esac; \
+	pkg-config --exists $$pc || { echo "make build-mpi: pkg-config finds no '$$pc': apt-get install $$pkg" >&2; exit 2; }; \
+	set -x; $(GO) build -trimpath -tags $$tag -ldflags '$(LDFLAGS)' -o $(BIN)-$(MPI) ./cmd/batchkit
 
 # The main job. For now (until the trainer lands): what batchkit detects, a local
 # multi-rank run with the torchrun contract, host lists and a generated batch script.

@@ -38,8 +38,15 @@ type Spec struct {
 	Hosts    []Host // hosts on the command line; exclusive with Hostfile
 	Hostfile string // path of a hostfile in a format the launcher reads
 	// Env is exported to every rank with the flavor's own mechanism, in
-	// sorted key order.
-	Env            map[string]string
+	// sorted key order. Its values are on the launcher's command line, which
+	// every user of the machine can read (ps): no secrets.
+	Env map[string]string
+	// ForwardEnv names variables of the launcher's own environment (the
+	// process that runs the command, not its command line) that every rank
+	// gets, in order: the way to hand ranks a secret such as the job token.
+	// Only names are on the command line; a launcher that takes values only
+	// there (MVAPICH2's mpirun_rsh) refuses them.
+	ForwardEnv     []string
 	ExtraArgs      []string // passed to the launcher verbatim, before the program
 	Bootstrap      string   // how daemons start: Hydra -bootstrap, Open MPI --mca plm
 	SrunMPI        string   // srun --mpi plugin; empty: the flavor's default
@@ -67,6 +74,16 @@ const (
 	styleSlots                  // host slots=N [max_slots=M] (Open MPI)
 )
 
+// envFilter is a launcher option that narrows which variables of the
+// launcher's own environment reach the ranks (Hydra -genvlist, srun
+// --export): given in ExtraArgs, it decides whether ForwardEnv names still
+// arrive.
+type envFilter struct {
+	opt  string // the option as written, e.g. "--export"; with anyDashes, without dashes
+	list bool   // takes a comma list of names (next argument or after "="); else forwards none
+	all  string // a list entry that means the whole environment (srun's ALL); "": none
+}
+
 // syntax is one launcher's command-line dialect, as data. Templates are
 // space-separated argument lists; placeholders are replaced inside each
 // argument, so a value never splits into several arguments:
@@ -75,16 +92,26 @@ const (
 // {P} an srun MPI plugin. An empty template means the launcher has no such
 // option.
 type syntax struct {
-	name          string // in error messages
-	np            string
-	ppn           string
-	hosts         string // {HOSTS}: entries joined by ","
-	hostSlots     bool   // an entry may carry slots as {H}:{S}
-	hostfile      string
-	line          string // hostfile line of a host with slots; without slots a line is just the name
-	reads         []lineStyle
-	env           string
-	envAt         envPlace
+	name      string // in error messages
+	np        string
+	ppn       string
+	hosts     string // {HOSTS}: entries joined by ","
+	hostSlots bool   // an entry may carry slots as {H}:{S}
+	hostfile  string
+	line      string // hostfile line of a host with slots; without slots a line is just the name
+	reads     []lineStyle
+	env       string
+	envAt     envPlace
+	// How a ForwardEnv name {K} reaches the ranks with its value taken from
+	// the launcher's environment: forward is the option per name, among the
+	// launcher's options; inherits means the launcher passes its whole
+	// environment to every rank by default, so a name needs no option,
+	// unless one of envFilters in ExtraArgs narrows it. Neither: the
+	// launcher cannot forward a value without putting it on a command line.
+	forward       string
+	inherits      bool
+	envFilters    []envFilter
+	anyDashes     bool // options may be written with any number of leading dashes (Hydra)
 	bootstrap     string
 	allocBoot     string // bootstrap inside a Slurm allocation when none is given
 	allowRoot     string
@@ -95,21 +122,31 @@ type syntax struct {
 
 var (
 	openMPISyntax = syntax{
-		name:          "Open MPI mpirun",
-		np:            "-np {N}",
-		ppn:           "--map-by ppr:{N}:node",
-		hosts:         "--host {HOSTS}",
-		hostSlots:     true,
-		hostfile:      "--hostfile {F}",
-		line:          "{H} slots={S}",
-		reads:         []lineStyle{styleBare, styleSlots},
-		env:           "-x {K}={V}",
+		name:      "Open MPI mpirun",
+		np:        "-np {N}",
+		ppn:       "--map-by ppr:{N}:node",
+		hosts:     "--host {HOSTS}",
+		hostSlots: true,
+		hostfile:  "--hostfile {F}",
+		line:      "{H} slots={S}",
+		reads:     []lineStyle{styleBare, styleSlots},
+		env:       "-x {K}={V}",
+		// -x NAME: mpirun copies the value from its own environment and
+		// sends it to remote daemons over its own connection; without it
+		// remote ranks get no variable of mpirun's environment.
+		forward:       "-x {K}",
 		bootstrap:     "--mca plm {B}",
 		allowRoot:     "--allow-run-as-root",
 		oversubscribe: "--oversubscribe",
 	}
 	// MPICH's Hydra (also MVAPICH2's mpiexec). Inside an allocation it is
-	// told to start its proxies with srun.
+	// told to start its proxies with srun. It passes its whole environment
+	// to every rank by default (-genvall), sent to remote proxies over its
+	// control connection, not their command lines. Forwarded names need no
+	// option: -genvlist NAME would switch that default off and leave remote
+	// ranks with nothing else of the launcher's environment (PATH,
+	// LD_LIBRARY_PATH ...), and Hydra refuses a second -genvlist or
+	// -genvall ("duplicate environment setting").
 	hydraSyntax = syntax{
 		name:      "Hydra mpiexec",
 		np:        "-n {N}",
@@ -121,6 +158,11 @@ var (
 		reads:     []lineStyle{styleBare, styleColon},
 		env:       "-genv {K} {V}",
 		envAt:     envFlags,
+		inherits:  true,
+		envFilters: []envFilter{
+			{opt: "genvnone"}, {opt: "genvlist", list: true}, {opt: "envnone"}, {opt: "envlist", list: true},
+		},
+		anyDashes: true,
 		bootstrap: "-bootstrap {B}",
 		allocBoot: "slurm",
 	}
@@ -134,7 +176,10 @@ var (
 	}()
 	// MVAPICH2's mpirun_rsh: hosts only in a hostfile (positional hosts
 	// would have to be listed once per rank), environment as K=V
-	// arguments before the program, -launcher rsh|ssh|srun.
+	// arguments before the program, -launcher rsh|ssh|srun. It has no way
+	// to pass a value but its command line (even -export copies the
+	// environment onto the remote shell's command line), so it forwards
+	// nothing: MVAPICH2's mpiexec (Hydra) or srun can.
 	rshSyntax = syntax{
 		name:      "MVAPICH2 mpirun_rsh",
 		np:        "-np {N}",
@@ -147,17 +192,21 @@ var (
 		bootstrap: "-launcher {B}",
 	}
 	// srun: environment through srun's own environment and --export=ALL
-	// (a --export=ALL,K=V list would break on commas in values); no
-	// hostfile; per-host slots do not exist (the allocation decides).
+	// (a --export=ALL,K=V list would break on commas in values), which
+	// also carries every forwarded name; a later --export in ExtraArgs
+	// wins, so it must keep them. No hostfile; per-host slots do not exist
+	// (the allocation decides).
 	srunSyntax = syntax{
-		name:    "srun",
-		np:      "-n {N}",
-		ppn:     "--ntasks-per-node={N}",
-		hosts:   "--nodelist={HOSTS}",
-		env:     "{K}={V}",
-		envAt:   envOfLauncher,
-		srunMPI: "--mpi={P}",
-		fixed:   "--export=ALL",
+		name:       "srun",
+		np:         "-n {N}",
+		ppn:        "--ntasks-per-node={N}",
+		hosts:      "--nodelist={HOSTS}",
+		env:        "{K}={V}",
+		envAt:      envOfLauncher,
+		inherits:   true,
+		envFilters: []envFilter{{"--export", true, "ALL"}},
+		srunMPI:    "--mpi={P}",
+		fixed:      "--export=ALL",
 	}
 )
 
@@ -278,6 +327,14 @@ func hasSlots(hosts []Host) bool {
 	return false
 }
 
+// CanForwardEnv reports whether spec's launcher can hand the ranks
+// variables of its own environment (Spec.ForwardEnv) without their values
+// on a command line. MVAPICH2's mpirun_rsh cannot.
+func CanForwardEnv(spec Spec) bool {
+	r, err := spec.row()
+	return err == nil && (r.syntax.forward != "" || r.syntax.inherits)
+}
+
 // NeedsHostfile reports whether spec's hosts cannot go on its launcher's
 // command line and must be written to a hostfile instead: mpirun_rsh takes
 // hosts only from a file, and Intel MPI's -hosts cannot carry per-host
@@ -368,6 +425,9 @@ func Command(spec Spec) ([]string, error) {
 	if sx.envAt == envFlags {
 		argv = append(argv, envArgs()...)
 	}
+	for _, k := range spec.ForwardEnv {
+		argv = append(argv, expand(sx.forward, "{K}", k)...)
+	}
 	argv = append(argv, expand(sx.fixed)...)
 	argv = append(argv, spec.ExtraArgs...)
 	if sx.envAt == envBeforeProgram {
@@ -418,6 +478,9 @@ func (s Spec) validate(sx *syntax) error {
 			return fmt.Errorf("environment variable %s: value contains a NUL byte", k)
 		}
 	}
+	if err := s.validateForward(sx); err != nil {
+		return err
+	}
 	for _, group := range [][]string{s.Program, s.ExtraArgs, {s.Binary, s.Hostfile, s.Bootstrap, s.SrunMPI}} {
 		for _, a := range group {
 			if strings.IndexByte(a, 0) >= 0 {
@@ -437,6 +500,68 @@ func (s Spec) validate(sx *syntax) error {
 	for _, v := range []struct{ what, val string }{{"bootstrap", s.Bootstrap}, {"srun MPI plugin", s.SrunMPI}} {
 		if strings.ContainsAny(v.val, " \t\n") || strings.HasPrefix(v.val, "-") {
 			return fmt.Errorf("%s %q: want a single word", v.what, v.val)
+		}
+	}
+	return nil
+}
+
+// validateForward checks ForwardEnv: valid distinct names, none also in
+// Env (its value would be on the command line after all), a launcher that
+// can forward without a value on its command line, and no ExtraArgs option
+// that would keep a name from the ranks.
+func (s Spec) validateForward(sx *syntax) error {
+	if len(s.ForwardEnv) == 0 {
+		return nil
+	}
+	seen := map[string]bool{}
+	for _, k := range s.ForwardEnv {
+		if !ValidEnvName(k) {
+			return fmt.Errorf("forwarded environment variable name %q: want letters, digits and _, not starting with a digit", k)
+		}
+		if seen[k] {
+			return fmt.Errorf("environment variable %s forwarded twice", k)
+		}
+		seen[k] = true
+		if _, ok := s.Env[k]; ok {
+			return fmt.Errorf("environment variable %s is both forwarded and set on the command line: forward it only", k)
+		}
+	}
+	names := strings.Join(s.ForwardEnv, ",")
+	if sx.forward == "" && !sx.inherits {
+		return fmt.Errorf("%s passes environment values only on command lines, which every user can read: cannot forward %s; use the mpiexec or srun launcher", sx.name, names)
+	}
+	for i := 0; i < len(s.ExtraArgs); i++ {
+		arg := s.ExtraArgs[i]
+		if !strings.HasPrefix(arg, "-") {
+			continue // a value, not an option
+		}
+		opt, val, hasVal := strings.Cut(arg, "=")
+		if sx.anyDashes {
+			opt = strings.TrimLeft(opt, "-")
+		}
+		for _, f := range sx.envFilters {
+			if opt != f.opt {
+				continue
+			}
+			if !f.list {
+				return fmt.Errorf("%s option %s passes no variable of the launcher's environment to the ranks, which need %s", sx.name, arg, names)
+			}
+			if !hasVal && i+1 < len(s.ExtraArgs) {
+				i++
+				val = s.ExtraArgs[i]
+			}
+			listed := map[string]bool{}
+			for _, n := range strings.Split(val, ",") {
+				listed[n] = true
+			}
+			if f.all != "" && listed[f.all] {
+				continue
+			}
+			for _, k := range s.ForwardEnv {
+				if !listed[k] {
+					return fmt.Errorf("%s option %s passes only the variables it lists to the ranks (%q): add %s to it", sx.name, arg, val, k)
+				}
+			}
 		}
 	}
 	return nil

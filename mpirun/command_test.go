@@ -19,9 +19,12 @@ func withProg(args ...string) []string { return append(args, prog...) }
 var twoNodes = []Host{{Name: "node1", Slots: 2}, {Name: "node2", Slots: 2}}
 
 // Every flavor × {hosts on the command line, a hostfile, inside an
-// allocation, srun as the launcher, environment}.
+// allocation, srun as the launcher, environment, forwarded names}.
 func TestCommand(t *testing.T) {
 	env := map[string]string{"B": "x y", "A": "1"}
+	// Forwarded: names only on the command line, values from the launcher's
+	// environment. Hydra and srun pass that environment whole by default.
+	tok := []string{"BATCHKIT_JOB_TOKEN"}
 	tests := []struct {
 		name string
 		spec Spec
@@ -42,6 +45,10 @@ func TestCommand(t *testing.T) {
 			withProg("mpirun.openmpi", "--mca", "plm", "ssh", "-np", "2", "-x", "A=1", "-x", "B=x y", "--bind-to", "none")},
 		{"openmpi/mpiexec", Spec{Flavor: OpenMPI, Launcher: LauncherMpiexec, NP: 1, Binary: "/opt/ompi/bin/mpiexec"},
 			withProg("/opt/ompi/bin/mpiexec", "-np", "1")},
+		{"openmpi/forward", Spec{Flavor: OpenMPI, NP: 2, Env: env, ForwardEnv: []string{"BATCHKIT_JOB_TOKEN", "SECRET"}, ExtraArgs: []string{"--bind-to", "none"}},
+			withProg("mpirun.openmpi", "-np", "2", "-x", "A=1", "-x", "B=x y", "-x", "BATCHKIT_JOB_TOKEN", "-x", "SECRET", "--bind-to", "none")},
+		{"openmpi/forward mpiexec", Spec{Flavor: OpenMPI, Launcher: LauncherMpiexec, NP: 1, ForwardEnv: tok},
+			withProg("mpiexec.openmpi", "-np", "1", "-x", "BATCHKIT_JOB_TOKEN")},
 
 		// MPICH (Hydra)
 		{"mpich/hosts", Spec{Flavor: MPICH, NP: 4, PPN: 2, Hosts: []Host{{Name: "n1"}, {Name: "n2"}}},
@@ -56,6 +63,14 @@ func TestCommand(t *testing.T) {
 			withProg("srun", "--mpi=pmi2", "-n", "4", "--export=ALL")},
 		{"mpich/env", Spec{Flavor: MPICH, Launcher: LauncherMpiexec, NP: 2, Env: env},
 			withProg("mpiexec.mpich", "-n", "2", "-genv", "A", "1", "-genv", "B", "x y")},
+		{"mpich/forward", Spec{Flavor: MPICH, NP: 2, Env: env, ForwardEnv: tok},
+			withProg("mpirun.mpich", "-n", "2", "-genv", "A", "1", "-genv", "B", "x y")},
+		{"mpich/forward genvlist naming it", Spec{Flavor: MPICH, NP: 2, ForwardEnv: tok, ExtraArgs: []string{"-genvlist", "PATH,BATCHKIT_JOB_TOKEN"}},
+			withProg("mpirun.mpich", "-n", "2", "-genvlist", "PATH,BATCHKIT_JOB_TOKEN")},
+		{"mpich/forward genvall", Spec{Flavor: MPICH, NP: 2, ForwardEnv: tok, ExtraArgs: []string{"-genvall"}},
+			withProg("mpirun.mpich", "-n", "2", "-genvall")},
+		{"mpich/forward filter word as a value", Spec{Flavor: MPICH, NP: 1, ForwardEnv: tok, ExtraArgs: []string{"-genv", "MODE", "genvnone"}},
+			withProg("mpirun.mpich", "-n", "1", "-genv", "MODE", "genvnone")},
 
 		// Intel MPI
 		{"intelmpi/hosts", Spec{Flavor: IntelMPI, NP: 4, PPN: 2, Hosts: []Host{{Name: "n1"}, {Name: "n2"}}},
@@ -68,6 +83,8 @@ func TestCommand(t *testing.T) {
 			withProg("srun", "--mpi=pmi2", "-n", "4", "--nodelist=node1,node2", "--export=ALL")},
 		{"intelmpi/env", Spec{Flavor: IntelMPI, Launcher: LauncherMpiexec, NP: 2, Env: env},
 			withProg("mpiexec.hydra", "-n", "2", "-genv", "A", "1", "-genv", "B", "x y")},
+		{"intelmpi/forward", Spec{Flavor: IntelMPI, NP: 2, Hostfile: "/h", ForwardEnv: tok, ExtraArgs: []string{"--genvlist=BATCHKIT_JOB_TOKEN,I_MPI_DEBUG"}},
+			withProg("mpirun", "-n", "2", "-f", "/h", "--genvlist=BATCHKIT_JOB_TOKEN,I_MPI_DEBUG")},
 
 		// MVAPICH2
 		{"mvapich/hostfile", Spec{Flavor: MVAPICH, NP: 4, PPN: 2, Hostfile: "/h"},
@@ -80,12 +97,24 @@ func TestCommand(t *testing.T) {
 			withProg("mpirun_rsh", "-launcher", "ssh", "-np", "2", "-export", "A=1", "B=x y")},
 		{"mvapich/mpiexec hosts", Spec{Flavor: MVAPICH, Launcher: LauncherMpiexec, NP: 4, Hosts: twoNodes, InAllocation: true},
 			withProg("mpiexec.hydra", "-bootstrap", "slurm", "-n", "4", "-hosts", "node1:2,node2:2")},
+		// mpirun_rsh cannot forward (see TestCommandErrors); its Hydra
+		// mpiexec can.
+		{"mvapich/forward mpiexec", Spec{Flavor: MVAPICH, Launcher: LauncherMpiexec, NP: 2, Env: env, ForwardEnv: tok},
+			withProg("mpiexec.hydra", "-n", "2", "-genv", "A", "1", "-genv", "B", "x y")},
 
 		// srun without a flavor: Slurm's MpiDefault; env on srun itself.
 		{"srun/env", Spec{Launcher: LauncherSrun, NP: 2, Env: env},
 			withProg("env", "A=1", "B=x y", "srun", "-n", "2", "--export=ALL")},
 		{"srun/plugin", Spec{Launcher: LauncherSrun, NP: 2, SrunMPI: "pmix_v4", Binary: "/usr/bin/srun"},
 			withProg("/usr/bin/srun", "--mpi=pmix_v4", "-n", "2", "--export=ALL")},
+		// srun's --export=ALL carries forwarded names; a later --export
+		// must keep them.
+		{"srun/forward", Spec{Launcher: LauncherSrun, NP: 2, Env: env, ForwardEnv: tok},
+			withProg("env", "A=1", "B=x y", "srun", "-n", "2", "--export=ALL")},
+		{"srun/forward export all", Spec{Flavor: OpenMPI, Launcher: LauncherSrun, NP: 2, ForwardEnv: tok, ExtraArgs: []string{"--export=ALL,X=1"}},
+			withProg("srun", "--mpi=pmix", "-n", "2", "--export=ALL", "--export=ALL,X=1")},
+		{"srun/forward export list", Spec{Launcher: LauncherSrun, NP: 2, ForwardEnv: tok, ExtraArgs: []string{"--export", "PATH,BATCHKIT_JOB_TOKEN"}},
+			withProg("srun", "-n", "2", "--export=ALL", "--export", "PATH,BATCHKIT_JOB_TOKEN")},
 	}
 	seen := map[Flavor]map[string]bool{}
 	for _, tt := range tests {
@@ -107,7 +136,7 @@ func TestCommand(t *testing.T) {
 		seen[Flavor(f)][strings.Fields(kind)[0]] = true
 	}
 	for _, f := range Flavors {
-		for _, kind := range []string{"hostfile", "allocation", "srun", "env"} {
+		for _, kind := range []string{"hostfile", "allocation", "srun", "env", "forward"} {
 			if !seen[f][kind] {
 				t.Errorf("no %s case for %s", kind, f)
 			}
@@ -149,6 +178,28 @@ func TestCommandErrors(t *testing.T) {
 			`program argument 4 is ":", which Open MPI mpirun takes as the start of another program`},
 		{"colon argument srun", Spec{Launcher: LauncherSrun, NP: 1, Program: []string{"/bk", ":"}}, `srun takes as the start`},
 		{"mvapich hosts", Spec{Flavor: MVAPICH, NP: 1, Hosts: []Host{{Name: "a"}}}, "MVAPICH2 mpirun_rsh takes hosts only in a hostfile"},
+
+		// ForwardEnv
+		{"forward name digit", Spec{Flavor: OpenMPI, NP: 1, ForwardEnv: []string{"1A"}}, `forwarded environment variable name "1A"`},
+		{"forward name empty", Spec{Flavor: MPICH, NP: 1, ForwardEnv: []string{""}}, `forwarded environment variable name ""`},
+		{"forward name equals", Spec{Launcher: LauncherSrun, NP: 1, ForwardEnv: []string{"A=B"}}, `forwarded environment variable name "A=B"`},
+		{"forward twice", Spec{Flavor: OpenMPI, NP: 1, ForwardEnv: []string{"T", "U", "T"}}, "environment variable T forwarded twice"},
+		{"forward and env", Spec{Flavor: OpenMPI, NP: 1, Env: map[string]string{"T": "x"}, ForwardEnv: []string{"T"}},
+			"environment variable T is both forwarded and set on the command line"},
+		{"mvapich rsh forward", Spec{Flavor: MVAPICH, NP: 1, Hostfile: "/h", ForwardEnv: []string{"T", "U"}},
+			"MVAPICH2 mpirun_rsh passes environment values only on command lines, which every user can read: cannot forward T,U; use the mpiexec or srun launcher"},
+		{"hydra genvnone", Spec{Flavor: MPICH, NP: 1, ForwardEnv: []string{"T"}, ExtraArgs: []string{"-genvnone"}},
+			"Hydra mpiexec option -genvnone passes no variable of the launcher's environment to the ranks, which need T"},
+		{"hydra envnone dashes", Spec{Flavor: MVAPICH, Launcher: LauncherMpiexec, NP: 1, ForwardEnv: []string{"T"}, ExtraArgs: []string{"--envnone"}},
+			"option --envnone passes no variable"},
+		{"hydra genvlist without it", Spec{Flavor: MPICH, NP: 1, ForwardEnv: []string{"T"}, ExtraArgs: []string{"-prepend-rank", "-genvlist", "PATH,ALL"}},
+			`Hydra mpiexec option -genvlist passes only the variables it lists to the ranks ("PATH,ALL"): add T to it`},
+		{"hydra envlist equals", Spec{Flavor: IntelMPI, NP: 1, ForwardEnv: []string{"T", "U"}, ExtraArgs: []string{"--envlist=T"}},
+			`Intel MPI mpiexec.hydra option --envlist=T passes only the variables it lists to the ranks ("T"): add U to it`},
+		{"srun export none", Spec{Launcher: LauncherSrun, NP: 1, ForwardEnv: []string{"T"}, ExtraArgs: []string{"--export=NONE"}},
+			`srun option --export=NONE passes only the variables it lists to the ranks ("NONE"): add T to it`},
+		{"srun export list", Spec{Launcher: LauncherSrun, NP: 1, ForwardEnv: []string{"T"}, ExtraArgs: []string{"--export", "PATH"}},
+			`srun option --export passes only the variables it lists to the ranks ("PATH"): add T to it`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -175,6 +226,27 @@ func TestValidEnvName(t *testing.T) {
 		if got := ValidEnvName(name); got != want {
 			t.Errorf("ValidEnvName(%q) = %v, want %v", name, got, want)
 		}
+	}
+}
+
+func TestCanForwardEnv(t *testing.T) {
+	got := map[string]bool{}
+	for _, f := range Flavors {
+		for _, l := range Launchers {
+			got[string(f)+"/"+l] = CanForwardEnv(Spec{Flavor: f, Launcher: l})
+		}
+	}
+	got["srun"] = CanForwardEnv(Spec{Launcher: LauncherSrun})
+	got["lam"] = CanForwardEnv(Spec{Flavor: "lam"})
+	want := map[string]bool{
+		"openmpi/mpirun": true, "openmpi/mpiexec": true, "openmpi/srun": true,
+		"mpich/mpirun": true, "mpich/mpiexec": true, "mpich/srun": true,
+		"intelmpi/mpirun": true, "intelmpi/mpiexec": true, "intelmpi/srun": true,
+		"mvapich/mpirun": false, "mvapich/mpiexec": true, "mvapich/srun": true,
+		"srun": true, "lam": false,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("CanForwardEnv (-want +got):\n%s", diff)
 	}
 }
 
@@ -305,21 +377,23 @@ func TestBinaries(t *testing.T) {
 	}
 }
 
-// The --dry-run output of each flavor on two nodes with awkward values, as
-// batchkit mpirun prints it: golden files in testdata (go test -update).
+// The --dry-run output of each flavor on two nodes with awkward values and
+// the job token forwarded, as batchkit mpirun prints it: golden files in
+// testdata (go test -update). mpirun_rsh cannot forward (TestCommandErrors).
 func TestDryRunGolden(t *testing.T) {
 	env := map[string]string{
 		"MASTER_ADDR": "node1", "MASTER_PORT": "15042",
 		"NCCL_DEBUG": "INFO", "NOTE": "it's $HOME, \"quoted\" & a,b",
 	}
 	program := []string{"/opt/batchkit/bin/batchkit", "exec", "--", "python3", "-c", "import sys; print(sys.argv)", "--lr=1e-3", "a b", ""}
+	tok := []string{"BATCHKIT_JOB_TOKEN"}
 	specs := map[string]Spec{
-		"openmpi":         {Flavor: OpenMPI, AllowRunAsRoot: true, Oversubscribe: true, ExtraArgs: []string{"--bind-to", "none"}},
-		"mpich":           {Flavor: MPICH, InAllocation: true},
-		"intelmpi":        {Flavor: IntelMPI, InAllocation: true, ExtraArgs: []string{"-genv", "I_MPI_DEBUG", "5"}},
+		"openmpi":         {Flavor: OpenMPI, AllowRunAsRoot: true, Oversubscribe: true, ExtraArgs: []string{"--bind-to", "none"}, ForwardEnv: tok},
+		"mpich":           {Flavor: MPICH, InAllocation: true, ForwardEnv: tok},
+		"intelmpi":        {Flavor: IntelMPI, InAllocation: true, ExtraArgs: []string{"-genv", "I_MPI_DEBUG", "5"}, ForwardEnv: tok},
 		"mvapich":         {Flavor: MVAPICH},
-		"mvapich-mpiexec": {Flavor: MVAPICH, Launcher: LauncherMpiexec, InAllocation: true},
-		"srun":            {Flavor: MPICH, Launcher: LauncherSrun, InAllocation: true},
+		"mvapich-mpiexec": {Flavor: MVAPICH, Launcher: LauncherMpiexec, InAllocation: true, ForwardEnv: tok},
+		"srun":            {Flavor: MPICH, Launcher: LauncherSrun, InAllocation: true, ForwardEnv: tok},
 	}
 	for name, spec := range specs {
 		t.Run(name, func(t *testing.T) {

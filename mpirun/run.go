@@ -28,7 +28,11 @@ func (e *StartError) Unwrap() error { return e.Err }
 // terminal came from the terminal's Ctrl-C, which the launcher received
 // itself, so it is not sent a second time (Open MPI's mpirun takes a second
 // Ctrl-C as "kill now").
-func Run(argv []string, stdin io.Reader, stdout, stderr io.Writer) (int, error) {
+//
+// env is the launcher's environment (nil: this process's). It is where the
+// values of Spec.ForwardEnv come from, so a secret handed to the ranks goes
+// there, never into argv, which every user of the machine can read.
+func Run(argv, env []string, stdin io.Reader, stdout, stderr io.Writer) (int, error) {
 	path, err := exec.LookPath(argv[0])
 	if err != nil {
 		code := 127
@@ -39,6 +43,7 @@ func Run(argv []string, stdin io.Reader, stdout, stderr io.Writer) (int, error) 
 	}
 	cmd := exec.Command(path, argv[1:]...)
 	cmd.Args[0] = argv[0]
+	cmd.Env = env
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr
 
 	sigs := make(chan os.Signal, 4)

@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 func TestRunExitStatus(t *testing.T) {
@@ -32,7 +34,7 @@ func TestRunExitStatus(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var out bytes.Buffer
-			code, err := Run(tt.argv, nil, &out, &out)
+			code, err := Run(tt.argv, nil, nil, &out, &out)
 			var se *StartError
 			if tt.startFail != errors.As(err, &se) {
 				t.Fatalf("err = %v, want a StartError: %v", err, tt.startFail)
@@ -55,7 +57,7 @@ func TestRunForwardsSignals(t *testing.T) {
 			var out bytes.Buffer
 			done := make(chan int, 1)
 			go func() {
-				code, err := Run([]string{"sh", "-c", script, ready, sigName(sig)}, nil, &out, &out)
+				code, err := Run([]string{"sh", "-c", script, ready, sigName(sig)}, nil, nil, &out, &out)
 				if err != nil {
 					t.Error(err)
 				}
@@ -91,4 +93,29 @@ func sigName(s syscall.Signal) string {
 		return "SIGINT"
 	}
 	return "SIGTERM"
+}
+
+// The launcher runs with the environment it is given (nil: this process's).
+func TestRunEnv(t *testing.T) {
+	t.Setenv("BATCHKIT_RUN_TEST_INHERITED", "from-parent")
+	tests := []struct {
+		name string
+		env  []string
+		want string
+	}{
+		{"inherited", nil, "from-parent|\n"},
+		{"given", []string{"PATH=" + os.Getenv("PATH"), "BATCHKIT_RUN_TEST_GIVEN=x y"}, "|x y\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out bytes.Buffer
+			code, err := Run([]string{"sh", "-c", `echo "$BATCHKIT_RUN_TEST_INHERITED|$BATCHKIT_RUN_TEST_GIVEN"`}, tt.env, nil, &out, &out)
+			if err != nil || code != 0 {
+				t.Fatalf("code %d, err %v: %s", code, err, out.String())
+			}
+			if diff := cmp.Diff(tt.want, out.String()); diff != "" {
+				t.Errorf("output (-want +got):\n%s", diff)
+			}
+		})
+	}
 }

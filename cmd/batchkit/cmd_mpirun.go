@@ -14,6 +14,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/batchkit/batchkit/launch/local"
 	"github.com/batchkit/batchkit/mpirun"
 	"github.com/batchkit/batchkit/profile"
 	"github.com/batchkit/batchkit/slurm"
@@ -49,6 +50,8 @@ mpirun.openmpi, mpirun.mpich, mpirun (asked for --version) ... on PATH.
 
 With --profile (or $BATCHKIT_PROFILE) the site profile's [mpi] settings are the defaults under
 these flags; a --flavor or --launcher other than the profile's drops its binary, args and bootstrap.
+
+Every rank gets BATCHKIT_JOB_TOKEN (kept if set, else new) via the launcher's environment, never argv (mpirun_rsh: none).
 
 The launcher's exit status is the exit status; SIGINT and SIGTERM are forwarded to it.
 
@@ -100,7 +103,11 @@ Examples:
 			if !p.found {
 				return cli.Exit(fmt.Sprintf("%s: launcher not found on PATH", p.spec.Binary), 127)
 			}
-			return runPlan(p, c.App.Reader, c.App.Writer, c.App.ErrWriter)
+			env, err := launcherEnv(os.Environ(), p.spec.ForwardEnv, local.NewToken)
+			if err != nil {
+				return err
+			}
+			return runPlan(p, env, c.App.Reader, c.App.Writer, c.App.ErrWriter)
 		},
 	}
 }
@@ -287,6 +294,9 @@ func planMpirun(o mpirunOptions, getenv topology.Getenv, probe mpirun.Probe, sel
 		if !ok || !mpirun.ValidEnvName(k) {
 			return p, usagef("invalid --env %q: want NAME=VALUE with NAME of letters, digits and _", kv)
 		}
+		if k == local.TokenVar {
+			return p, usagef("--env %s would put the job token on the launcher's command line, which every user can read: export %s instead", k, k)
+		}
 		env[k] = v
 	}
 	// One rendezvous point for every rank.
@@ -343,6 +353,12 @@ func planMpirun(o mpirunOptions, getenv topology.Getenv, probe mpirun.Probe, sel
 		InAllocation:   jobID != "",
 		Program:        append([]string{self, "exec", "--"}, o.program...),
 	}
+	// The job token goes by name only: its value is in the launcher's
+	// environment (launcherEnv), never on the command line. A launcher
+	// that cannot do that gets none; its ranks derive one from the job id.
+	if mpirun.CanForwardEnv(spec) {
+		spec.ForwardEnv = []string{local.TokenVar}
+	}
 	userFile := ""
 	if userText != "" {
 		userFile = o.hostfile
@@ -397,7 +413,35 @@ func printPlan(w io.Writer, p mpirunPlan) error {
 	return err
 }
 
-func runPlan(p mpirunPlan, stdin io.Reader, stdout, stderr io.Writer) error {
+// launcherEnv is the launcher's environment: environ with the job token
+// set when it is forwarded, kept when environ has one, else a new one. The
+// launcher hands it to the ranks by the name in its command line.
+func launcherEnv(environ, forward []string, newToken func() (string, error)) ([]string, error) {
+	need := false
+	for _, k := range forward {
+		need = need || k == local.TokenVar
+	}
+	if !need {
+		return environ, nil
+	}
+	have := ""
+	for _, kv := range environ {
+		if k, v, ok := strings.Cut(kv, "="); ok && k == local.TokenVar {
+			have = v // the last one wins, as exec.Cmd passes it on
+		}
+	}
+	if have != "" {
+		return environ, nil
+	}
+	tok, err := newToken()
+	if err != nil {
+		return nil, err
+	}
+	return topology.MergeEnviron(environ, map[string]string{local.TokenVar: tok}), nil
+}
+
+// runPlan runs the launch with env as the launcher's environment.
+func runPlan(p mpirunPlan, env []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	spec := p.spec
 	if p.hostfile != "" {
 		f, err := os.CreateTemp("", "batchkit-hostfile-")
@@ -421,7 +465,7 @@ func runPlan(p mpirunPlan, stdin io.Reader, stdout, stderr io.Writer) error {
 	if stdin == nil {
 		stdin = os.Stdin
 	}
-	code, err := mpirun.Run(argv, stdin, stdout, stderr)
+	code, err := mpirun.Run(argv, env, stdin, stdout, stderr)
 	var se *mpirun.StartError
 	if errors.As(err, &se) {
 		return cli.Exit(fmt.Sprintf("%s: %v", argv[0], se.Err), se.Code)

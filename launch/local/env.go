@@ -53,14 +53,19 @@ func lookupEnv(environ []string, key string) string {
 	return v
 }
 
-// newToken is 32 random bytes, hex-encoded.
-func newToken() (string, error) {
+// NewToken is a fresh job token for TokenVar: 32 random bytes,
+// hex-encoded. batchkit run and batchkit mpirun generate one per launch
+// unless TokenVar is already set.
+func NewToken() (string, error) {
 	b := make([]byte, 32)
 	if _, err := rand.Read(b); err != nil {
 		return "", fmt.Errorf("generating %s: %w", TokenVar, err)
 	}
 	return hex.EncodeToString(b), nil
 }
+
+// newToken is NewToken under the name this package's launcher uses.
+func newToken() (string, error) { return NewToken() }
 
 // freePort asks the kernel for a free TCP port on MasterAddr. The port is
 // released before rank 0 binds it, so another process could take it in
