@@ -2,8 +2,10 @@ package collective
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/batchkit/batchkit/detect"
@@ -12,7 +14,8 @@ import (
 
 // TestWorld runs the conformance suite as one rank of a real world: the
 // integration tests start this test binary under batchkit run, mpirun and
-// srun with BATCHKIT_TEST_WORLD set to the backend to expect.
+// srun with BATCHKIT_TEST_WORLD set to the backend Auto (or
+// $BATCHKIT_TEST_BACKEND) must pick there.
 func TestWorld(t *testing.T) {
 	want := os.Getenv("BATCHKIT_TEST_WORLD")
 	if want == "" {
@@ -27,8 +30,10 @@ func TestWorld(t *testing.T) {
 		t.Fatal(err)
 	}
 	kind := Auto
-	if want == "tcp" {
-		kind = TCP
+	if b := os.Getenv("BATCHKIT_TEST_BACKEND"); b != "" {
+		if kind, err = ParseKind(b); err != nil {
+			t.Fatal(err)
+		}
 	}
 	cfg := Config{Topology: topo, Backend: kind, Getenv: os.Getenv, Token: token, Logf: t.Logf}
 	c, err := Init(cfg)
@@ -86,5 +91,37 @@ func TestSelfWorld(t *testing.T) {
 			t.Error(err)
 		}
 		c.Close()
+	}
+}
+
+// TestConformanceTCPInProcess runs the whole suite on in-process TCP worlds
+// (goroutines as ranks, real loopback sockets), natively and through the
+// fallbacks. Real multi-process worlds run it in integration/.
+func TestConformanceTCPInProcess(t *testing.T) {
+	sizes := []int{2, 3, 4}
+	if testing.Short() {
+		sizes = []int{3}
+	}
+	for _, n := range sizes {
+		for _, fallback := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%d ranks fallback %v", n, fallback), func(t *testing.T) {
+				bs := tcpWorld(t, n, nil)
+				errs := make([][]error, n)
+				var wg sync.WaitGroup
+				for r, b := range bs {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						errs[r] = runConformance(newComm(b, r, fallback))
+					}()
+				}
+				wg.Wait()
+				for _, es := range errs {
+					for _, err := range es {
+						t.Error(err)
+					}
+				}
+			})
+		}
 	}
 }

@@ -1,0 +1,180 @@
+package integration
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// The collective conformance suite (trainer/collective TestWorld) run by
+// every rank of real worlds: batchkit run, batchkit mpirun, Open MPI's and
+// MPICH's mpirun and srun, for the TCP backend and the cgo MPI backends.
+// Each test binary is built once and started by the launcher.
+
+var (
+	collOnce sync.Map // build tag → *collBuild
+)
+
+type collBuild struct {
+	once sync.Once
+	path string
+	err  error
+	out  []byte
+}
+
+// collectiveTest returns the collective package's test binary built with tag
+// ("" = the default build, no cgo MPI).
+func collectiveTest(t *testing.T, tag string) string {
+	t.Helper()
+	v, _ := collOnce.LoadOrStore(tag, &collBuild{})
+	b := v.(*collBuild)
+	b.once.Do(func() {
+		name := "collective.test"
+		args := []string{"test", "-c"}
+		if tag != "" {
+			name = "collective-" + tag + ".test"
+			args = append(args, "-tags", tag)
+		}
+		b.path = filepath.Join(filepath.Dir(bin), name)
+		cmd := exec.Command("go", append(args, "-o", b.path, "../trainer/collective")...)
+		b.out, b.err = cmd.CombinedOutput()
+	})
+	if b.err != nil {
+		t.Fatalf("building the collective test binary (tag %q): %v\n%s", tag, b.err, b.out)
+	}
+	return b.path
+}
+
+// runWorld starts the suite under launcher argv (the test binary appended)
+// and checks that every one of n ranks ran and passed it.
+func runWorld(t *testing.T, n int, env []string, want string, launcher []string, testBin string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	argv := append(append([]string{}, launcher...), testBin, "-test.run", "^TestWorld$", "-test.v", "-test.count", "1")
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Env = append(env, "BATCHKIT_TEST_WORLD="+want)
+	cmd.Dir = t.TempDir()
+	os.Chmod(cmd.Dir, 0o777)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	start := time.Now()
+	err := cmd.Run()
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", strings.Join(argv, " "), err, out.String())
+	}
+	if got := strings.Count(out.String(), "--- PASS: TestWorld"); got != n {
+		t.Fatalf("%d of %d ranks passed TestWorld:\n%s", got, n, out.String())
+	}
+	t.Logf("%d ranks passed in %v", n, time.Since(start).Round(time.Millisecond))
+}
+
+func TestCollectiveTCP(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real launchers")
+	}
+	coll := collectiveTest(t, "")
+	for _, n := range []string{"2", "3", "4"} {
+		t.Run("batchkit run -n "+n, func(t *testing.T) {
+			runWorld(t, atoi(n), localEnv(), "tcp", []string{bin, "run", "-n", n, "--"}, coll)
+		})
+	}
+	t.Run("batchkit run -n 1 needs no network", func(t *testing.T) {
+		runWorld(t, 1, localEnv(), "self", []string{bin, "run", "-n", "1", "--"}, coll)
+	})
+	// Plain mpirun sets no BATCHKIT_JOB_TOKEN: the token is derived from the
+	// launcher's job id and the user's secret.
+	t.Run("mpirun.openmpi -n 3", func(t *testing.T) {
+		needTool(t, "mpirun.openmpi")
+		runWorld(t, 3, localEnv(), "tcp", []string{"mpirun.openmpi", "--allow-run-as-root", "--oversubscribe", "-n", "3"}, coll)
+	})
+	// Hydra exposes no job id to its ranks: the token must be handed down,
+	// in the environment (Hydra forwards it), as batchkit mpirun does.
+	t.Run("mpirun.mpich -n 2 with an exported token", func(t *testing.T) {
+		needTool(t, "mpirun.mpich")
+		env := append(localEnv(), "BATCHKIT_JOB_TOKEN=integration-"+time.Now().Format(time.RFC3339Nano))
+		runWorld(t, 2, env, "tcp", []string{"mpirun.mpich", "-n", "2"}, coll)
+	})
+	t.Run("mpirun.mpich without a token says how to get one", func(t *testing.T) {
+		needTool(t, "mpirun.mpich")
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, "mpirun.mpich", "-n", "2", coll, "-test.run", "^TestWorld$")
+		cmd.Env = append(withoutVar(localEnv(), "BATCHKIT_JOB_TOKEN"), "BATCHKIT_TEST_WORLD=tcp")
+		out, err := cmd.CombinedOutput()
+		if err == nil || !strings.Contains(string(out), "BATCHKIT_JOB_TOKEN is unset") {
+			t.Fatalf("err = %v, want a failure naming BATCHKIT_JOB_TOKEN:\n%s", err, out)
+		}
+	})
+	for _, f := range mpirunFlavors {
+		t.Run("batchkit mpirun --flavor "+f.flavor+" -n 3", func(t *testing.T) {
+			needTool(t, f.binary)
+			args := append([]string{bin, "mpirun", "--flavor", f.flavor, "-n", "3"}, f.flags...)
+			runWorld(t, 3, withoutVar(localEnv(), "BATCHKIT_JOB_TOKEN"), "tcp", append(args, "--"), coll)
+		})
+	}
+	t.Run("srun -N2 -n4", func(t *testing.T) {
+		needCluster(t)
+		runWorld(t, 4, os.Environ(), "tcp", []string{"srun", "-N2", "-n4", "--time=5"}, coll)
+	})
+}
+
+func TestCollectiveMPI(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real launchers")
+	}
+	for _, f := range []struct {
+		tag, mpirun string
+		flags       []string
+	}{
+		{"mpi", "mpirun.openmpi", []string{"--allow-run-as-root", "--oversubscribe"}},
+		{"mpich", "mpirun.mpich", nil},
+	} {
+		t.Run(f.tag, func(t *testing.T) {
+			needTool(t, f.mpirun)
+			coll := collectiveTest(t, f.tag)
+			for _, n := range []string{"2", "3", "4"} {
+				t.Run("mpirun -n "+n, func(t *testing.T) {
+					runWorld(t, atoi(n), localEnv(), "mpi", append(append([]string{f.mpirun}, f.flags...), "-n", n), coll)
+				})
+			}
+			// Not started by an MPI launcher: auto picks tcp even in an MPI build.
+			t.Run("batchkit run -n 2 picks tcp", func(t *testing.T) {
+				runWorld(t, 2, localEnv(), "tcp", []string{bin, "run", "-n", "2", "--"}, coll)
+			})
+		})
+	}
+	t.Run("mpich srun --mpi=pmi2", func(t *testing.T) {
+		needCluster(t)
+		coll := collectiveTest(t, "mpich")
+		for _, n := range []string{"3", "4"} {
+			t.Run("-N2 -n"+n, func(t *testing.T) {
+				runWorld(t, atoi(n), os.Environ(), "mpi", []string{"srun", "-N2", "-n" + n, "--mpi=pmi2", "--time=5"}, coll)
+			})
+		}
+	})
+}
+
+func withoutVar(env []string, name string) []string {
+	var out []string
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, name+"=") {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+func atoi(s string) int {
+	n := 0
+	for _, c := range s {
+		n = n*10 + int(c-'0')
+	}
+	return n
+}
