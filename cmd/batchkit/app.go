@@ -44,6 +44,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			hostlistCommand(),
 			profileCommand(),
 			mpirunCommand(),
+			benchCommand(),
 			completionCommand(),
 		},
 	}

@@ -1,0 +1,270 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/batchkit/batchkit/detect"
+	"github.com/batchkit/batchkit/internal/closed"
+	"github.com/batchkit/batchkit/trainer/bench"
+	"github.com/batchkit/batchkit/trainer/collective"
+)
+
+func benchCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "bench",
+		Usage:     "measure allreduce, broadcast, allgather and reducescatter, nccl-tests style",
+		ArgsUsage: "[RESULTS.jsonl...]",
+		Description: `Run by every rank of a job (batchkit run, mpirun, srun), bench sweeps message sizes from
+--min-bytes to --max-bytes in ×2 steps. For each size every rank runs warm-up iterations, a
+barrier and the timed iterations; rank 0 prints one row: the ranks' mean, fastest and slowest
+time per operation, algbw = bytes / time and busbw = algbw × factor, in GB/s (1e9 B/s):
+   allreduce 2(n-1)/n, allgather and reducescatter (n-1)/n, broadcast 1, and 1 for one rank.
+Each size is then checked once: every element exact, and the same on every rank (exit 1 if not).
+
+Sizes and schedule (the same in trainer/bench/reference's C and gloo programs):
+   bytes is each rank's buffer for allreduce (out of place, sum) and broadcast (root 0), the
+   gathered buffer for allgather and the input buffer for reducescatter.
+   bytes <= 64 KiB: 100 warm-up, 1000 timed; <= 1 MiB: 20, 200; <= 16 MiB: 5, 50; larger: 2, 20.
+   --iters N times N iterations after max(1, N/10) warm-up ones.
+Sizes take K, KiB, M, MiB, G or GiB (all binary: 1K = 1024).
+
+--format json prints one object per size: op, backend (tcp, mpi, self), mpi_library (with
+mpi), label, dtype, ranks, bytes, count, iters, warmup, avg_us, min_us, max_us, algbw_gbs,
+busbw_gbs. A progress bar is shown on rank 0 when stderr is a terminal.
+
+Given RESULTS files (JSON lines of bench --format json or of the references, - for stdin;
+batchkit run's "[N] " prefixes are fine), bench runs nothing: it prints them, plots them (--plot, one line per
+backend or label) or compares them with --baseline.
+
+Examples:
+   batchkit run -n 2 -- batchkit bench --backend tcp
+   batchkit run -n 4 -- batchkit bench --op allgather --max-bytes 16MiB --format json > tcp.jsonl
+   batchkit run -n 2 -- python3 trainer/bench/reference/gloo_bench.py > gloo.jsonl
+   batchkit bench --baseline gloo.jsonl tcp.jsonl         # size by size: latency and busbw ratio
+   batchkit bench --plot busbw.png tcp.jsonl gloo.jsonl`,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "op", Value: string(bench.Allreduce), Usage: "operation: " + closed.Join(bench.Ops)},
+			&cli.StringFlag{Name: "backend", Value: string(collective.Auto), Usage: "collective backend: auto (mpi under an MPI launcher when built with MPI, else tcp), mpi or tcp"},
+			&cli.StringFlag{Name: "min-bytes", Value: "8", Usage: "smallest message `SIZE`"},
+			&cli.StringFlag{Name: "max-bytes", Value: "64MiB", Usage: "largest message `SIZE`"},
+			&cli.IntFlag{Name: "iters", Usage: "timed iterations for every size (warm-up max(1, `N`/10))", DefaultText: "by size, see the schedule above"},
+			&cli.StringFlag{Name: "dtype", Value: "float32", Usage: "element type: float32 or float64"},
+			&cli.StringFlag{Name: "format", Aliases: []string{"f"}, Value: string(bench.Text), Usage: "text or json"},
+			&cli.DurationFlag{Name: "timeout", Value: collective.DefaultTimeout, Usage: "how long a collective waits for a silent peer (tcp)"},
+			&cli.StringFlag{Name: "plot", Usage: "also write bus bandwidth against size to `FILE` (.png, .svg or .pdf; replaced if it exists)"},
+			&cli.StringFlag{Name: "baseline", Usage: "compare with the results in `FILE`, size by size (same op, dtype and ranks)"},
+			&cli.StringFlag{Name: "label", Usage: "name of this run in the JSON results and plot legends (default: the backend)"},
+		},
+		// A bad flag value is one line on stderr, not the help on stdout.
+		OnUsageError: onUsageError,
+		Action:       benchAction,
+	}
+}
+
+// runOnlyFlags make no sense when bench only reads result files.
+var runOnlyFlags = []string{"op", "backend", "min-bytes", "max-bytes", "iters", "dtype", "timeout", "label"}
+
+func benchAction(c *cli.Context) error {
+	format, err := bench.ParseFormat(c.String("format"))
+	if err != nil {
+		return usagef("invalid --format %q: want text or json", c.String("format"))
+	}
+	plotPath := c.String("plot")
+	if c.IsSet("plot") {
+		if err := checkPlotPath(plotPath); err != nil {
+			return err
+		}
+	}
+	var baseline []bench.Result
+	if c.IsSet("baseline") {
+		if baseline, err = readResultFile(c.String("baseline"), c.App.Reader); err != nil {
+			return usagef("invalid --baseline: %v", err)
+		}
+	}
+
+	if files := c.Args().Slice(); len(files) > 0 {
+		for _, f := range runOnlyFlags {
+			if c.IsSet(f) {
+				return usagef("--%s is for a run; with result files bench runs nothing (it prints, plots or compares them)", f)
+			}
+		}
+		for _, f := range files {
+			if strings.HasPrefix(f, "-") && f != "-" {
+				return usagef("flags go before the result files: %s", f)
+			}
+		}
+		var results []bench.Result
+		for _, f := range files {
+			rs, err := readResultFile(f, c.App.Reader)
+			if err != nil {
+				return badInput(err)
+			}
+			results = append(results, rs...)
+		}
+		return report(c, results, baseline, format, plotPath, false)
+	}
+
+	opts, kind, err := benchOptions(c, format)
+	if err != nil {
+		return err
+	}
+	if baseline != nil && !hasOpDType(baseline, opts) {
+		return usagef("invalid --baseline %s: no %s %s results to compare with", c.String("baseline"), opts.Op, opts.DType)
+	}
+
+	topo, err := detect.Detect(os.Getenv, detect.Options{Hostname: hostname()})
+	if err != nil {
+		return badInput(err)
+	}
+	token, err := collective.ResolveToken(os.Getenv, topo)
+	if err != nil {
+		return badInput(err)
+	}
+	comm, err := collective.Init(collective.Config{
+		Topology: topo, Backend: kind, Getenv: os.Getenv, Token: token, Timeout: c.Duration("timeout"),
+	})
+	if errors.Is(err, collective.ErrNoMPI) {
+		return badInput(err)
+	}
+	if err != nil {
+		return err
+	}
+	defer comm.Close()
+
+	if comm.Rank() == 0 && isTerminal(c.App.ErrWriter) {
+		opts.Progress = c.App.ErrWriter
+	}
+	results, err := bench.Run(comm, c.App.Writer, opts)
+	if errors.Is(err, bench.ErrNoSizes) {
+		return badInput(err)
+	}
+	if err != nil {
+		return err
+	}
+	if comm.Rank() != 0 {
+		return nil
+	}
+	return report(c, results, baseline, format, plotPath, true)
+}
+
+// benchOptions validates the run's flags: one line naming the flag, exit 2.
+func benchOptions(c *cli.Context, format bench.Format) (bench.Options, collective.Kind, error) {
+	opts := bench.Options{Format: format, Label: c.String("label")}
+	var err error
+	if opts.Op, err = bench.ParseOp(c.String("op")); err != nil {
+		return opts, "", usagef("invalid --op %q: want one of %s", c.String("op"), closed.Join(bench.Ops))
+	}
+	kind, err := collective.ParseKind(c.String("backend"))
+	if err != nil {
+		return opts, "", usagef("invalid --backend %q: want one of %s", c.String("backend"), closed.Join(collective.Kinds))
+	}
+	if opts.DType, err = bench.ParseDType(c.String("dtype")); err != nil {
+		return opts, "", usagef("invalid --dtype %q: want float32 or float64", c.String("dtype"))
+	}
+	for _, f := range []struct {
+		name string
+		dst  *int64
+	}{{"min-bytes", &opts.MinBytes}, {"max-bytes", &opts.MaxBytes}} {
+		n, err := bench.ParseSize(c.String(f.name))
+		if err != nil {
+			return opts, "", usagef("invalid --%s: %v", f.name, err)
+		}
+		if n < 1 {
+			return opts, "", usagef("invalid --%s %s: must be at least 1 byte", f.name, c.String(f.name))
+		}
+		*f.dst = n
+	}
+	switch {
+	case opts.MaxBytes > bench.MaxSize:
+		return opts, "", usagef("invalid --max-bytes %s: at most %s", c.String("max-bytes"), bench.FormatSize(bench.MaxSize))
+	case opts.MaxBytes < opts.MinBytes:
+		return opts, "", usagef("invalid --max-bytes %s: smaller than --min-bytes %s", c.String("max-bytes"), c.String("min-bytes"))
+	}
+	if c.IsSet("iters") {
+		if opts.Iters = c.Int("iters"); opts.Iters < 1 {
+			return opts, "", usagef("invalid --iters %d: must be at least 1", opts.Iters)
+		}
+	}
+	if t := c.Duration("timeout"); t <= 0 {
+		return opts, "", usagef("invalid --timeout %v: must be positive", t)
+	}
+	return opts, kind, nil
+}
+
+// checkPlotPath refuses, before any run, a plot that could not be written.
+func checkPlotPath(path string) error {
+	if _, err := bench.PlotFormat(path); err != nil {
+		return usagef("invalid --plot %v", err)
+	}
+	dir := filepath.Dir(path)
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return usagef("invalid --plot %q: no directory %s", path, dir)
+	}
+	return nil
+}
+
+// readResultFile reads JSON result lines from path, or from stdin for "-".
+func readResultFile(path string, stdin io.Reader) ([]bench.Result, error) {
+	if path == "-" {
+		return bench.ReadResults(stdin, "stdin")
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return bench.ReadResults(f, path)
+}
+
+func hasOpDType(rs []bench.Result, opts bench.Options) bool {
+	for _, r := range rs {
+		if r.Op == string(opts.Op) && r.DType == opts.DType.String() {
+			return true
+		}
+	}
+	return false
+}
+
+// report prints, plots and compares results on rank 0 (the plot first: a
+// comparison that finds nothing in common must not cost it). ran: the results
+// are this run's (already printed), not files'.
+func report(c *cli.Context, results, baseline []bench.Result, format bench.Format, plotPath string, ran bool) error {
+	out := c.App.Writer
+	if !ran && baseline == nil && plotPath == "" {
+		w := bench.NewWriter(out, format)
+		for _, r := range results {
+			if err := w.Write(r); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if plotPath != "" {
+		if err := bench.PlotFile(plotPath, append(results, baseline...)); err != nil {
+			if !ran {
+				return badInput(fmt.Errorf("--plot %s: %w", plotPath, err))
+			}
+			return fmt.Errorf("--plot %s: %w", plotPath, err)
+		}
+	}
+	if baseline != nil {
+		cs, err := bench.Compare(results, baseline)
+		if err != nil {
+			return badInput(err)
+		}
+		if ran && format == bench.Text {
+			fmt.Fprintln(out)
+		}
+		if err := bench.WriteComparisons(out, cs, format); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,179 @@
+package bench
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/batchkit/batchkit/internal/closed"
+	"github.com/batchkit/batchkit/trainer/collective"
+)
+
+// Op is the collective being measured. It is a closed set.
+type Op string
+
+const (
+	Allreduce     Op = "allreduce"     // out of place, Sum
+	Broadcast     Op = "broadcast"     // in place, root 0
+	Allgather     Op = "allgather"     // bytes = the gathered buffer
+	ReduceScatter Op = "reducescatter" // bytes = the input buffer, Sum
+)
+
+// Ops lists the operations in the order the help text gives them.
+var Ops = []Op{Allreduce, Broadcast, Allgather, ReduceScatter}
+
+// ParseOp reads "allreduce", "broadcast", "allgather" or "reducescatter".
+func ParseOp(s string) (Op, error) { return closed.Parse("op", s, Ops) }
+
+// DTypes lists the element types a run can use.
+var DTypes = []string{"float32", "float64"}
+
+// ParseDType reads "float32" or "float64".
+func ParseDType(s string) (collective.DType, error) {
+	switch s {
+	case "float32":
+		return collective.Float32, nil
+	case "float64":
+		return collective.Float64, nil
+	}
+	return 0, fmt.Errorf("unknown dtype %q: want one of %s", s, strings.Join(DTypes, ", "))
+}
+
+// Schedule is the iteration schedule of a size, shared by batchkit and both
+// references (reference/mpi_bench.c, reference/gloo_bench.py): warm-up and
+// timed iterations.
+//
+//	bytes <= 64 KiB   100 warm-up, 1000 timed
+//	bytes <=  1 MiB    20,  200
+//	bytes <= 16 MiB     5,   50
+//	larger              2,   20
+func Schedule(bytes int64) (warmup, iters int) {
+	switch {
+	case bytes <= 64<<10:
+		return 100, 1000
+	case bytes <= 1<<20:
+		return 20, 200
+	case bytes <= 16<<20:
+		return 5, 50
+	}
+	return 2, 20
+}
+
+// ScheduleIters is Schedule with --iters: when n > 0 it replaces the timed
+// iterations and the warm-up becomes max(1, n/10).
+func ScheduleIters(bytes int64, n int) (warmup, iters int) {
+	if n <= 0 {
+		return Schedule(bytes)
+	}
+	return max(1, n/10), n
+}
+
+// BusFactor is nccl-tests' ratio of bus bandwidth to algorithm bandwidth for
+// op on n ranks: 2(n−1)/n for allreduce, (n−1)/n for allgather and
+// reducescatter, 1 for broadcast. For n == 1 it is 1 (busbw = algbw), not
+// nccl-tests' 0: see the package documentation.
+func BusFactor(op Op, n int) float64 {
+	if n <= 1 {
+		return 1
+	}
+	f := float64(n-1) / float64(n)
+	switch op {
+	case Allreduce:
+		return 2 * f
+	case Allgather, ReduceScatter:
+		return f
+	}
+	return 1
+}
+
+// Bandwidths returns algbw and busbw in GB/s (1e9 B/s) for bytes moved in
+// seconds per operation.
+func Bandwidths(op Op, ranks int, bytes int64, seconds float64) (algbw, busbw float64) {
+	if seconds <= 0 {
+		return 0, 0
+	}
+	algbw = float64(bytes) / seconds / 1e9
+	return algbw, algbw * BusFactor(op, ranks)
+}
+
+// Unit is the granule of a size for op: the element size, times the number
+// of ranks for allgather and reducescatter (one equal block per rank).
+func Unit(op Op, dt collective.DType, ranks int) int64 {
+	u := int64(dt.Size())
+	if op == Allgather || op == ReduceScatter {
+		u *= int64(max(ranks, 1))
+	}
+	return u
+}
+
+// Sizes is the sweep min, 2·min, 4·min, ... up to max, each rounded down to
+// a multiple of Unit; sizes that round to 0, and repeats, are skipped.
+func Sizes(op Op, dt collective.DType, ranks int, min, max int64) []int64 {
+	unit := Unit(op, dt, ranks)
+	var out []int64
+	for b := min; b > 0 && b <= max; b *= 2 {
+		s := b / unit * unit
+		if s > 0 && (len(out) == 0 || out[len(out)-1] != s) {
+			out = append(out, s)
+		}
+		if b > math.MaxInt64/2 {
+			break
+		}
+	}
+	return out
+}
+
+// MaxSize bounds --max-bytes: buffers of this size are allocated (twice for
+// out-of-place operations) on every rank.
+const MaxSize = 16 << 30
+
+// ParseSize reads a byte count: a plain number, or one with a suffix K, KiB,
+// M, MiB, G or GiB (binary multiples, as in nccl-tests: K = KiB = 1024),
+// with an optional B ("8B", "64KB" is 64 KiB), letters in any case.
+func ParseSize(s string) (int64, error) {
+	t := strings.TrimSpace(s)
+	i := 0
+	for i < len(t) && t[i] >= '0' && t[i] <= '9' {
+		i++
+	}
+	if i == 0 {
+		return 0, fmt.Errorf("%q is not a size: want a number of bytes, optionally with K, KiB, M, MiB, G or GiB", s)
+	}
+	n, err := strconv.ParseInt(t[:i], 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a size: %v", s, err.(*strconv.NumError).Err)
+	}
+	var mult int64
+	switch strings.ToLower(strings.TrimSpace(t[i:])) {
+	case "", "b":
+		mult = 1
+	case "k", "kb", "kib":
+		mult = 1 << 10
+	case "m", "mb", "mib":
+		mult = 1 << 20
+	case "g", "gb", "gib":
+		mult = 1 << 30
+	default:
+		return 0, fmt.Errorf("%q is not a size: unknown unit %q (want K, KiB, M, MiB, G or GiB)", s, strings.TrimSpace(t[i:]))
+	}
+	if n > math.MaxInt64/mult {
+		return 0, fmt.Errorf("%q is not a size: too large", s)
+	}
+	return n * mult, nil
+}
+
+// FormatSize is a byte count for people: "8 B", "1 KiB", "1.5 KiB", "64 MiB"
+// (at most two decimals).
+func FormatSize(b int64) string {
+	units := []string{"B", "KiB", "MiB", "GiB", "TiB"}
+	u := 0
+	for u < len(units)-1 && b>>(10*(u+1)) > 0 {
+		u++
+	}
+	if b%(int64(1)<<(10*u)) == 0 {
+		return fmt.Sprintf("%d %s", b>>(10*u), units[u])
+	}
+	s := strconv.FormatFloat(float64(b)/float64(int64(1)<<(10*u)), 'f', 2, 64)
+	return strings.TrimRight(strings.TrimRight(s, "0"), ".") + " " + units[u]
+}
