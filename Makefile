@@ -30,29 +30,23 @@ build-mpi:
 	pkg-config --exists $$pc || { echo "make build-mpi: pkg-config finds no '$$pc': apt-get install $$pkg" >&2; exit 2; }; \
 	set -x; $(GO) build -trimpath -tags $$tag -ldflags '$(LDFLAGS)' -o $(BIN)-$(MPI) ./cmd/batchkit
 
-# The main job. For now (until the trainer lands): what batchkit detects, a local
-# multi-rank run with the torchrun contract, host lists and a generated batch script.
+# The main job. Until the trainer lands: the native collectives at work —
+# the pure-Go TCP allreduce benchmark on two local ranks (no Slurm, no MPI),
+# then what batchkit detects and a generated batch script.
 demo: build
-	@echo '$$ batchkit env'
-	@$(BIN) env
+	@echo '$$ batchkit run -n 2 -- batchkit bench --backend tcp   # allreduce, 8 B .. 64 MiB'
+	@$(BIN) run -n 2 -- $(BIN) bench --backend tcp
 	@echo
-	@echo '$$ batchkit env --format json'
-	@$(BIN) env --format json
+	@echo '$$ batchkit run -n 2 -- batchkit env --format json'
+	@$(BIN) run -n 2 -- $(BIN) env --format json
 	@echo
-	@echo "$$ batchkit hostlist expand 'rack[1-2]-node[01-02]'"
-	@$(BIN) hostlist expand 'rack[1-2]-node[01-02]'
-	@echo
-	@echo '$$ batchkit hostlist compress node1 node2 node3 node7'
-	@$(BIN) hostlist compress node1 node2 node3 node7
-	@echo
-	@echo '$$ batchkit run -n 4 -- batchkit env --format json   # four local ranks'
-	@$(BIN) run -n 4 -- $(BIN) env --format json
-	@echo
-	@echo '$$ batchkit sbatch --dry-run -N 2 --ntasks-per-node 2 -- python3 train.py'
-	@$(BIN) sbatch --dry-run -N 2 --ntasks-per-node 2 -- python3 train.py
-	@echo
-	@echo '$$ RANK=1 WORLD_SIZE=2 LOCAL_RANK=1 LOCAL_WORLD_SIZE=2 batchkit exec -- sh -c ...'
-	@RANK=1 WORLD_SIZE=2 LOCAL_RANK=1 LOCAL_WORLD_SIZE=2 $(BIN) exec -- sh -c 'echo "rank $$RANK of $$WORLD_SIZE, master $$MASTER_ADDR:$$MASTER_PORT"'
+	@echo '$$ batchkit sbatch --dry-run -N 2 --ntasks-per-node 2 -- batchkit bench'
+	@$(BIN) sbatch --dry-run -N 2 --ntasks-per-node 2 -- batchkit bench
+
+# The collectives' speed goals as ratios against C MPI and PyTorch gloo,
+# measured in one run (scripts/bench.sh; ROUNDS, MAX_BYTES, OUT override).
+bench:
+	scripts/bench.sh
 
 # Everything: install what is missing, bring the local two-node Slurm
 # cluster up, vet, unit + fuzz-seed + integration tests. BATCHKIT_REQUIRE_CLUSTER

@@ -60,6 +60,7 @@ Examples:
 			&cli.DurationFlag{Name: "timeout", Value: collective.DefaultTimeout, Usage: "how long a collective waits for a silent peer (tcp)"},
 			&cli.StringFlag{Name: "plot", Usage: "also write bus bandwidth against size to `FILE` (.png, .svg or .pdf; replaced if it exists)"},
 			&cli.StringFlag{Name: "baseline", Usage: "compare with the results in `FILE`, size by size (same op, dtype and ranks)"},
+			&cli.BoolFlag{Name: "best", Usage: "with result files holding several runs of the same series: keep each size's fastest (best of N)"},
 			&cli.StringFlag{Name: "label", Usage: "name of this run in the JSON results and plot legends (default: the backend)"},
 		},
 		// A bad flag value is one line on stderr, not the help on stdout.
@@ -108,9 +109,15 @@ func benchAction(c *cli.Context) error {
 			}
 			results = append(results, rs...)
 		}
+		if c.Bool("best") {
+			results, baseline = bench.Best(results), bench.Best(baseline)
+		}
 		return report(c, results, baseline, format, plotPath, false)
 	}
 
+	if c.IsSet("best") {
+		return usagef("--best is for result files: it merges runs that were already made")
+	}
 	opts, kind, err := benchOptions(c, format)
 	if err != nil {
 		return err

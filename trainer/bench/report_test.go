@@ -161,3 +161,17 @@ func TestCompare(t *testing.T) {
 		t.Errorf("Compare with a size twice: %v", err)
 	}
 }
+
+func TestBest(t *testing.T) {
+	r := func(backend string, bytes int64, us float64) Result {
+		return Result{Op: "allreduce", Backend: backend, DType: "float32", Ranks: 2, Bytes: bytes, AvgUs: us}
+	}
+	in := []Result{r("tcp", 8, 30), r("tcp", 16, 31), r("gloo", 8, 400), r("tcp", 8, 25), r("tcp", 16, 40), r("gloo", 8, 390)}
+	want := []Result{r("tcp", 8, 25), r("tcp", 16, 31), r("gloo", 8, 390)}
+	if diff := cmp.Diff(want, Best(in)); diff != "" {
+		t.Errorf("Best (-want +got):\n%s", diff)
+	}
+	if _, err := Compare(Best(in), Best(in)); err != nil {
+		t.Errorf("Compare after Best: %v", err)
+	}
+}

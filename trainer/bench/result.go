@@ -159,3 +159,28 @@ func group(results []Result) ([]series, error) {
 	}
 	return out, nil
 }
+
+// Best keeps, for every series and size that appears more than once (the
+// same benchmark run several times), the result with the lowest avg_us:
+// "best of N", the usual way to set aside noise from a shared machine.
+// Order of first appearance is kept.
+func Best(results []Result) []Result {
+	type at struct {
+		key   seriesKey
+		bytes int64
+	}
+	index := map[at]int{}
+	var out []Result
+	for _, r := range results {
+		k := at{keyOf(r), r.Bytes}
+		i, ok := index[k]
+		switch {
+		case !ok:
+			index[k] = len(out)
+			out = append(out, r)
+		case r.AvgUs < out[i].AvgUs:
+			out[i] = r
+		}
+	}
+	return out
+}
