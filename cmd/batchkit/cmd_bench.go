@@ -130,14 +130,11 @@ func benchAction(c *cli.Context) error {
 	if err != nil {
 		return badInput(err)
 	}
-	token, err := collective.ResolveToken(os.Getenv, topo)
-	if err != nil {
-		return badInput(err)
-	}
 	comm, err := collective.Init(collective.Config{
-		Topology: topo, Backend: kind, Getenv: os.Getenv, Token: token, Timeout: c.Duration("timeout"),
+		Topology: topo, Backend: kind, Getenv: os.Getenv, Timeout: c.Duration("timeout"),
 	})
-	if errors.Is(err, collective.ErrNoMPI) {
+	var tokenErr *collective.TokenError
+	if errors.Is(err, collective.ErrNoMPI) || errors.As(err, &tokenErr) {
 		return badInput(err)
 	}
 	if err != nil {

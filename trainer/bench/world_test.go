@@ -145,11 +145,7 @@ func TestWorldRank(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	token, err := collective.ResolveToken(os.Getenv, topo)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := collective.Init(collective.Config{Topology: topo, Backend: collective.TCP, Getenv: os.Getenv, Token: token, Timeout: time.Minute})
+	c, err := collective.Init(collective.Config{Topology: topo, Backend: collective.TCP, Getenv: os.Getenv, Timeout: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}

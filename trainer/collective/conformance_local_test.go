@@ -25,17 +25,13 @@ func TestWorld(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	token, err := ResolveToken(os.Getenv, topo)
-	if err != nil {
-		t.Fatal(err)
-	}
 	kind := Auto
 	if b := os.Getenv("BATCHKIT_TEST_BACKEND"); b != "" {
 		if kind, err = ParseKind(b); err != nil {
 			t.Fatal(err)
 		}
 	}
-	cfg := Config{Topology: topo, Backend: kind, Getenv: os.Getenv, Token: token, Logf: t.Logf}
+	cfg := Config{Topology: topo, Backend: kind, Getenv: os.Getenv, Logf: t.Logf}
 	c, err := Init(cfg)
 	if err != nil {
 		t.Fatal(err)

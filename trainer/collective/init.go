@@ -34,8 +34,9 @@ type Config struct {
 	// was an MPI launcher involved?). nil means no variables.
 	Getenv topology.Getenv
 
-	// Token authenticates the TCP backend's peers (see ResolveToken). It may
-	// be empty only for a world of one.
+	// Token authenticates the TCP backend's peers. Empty means
+	// ResolveToken(Getenv, Topology), only when the TCP backend is chosen
+	// (MPI needs none: Hydra, for one, exposes no job id to derive it from).
 	Token string
 
 	// Timeout bounds how long any TCP operation waits on a silent peer
@@ -115,11 +116,7 @@ func choose(cfg Config) (Kind, error) {
 	kind := cfg.Backend
 	switch kind {
 	case "", Auto:
-		getenv := cfg.Getenv
-		if getenv == nil {
-			getenv = func(string) string { return "" }
-		}
-		if MPIBuilt != "" && mpiLaunched(cfg.Topology, getenv) {
+		if MPIBuilt != "" && mpiLaunched(cfg.Topology, getenvOf(cfg)) {
 			return MPI, nil
 		}
 		return TCP, nil
@@ -133,6 +130,20 @@ func choose(cfg Config) (Kind, error) {
 	}
 	return "", fmt.Errorf("collective: unknown backend %q (want auto, mpi or tcp)", kind)
 }
+
+func getenvOf(cfg Config) topology.Getenv {
+	if cfg.Getenv == nil {
+		return func(string) string { return "" }
+	}
+	return cfg.Getenv
+}
+
+// TokenError: the TCP backend has no job token. It is the user's setup
+// (launcher, environment, secret file), not a runtime failure.
+type TokenError struct{ Err error }
+
+func (e *TokenError) Error() string { return "collective: tcp backend: " + e.Err.Error() }
+func (e *TokenError) Unwrap() error { return e.Err }
 
 // ErrNoMPI: --backend mpi on a binary built without MPI.
 var ErrNoMPI = errors.New("collective: this binary was built without MPI (build it with `make build-mpi MPI=openmpi` or `MPI=mpich`)")
@@ -173,13 +184,17 @@ func open(kind Kind, cfg Config) (Backend, error) {
 	if t.WorldSize == 1 {
 		return selfBackend{localRank: 0}, nil
 	}
-	if cfg.Token == "" {
-		return nil, errors.New("collective: tcp backend: no job token (set BATCHKIT_JOB_TOKEN, or launch with batchkit run, batchkit mpirun or under Slurm)")
+	token := cfg.Token
+	if token == "" {
+		var err error
+		if token, err = ResolveToken(getenvOf(cfg), t); err != nil {
+			return nil, &TokenError{Err: err}
+		}
 	}
 	opts := tcpOptions{
 		Rank: t.Rank, Size: t.WorldSize, LocalRank: t.LocalRank,
 		MasterAddr: t.MasterAddr, MasterPort: t.MasterPort,
-		Token:   cfg.Token,
+		Token:   token,
 		Timeout: cfg.Timeout, RendezvousTimeout: cfg.RendezvousTimeout,
 		Logf: cfg.Logf,
 	}
