@@ -180,7 +180,7 @@ func ReduceScatter[T Float](c *Comm, send, recv []T, op Op) error {
 }
 
 func checkOp(op Op) error {
-	if _, ok := opNames[op]; !ok {
+	if op < Sum || op > Min { // a range check: a map lookup cost ~25 ns per call
 		return fmt.Errorf("unknown reduction %v", op)
 	}
 	return nil

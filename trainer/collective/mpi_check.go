@@ -1,0 +1,93 @@
+package collective
+
+// The parts of the MPI backend that need no MPI library: the error type and
+// the check of MPI's world against the launcher's. Built into every binary
+// so that they are unit-tested without cgo.
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/batchkit/batchkit/topology"
+)
+
+// MPIError is a failed MPI call.
+type MPIError struct {
+	Call  string // "MPI_Allreduce"
+	Code  int    // the return code
+	Class string // the error class, "MPI_ERR_TRUNCATE"; "" if unknown
+	Msg   string // MPI_Error_string's text on one line
+}
+
+// Error reads "MPI_Allreduce: MPI_ERR_TRUNCATE: message truncated".
+func (e *MPIError) Error() string {
+	msg := e.Msg
+	switch {
+	case msg == "":
+		msg = fmt.Sprintf("error code %d", e.Code)
+		if e.Class != "" {
+			msg = e.Class + ": " + msg
+		}
+	case e.Class != "" && !strings.HasPrefix(msg, e.Class):
+		msg = e.Class + ": " + msg // MPICH's text does not name the class; Open MPI's does
+	}
+	return e.Call + ": " + msg
+}
+
+func newMPIError(call string, code int, class, msg string) *MPIError {
+	return &MPIError{Call: call, Code: code, Class: class, Msg: oneLine(msg)}
+}
+
+// oneLine joins MPICH's multi-line "error stack" into one line.
+func oneLine(s string) string {
+	var parts []string
+	for _, l := range strings.Split(s, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			parts = append(parts, l)
+		}
+	}
+	out := strings.Join(parts, "; ")
+	return strings.ReplaceAll(out, "error stack:; ", "error stack: ")
+}
+
+// checkMPIWorld compares the rank and size MPI reports with the launcher's
+// topology. The usual mismatch is a world of one: the binary's MPI library
+// did not recognise the launcher (another MPI's mpirun, srun without
+// --mpi=pmi2, torchrun) and every process came up as a singleton.
+func checkMPIWorld(built string, mpiRank, mpiSize int, t topology.Topology) error {
+	if mpiRank == t.Rank && mpiSize == t.WorldSize {
+		return nil
+	}
+	if mpiSize == 1 && t.WorldSize > 1 {
+		return fmt.Errorf("MPI sees a world of 1 process but the %s launcher started %d (this is rank %d): every process came up as an MPI singleton, %s",
+			t.Launcher, t.WorldSize, t.Rank, singletonHint(built, t.Launcher))
+	}
+	if mpiSize != t.WorldSize {
+		return fmt.Errorf("MPI sees a world of %d processes but the %s launcher started %d: "+
+			"the launcher's variables do not describe this MPI job (a nested launcher or a stale RANK/WORLD_SIZE?)",
+			mpiSize, t.Launcher, t.WorldSize)
+	}
+	return fmt.Errorf("MPI says this is rank %d of %d but the %s launcher says rank %d: "+
+		"the launcher's variables do not describe this MPI job (a nested launcher or a stale RANK?)",
+		mpiRank, mpiSize, t.Launcher, t.Rank)
+}
+
+func singletonHint(built string, l topology.Launcher) string {
+	lib := map[string]string{"openmpi": "Open MPI", "mpich": "MPICH"}[built]
+	if lib == "" {
+		lib = "its MPI library (" + built + ")"
+	}
+	switch {
+	case built == "openmpi" && l == topology.Hydra:
+		return "because this binary is built against Open MPI but was started by MPICH's mpiexec/mpirun (Hydra): start it with Open MPI's mpirun, or rebuild it with -tags mpich"
+	case built == "mpich" && l == topology.OpenMPI:
+		return "because this binary is built against MPICH but was started by Open MPI's mpirun: start it with MPICH's mpiexec (Hydra) or srun --mpi=pmi2, or rebuild it with -tags mpi"
+	case built == "mpich" && l == topology.PMIx:
+		return "because this binary is built against MPICH, which does not speak PMIx here: use srun --mpi=pmi2 or MPICH's mpiexec, or rebuild it with -tags mpi"
+	case l == topology.Slurm:
+		return fmt.Sprintf("because srun gave %s no way to find its peers: pass srun --mpi=pmi2 (MPICH) or --mpi=pmix (Open MPI), or start it with mpirun", lib)
+	case l == topology.Torchrun:
+		return "because torchrun and batchkit run do not start MPI jobs: use --backend tcp there, or start it with mpirun"
+	}
+	return fmt.Sprintf("which happens when the launcher is not one this binary's MPI (%s) can talk to: start it with that MPI's own mpirun, or rebuild against the launcher's MPI (-tags mpi for Open MPI, -tags mpich for MPICH)", lib)
+}

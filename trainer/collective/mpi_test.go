@@ -1,0 +1,515 @@
+//go:build (mpi || mpich) && !(mpi && mpich)
+
+package collective
+
+// The MPI backend's own tests. They are meaningful under a launcher, every
+// rank running the same binary:
+//
+//	go test -c -tags mpi -o /tmp/coll_ompi.test ./trainer/collective
+//	mpirun.openmpi --allow-run-as-root --oversubscribe -n 2 /tmp/coll_ompi.test -test.run TestMPI -test.v
+//	go test -c -tags mpich -o /tmp/coll_mpich.test ./trainer/collective
+//	mpirun.mpich -n 3 /tmp/coll_mpich.test -test.run TestMPI -test.v
+//	srun -N2 -n4 --mpi=pmi2 /tmp/coll_mpich.test -test.run TestMPI
+//
+// Without a launcher they run as a world of one (an MPI singleton).
+//
+// TestMPI finalises MPI at its end (a process must, or the launcher reports
+// it as failed), so no MPI test can run after it in the same process.
+// Failures are reported with t.Error, never t.Fatal, once collectives have
+// started, so that every rank keeps issuing the same calls in the same order.
+
+import (
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"math"
+	"math/rand/v2"
+	"os"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"unsafe"
+
+	"github.com/batchkit/batchkit/detect"
+)
+
+func TestMPI(t *testing.T) {
+	if mpiFinalized() {
+		t.Skip("MPI was already finalised in this process (by an earlier test)")
+	}
+	topo, err := detect.Detect(os.Getenv, detect.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	initsBefore, finalizedBefore := mpiState.initCalls, mpiState.finalized
+	externallyInitialised := mpiInitialized()
+
+	cfg := Config{Topology: topo, Backend: MPI, Getenv: os.Getenv}
+	c, err := Init(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("rank %d of %d, local rank %d (launcher: %d), %s launcher, MPI built: %s", c.Rank(), c.Size(), c.LocalRank(), topo.LocalRank, topo.Launcher, MPIBuilt)
+
+	t.Run("init twice", func(t *testing.T) {
+		again, err := Init(cfg)
+		if err != nil || again != c {
+			t.Errorf("second Init = %p, %v; want the first communicator %p", again, err, c)
+		}
+		if topo.Launcher != "single" { // Auto picks MPI only under an MPI launcher
+			auto := cfg
+			auto.Backend = Auto
+			if again, err := Init(auto); err != nil || again != c {
+				t.Errorf("Init with Auto = %p, %v; want the first communicator %p", again, err, c)
+			}
+		}
+		want := 1
+		if externallyInitialised {
+			want = 0
+		}
+		if got := mpiState.initCalls - initsBefore; got != want {
+			t.Errorf("MPI_Init_thread called %d times, want %d", got, want)
+		}
+		if mpiState.open != 1 {
+			t.Errorf("%d MPI communicators open, want 1", mpiState.open)
+		}
+	})
+
+	m, ok := c.b.(*mpiBackend)
+	if !ok {
+		t.Fatalf("backend is %T, want *mpiBackend", c.b)
+	}
+
+	t.Run("world", func(t *testing.T) {
+		if c.Backend() != "mpi" || c.Rank() != topo.Rank || c.Size() != topo.WorldSize {
+			t.Errorf("backend %q rank %d of %d, launcher says rank %d of %d", c.Backend(), c.Rank(), c.Size(), topo.Rank, topo.WorldSize)
+		}
+		if l := c.LocalRank(); l < 0 || l >= c.Size() || (topo.NumNodes == 1 && l != topo.LocalRank) {
+			t.Errorf("local rank %d; launcher says %d (%d nodes)", l, topo.LocalRank, topo.NumNodes)
+		}
+		if os.Getenv("GOMAXPROCS") == "" && runtime.GOMAXPROCS(0) < 2 {
+			t.Errorf("GOMAXPROCS is %d after newMPI, want at least 2 (see mpiYieldEvery)", runtime.GOMAXPROCS(0))
+		}
+		// Every rank appears once, in order.
+		ranks := make([]float64, c.Size())
+		if err := Allgather(c, []float64{float64(c.Rank())}, ranks); err != nil {
+			t.Fatal(err)
+		}
+		for i, r := range ranks {
+			if int(r) != i {
+				t.Errorf("gathered ranks %v", ranks)
+				break
+			}
+		}
+	})
+
+	t.Run("go signals", func(t *testing.T) {
+		// MPI (or UCX under it) must not have taken over SIGSEGV: a nil
+		// dereference is still a Go panic that recover catches.
+		var got any
+		func() {
+			defer func() { got = recover() }()
+			var p *int
+			_ = *p
+		}()
+		if err, ok := got.(error); !ok || !strings.Contains(err.Error(), "nil pointer dereference") {
+			t.Errorf("nil dereference after MPI_Init: recovered %v, want a nil pointer panic", got)
+		}
+	})
+	t.Run("errors", func(t *testing.T) { testMPIErrors(t, c, m) })
+	t.Run("ops", func(t *testing.T) { testMPIOps(t, c) })
+	t.Run("chunking", func(t *testing.T) { testMPIChunking(t, c, m) })
+	t.Run("goroutines", func(t *testing.T) { testMPIGoroutines(t, c) })
+
+	t.Run("second communicator", func(t *testing.T) {
+		// MPI is initialised (by us): a second backend dups its own
+		// communicator, does not initialise MPI again and does not finalise it.
+		inits := mpiState.initCalls
+		b, err := newMPI(topo)
+		if err != nil {
+			t.Fatal(err) // every rank fails alike
+		}
+		m2 := b.(*mpiBackend)
+		if m2.comm == m.comm || mpiState.initCalls != inits || mpiState.open != 2 {
+			t.Errorf("second backend: comm %v (first %v), %d init calls (was %d), %d open", m2.comm, m.comm, mpiState.initCalls, inits, mpiState.open)
+		}
+		x := []float64{float64(c.Rank() + 1)}
+		if err := m2.Allreduce(bufferOf(x), bufferOf(x), Sum); err != nil || x[0] != float64(c.Size()*(c.Size()+1)/2) {
+			t.Errorf("allreduce on the second communicator: %v, %v", x, err)
+		}
+		if err := m2.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+		if mpiFinalized() || mpiState.finalized != finalizedBefore || mpiState.open != 1 {
+			t.Errorf("closing the second backend finalised MPI (%d finalize calls, %d open)", mpiState.finalized, mpiState.open)
+		}
+		if err := m2.Barrier(); !errors.Is(err, ErrClosed) {
+			t.Errorf("Barrier on the closed second backend: %v, want ErrClosed", err)
+		}
+		if err := c.Barrier(); err != nil {
+			t.Errorf("the world after closing the second backend: %v", err)
+		}
+	})
+
+	t.Run("world mismatch", func(t *testing.T) {
+		// MPI is initialised: the check fails before any collective, and
+		// neither finalises MPI nor disturbs the open world.
+		wrong := topo
+		wrong.WorldSize, wrong.LocalWorldSize = topo.WorldSize+1, topo.LocalWorldSize+1
+		_, err := newMPI(wrong)
+		want := fmt.Sprintf("MPI sees a world of %d processes but the %s launcher started %d", c.Size(), topo.Launcher, c.Size()+1)
+		if c.Size() == 1 {
+			want = fmt.Sprintf("MPI sees a world of 1 process but the %s launcher started 2 (this is rank 0): every process came up as an MPI singleton", topo.Launcher)
+		}
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("newMPI with world size %d: %v\nwant an error containing %q", wrong.WorldSize, err, want)
+		}
+		if c.Size() > 1 {
+			wrong = topo
+			wrong.Rank = (topo.Rank + 1) % topo.WorldSize
+			if _, err := newMPI(wrong); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("MPI says this is rank %d of %d", c.Rank(), c.Size())) {
+				t.Errorf("newMPI with rank %d: %v", wrong.Rank, err)
+			}
+		}
+		if mpiFinalized() || mpiState.open != 1 {
+			t.Errorf("a failed newMPI finalised MPI or left a communicator open (%d open)", mpiState.open)
+		}
+		if err := c.Barrier(); err != nil {
+			t.Errorf("the world after a failed newMPI: %v", err)
+		}
+	})
+
+	t.Run("close", func(t *testing.T) {
+		if err := c.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+		if err := c.Close(); err != nil {
+			t.Errorf("second Close: %v", err)
+		}
+		if err := m.Close(); err != nil { // the backend itself is idempotent too
+			t.Errorf("second backend Close: %v", err)
+		}
+		want := 1
+		if externallyInitialised {
+			want = 0
+		}
+		if got := mpiState.finalized - finalizedBefore; got != want {
+			t.Errorf("MPI_Finalize called %d times, want %d", got, want)
+		}
+		if mpiFinalized() != !externallyInitialised {
+			t.Errorf("MPI_Finalized = %v after Close", mpiFinalized())
+		}
+		if err := c.Barrier(); !errors.Is(err, ErrClosed) {
+			t.Errorf("Barrier after Close: %v, want ErrClosed", err)
+		}
+		x := []float32{1}
+		if err := m.Allreduce(bufferOf(x), bufferOf(x), Sum); !errors.Is(err, ErrClosed) {
+			t.Errorf("backend Allreduce after Close: %v, want ErrClosed", err)
+		}
+		if _, err := Init(cfg); err == nil || !strings.Contains(err.Error(), "finalised") {
+			t.Errorf("Init after Close: %v, want a 'finalised' error", err)
+		}
+		if _, err := newMPI(topo); err == nil || !strings.Contains(err.Error(), "finalised") {
+			t.Errorf("newMPI after Close: %v, want a 'finalised' error", err)
+		}
+	})
+}
+
+// testMPIErrors: bad arguments handed straight to the backend come back as
+// MPI's own error, on one line, and leave the communicator usable.
+func testMPIErrors(t *testing.T, c *Comm, m *mpiBackend) {
+	x := []float32{1, 2, 3}
+	y := make([]float32, 3*c.Size())
+	check := func(what string, err error, call, class string) {
+		t.Helper()
+		var me *MPIError
+		switch {
+		case !errors.As(err, &me):
+			t.Errorf("%s: %v, want an *MPIError", what, err)
+		case me.Call != call || (class != "" && me.Class != class):
+			t.Errorf("%s: %q, want call %s class %s", what, err, call, class)
+		case !strings.HasPrefix(err.Error(), call+": "+me.Class+": ") || len(err.Error()) < len(call)+len(me.Class)+10:
+			t.Errorf("%s: %q, want %q followed by MPI's text", what, err, call+": "+me.Class+": ")
+		case strings.Contains(err.Error(), "\n"):
+			t.Errorf("%s: error spans lines: %q", what, err)
+		default:
+			t.Logf("%s: %v", what, err)
+		}
+	}
+	check("allreduce op 99", m.Allreduce(bufferOf(x), bufferOf(x), Op(99)), "MPI_Allreduce", "MPI_ERR_OP")
+	check("allreduce avg (never a backend op)", m.Allreduce(bufferOf(x), bufferOf(y[:3]), Avg), "MPI_Allreduce", "MPI_ERR_OP")
+	check("reduce-scatter op 0", m.ReduceScatter(bufferOf(y), bufferOf(x), Op(0)), "MPI_Reduce_scatter_block", "MPI_ERR_OP")
+	check("broadcast root = size", m.Broadcast(bufferOf(x), c.Size()), "MPI_Bcast", "MPI_ERR_ROOT")
+	check("broadcast root -1", m.Broadcast(bufferOf(x), -1), "MPI_Bcast", "MPI_ERR_ROOT")
+	bad := Buffer{Ptr: bufferOf(x).Ptr, Len: 3, Type: DType(9)}
+	check("broadcast dtype 9", m.Broadcast(bad, 0), "MPI_Bcast", "MPI_ERR_TYPE")
+	check("allreduce dtype 9", m.Allreduce(bad, bad, Sum), "MPI_Allreduce", "")
+	check("allgather dtype 9", m.Allgather(bad, Buffer{Ptr: bufferOf(y).Ptr, Len: len(y), Type: DType(9)}), "MPI_Allgather", "MPI_ERR_TYPE")
+
+	// Lengths that would let MPI run past a buffer are refused locally.
+	for what, err := range map[string]error{
+		"allreduce lengths":  m.Allreduce(bufferOf(x), bufferOf(y[:2]), Sum),
+		"allreduce types":    m.Allreduce(bufferOf(x), bufferOf([]float64{1, 2, 3}), Sum),
+		"allgather lengths":  m.Allgather(bufferOf(x), bufferOf(y[:len(y)-1])),
+		"reducescatter lens": m.ReduceScatter(bufferOf(y[:len(y)-1]), bufferOf(x), Sum),
+	} {
+		var me *MPIError
+		if err == nil || errors.As(err, &me) {
+			t.Errorf("%s: %v, want a local error", what, err)
+		}
+	}
+	// Empty buffers (the dispatcher refuses them) do not crash the backend.
+	e32 := Buffer{Type: Float32}
+	for what, err := range map[string]error{
+		"allreduce in place": m.Allreduce(e32, e32, Sum),
+		"allreduce":          m.Allreduce(e32, Buffer{Type: Float32}, Max),
+		"broadcast":          m.Broadcast(e32, 0),
+		"allgather":          m.Allgather(e32, e32),
+		"reducescatter":      m.ReduceScatter(e32, e32, Min),
+	} {
+		if err != nil {
+			t.Errorf("empty %s: %v", what, err)
+		}
+	}
+	// The communicator still works.
+	v := []float64{float64(c.Rank())}
+	if err := Allreduce(c, v, v, Sum); err != nil || v[0] != float64(c.Size()*(c.Size()-1)/2) {
+		t.Errorf("allreduce after the errors: %v, %v", v, err)
+	}
+}
+
+// mpiIn is rank r's element i: small integers, so every reduction is exact.
+func mpiIn(r, i int) float64 { return float64((i*7+r*13)%19 - 9) }
+
+func mpiWant(op Op, n, i int) float64 {
+	acc := mpiIn(0, i)
+	for r := 1; r < n; r++ {
+		switch v := mpiIn(r, i); op {
+		case Sum, Avg:
+			acc += v
+		case Max:
+			acc = max(acc, v)
+		case Min:
+			acc = min(acc, v)
+		}
+	}
+	return acc
+}
+
+// mpiSame reports whether every rank holds the same bytes in s.
+func mpiSame[T Float](c *Comm, s []T) error {
+	h := fnv.New64a()
+	h.Write(bufferOf(s).Bytes())
+	sum := h.Sum64()
+	mine := []float64{float64(sum >> 32), float64(sum & math.MaxUint32)}
+	all := make([]float64, 2*c.Size())
+	if err := Allgather(c, mine, all); err != nil {
+		return err
+	}
+	for r := 1; r < c.Size(); r++ {
+		if all[2*r] != all[0] || all[2*r+1] != all[1] {
+			return fmt.Errorf("rank %d's result differs from rank 0's", r)
+		}
+	}
+	return nil
+}
+
+func mpiCompare[T Float](t *testing.T, what string, got []T, want func(i int) T) {
+	t.Helper()
+	for i, g := range got {
+		w := want(i)
+		if unsafe.Sizeof(g) == 4 && math.Float32bits(float32(g)) != math.Float32bits(float32(w)) ||
+			unsafe.Sizeof(g) == 8 && math.Float64bits(float64(g)) != math.Float64bits(float64(w)) {
+			t.Errorf("%s: element %d of %d is %v, want %v", what, i, len(got), g, w)
+			return
+		}
+	}
+}
+
+func testMPIOps(t *testing.T, c *Comm) {
+	testMPIOpsT[float32](t, c)
+	testMPIOpsT[float64](t, c)
+}
+
+func testMPIOpsT[T Float](t *testing.T, c *Comm) {
+	n, me := c.Size(), c.Rank()
+	typ := bufferOf([]T{0}).Type
+	for _, l := range []int{1, 13, 4099} {
+		for _, op := range []Op{Sum, Avg, Max, Min} {
+			for _, inPlace := range []bool{false, true} {
+				what := fmt.Sprintf("allreduce %v %v len %d in place %v", typ, op, l, inPlace)
+				send := make([]T, l)
+				for i := range send {
+					send[i] = T(mpiIn(me, i))
+				}
+				recv := send
+				if !inPlace {
+					recv = make([]T, l)
+				}
+				if err := Allreduce(c, send, recv, op); err != nil {
+					t.Errorf("%s: %v", what, err)
+					continue
+				}
+				mpiCompare(t, what, recv, func(i int) T {
+					w := T(mpiWant(op, n, i))
+					if op == Avg {
+						w /= T(n)
+					}
+					return w
+				})
+				if err := mpiSame(c, recv); err != nil {
+					t.Errorf("%s: %v", what, err)
+				}
+			}
+		}
+		for root := 0; root < n; root++ {
+			buf := make([]T, l)
+			if me == root {
+				for i := range buf {
+					buf[i] = T(mpiIn(root, i))
+				}
+			}
+			if err := Broadcast(c, buf, root); err != nil {
+				t.Errorf("broadcast %v len %d root %d: %v", typ, l, root, err)
+				continue
+			}
+			mpiCompare(t, fmt.Sprintf("broadcast %v len %d root %d", typ, l, root), buf, func(i int) T { return T(mpiIn(root, i)) })
+		}
+	}
+	for _, k := range []int{1, 5, 1000} {
+		send := make([]T, k)
+		for i := range send {
+			send[i] = T(mpiIn(me, i))
+		}
+		all := make([]T, n*k)
+		if err := Allgather(c, send, all); err != nil {
+			t.Errorf("allgather %v block %d: %v", typ, k, err)
+		} else {
+			mpiCompare(t, fmt.Sprintf("allgather %v block %d", typ, k), all, func(i int) T { return T(mpiIn(i/k, i%k)) })
+		}
+		for _, op := range []Op{Sum, Avg, Max, Min} {
+			big := make([]T, n*k)
+			for i := range big {
+				big[i] = T(mpiIn(me, i))
+			}
+			mine := make([]T, k)
+			if err := ReduceScatter(c, big, mine, op); err != nil {
+				t.Errorf("reducescatter %v %v block %d: %v", typ, op, k, err)
+				continue
+			}
+			mpiCompare(t, fmt.Sprintf("reducescatter %v %v block %d", typ, op, k), mine, func(i int) T {
+				w := T(mpiWant(op, n, me*k+i))
+				if op == Avg {
+					w /= T(n)
+				}
+				return w
+			})
+		}
+	}
+	// Inexact sums of random values (different on every rank) must still
+	// come out bit-identical everywhere, also at sizes where MPI switches to
+	// its large-message algorithms.
+	rng := rand.New(rand.NewPCG(uint64(me), 42))
+	for _, l := range []int{3, 1000, 1 << 18} {
+		s := make([]T, l)
+		for i := range s {
+			s[i] = T(rng.NormFloat64() * 1e3)
+		}
+		if err := Allreduce(c, s, s, Sum); err != nil {
+			t.Errorf("allreduce random len %d: %v", l, err)
+		} else if err := mpiSame(c, s); err != nil {
+			t.Errorf("allreduce %v sum of random values, len %d: %v", typ, l, err)
+		}
+	}
+	if err := c.Barrier(); err != nil {
+		t.Errorf("barrier: %v", err)
+	}
+}
+
+// testMPIChunking lowers the per-call count limit (INT_MAX in production) so
+// that allreduce and broadcast run in several MPI calls, and allgather and
+// reduce-scatter refuse buffers above it.
+func testMPIChunking(t *testing.T, c *Comm, m *mpiBackend) {
+	defer func(old int64) { mpiMaxCount = old }(mpiMaxCount)
+	mpiMaxCount = 5
+	n, me := c.Size(), c.Rank()
+	for _, inPlace := range []bool{false, true} {
+		send := make([]float64, 23)
+		for i := range send {
+			send[i] = mpiIn(me, i)
+		}
+		recv := send
+		if !inPlace {
+			recv = make([]float64, len(send))
+		}
+		if err := Allreduce(c, send, recv, Max); err != nil {
+			t.Errorf("chunked allreduce: %v", err)
+		}
+		mpiCompare(t, fmt.Sprintf("chunked allreduce in place %v", inPlace), recv, func(i int) float64 { return mpiWant(Max, n, i) })
+	}
+	f := make([]float32, 21)
+	if me == n-1 {
+		for i := range f {
+			f[i] = float32(mpiIn(n-1, i))
+		}
+	}
+	if err := Broadcast(c, f, n-1); err != nil {
+		t.Errorf("chunked broadcast: %v", err)
+	}
+	mpiCompare(t, "chunked broadcast", f, func(i int) float32 { return float32(mpiIn(n-1, i)) })
+
+	// Allgather and reduce-scatter: the whole buffer must fit in one call.
+	mpiMaxCount = int64(5 * n)
+	ok, big := make([]float32, 5), make([]float32, 6)
+	if err := Allgather(c, ok, make([]float32, 5*n)); err != nil {
+		t.Errorf("allgather of 5 × %d with a limit of %d: %v", n, 5*n, err)
+	}
+	if err := ReduceScatter(c, make([]float32, 5*n), ok, Sum); err != nil {
+		t.Errorf("reducescatter of 5 × %d with a limit of %d: %v", n, 5*n, err)
+	}
+	want := fmt.Sprintf("%d elements (6 per rank) exceed MPI's limit of %d per call", 6*n, 5*n)
+	if err := Allgather(c, big, make([]float32, 6*n)); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("allgather of 6 × %d with a limit of %d: %v, want %q", n, 5*n, err, want)
+	}
+	if err := ReduceScatter(c, make([]float32, 6*n), big, Sum); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("reducescatter of 6 × %d with a limit of %d: %v, want %q", n, 5*n, err, want)
+	}
+	if err := m.Barrier(); err != nil {
+		t.Errorf("barrier: %v", err)
+	}
+}
+
+// testMPIGoroutines: concurrent callers are serialised (MPI_THREAD_SERIALIZED
+// on whatever OS thread each goroutine runs). Every call has the same shape
+// and data, so however the ranks pair them up the result is the same.
+func testMPIGoroutines(t *testing.T, c *Comm) {
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	want := float32(c.Size() * (c.Size() + 1) / 2)
+	for g := 0; g < 4; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 100; i++ {
+				x := make([]float32, 8)
+				for j := range x {
+					x[j] = float32(c.Rank() + 1)
+				}
+				if err := Allreduce(c, x, x, Sum); err != nil {
+					errs <- err
+					return
+				}
+				if x[0] != want || x[7] != want {
+					errs <- fmt.Errorf("goroutine allreduce: %v, want %v", x, want)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}
