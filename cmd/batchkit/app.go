@@ -50,9 +50,22 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 	}
 }
 
+// oneLineUsageErrors gives every command the app's usage-error handler: a
+// flag value that does not parse is one line on stderr and exit 2, not the
+// whole help on stdout.
+func oneLineUsageErrors(cmds []*cli.Command) {
+	for _, c := range cmds {
+		if c.OnUsageError == nil {
+			c.OnUsageError = onUsageError
+		}
+		oneLineUsageErrors(c.Subcommands)
+	}
+}
+
 // Main runs the CLI and returns the process exit code.
 func Main(args []string, stdout, stderr io.Writer) int {
 	app := newApp(stdout, stderr)
+	oneLineUsageErrors(app.Commands)
 	err := app.Run(args)
 	code := exitCode(err)
 	if err != nil && code != exitOK {
