@@ -19,31 +19,25 @@ func reduce(dst, a, b Buffer, op Op) {
 	}
 	switch dst.Type {
 	case Float32:
-		d, x, y := dst.Float32s(), a.Float32s(), b.Float32s()
-		switch op {
-		case Sum:
-			sumLoop(d, x, y)
-		case Max:
-			maxLoop(d, x, y)
-		case Min:
-			minLoop(d, x, y)
-		default:
-			panic("collective: reduce with " + op.String())
-		}
+		reduceSlices(dst.Float32s(), a.Float32s(), b.Float32s(), op)
 	case Float64:
-		d, x, y := dst.Float64s(), a.Float64s(), b.Float64s()
-		switch op {
-		case Sum:
-			sumLoop(d, x, y)
-		case Max:
-			maxLoop(d, x, y)
-		case Min:
-			minLoop(d, x, y)
-		default:
-			panic("collective: reduce with " + op.String())
-		}
+		reduceSlices(dst.Float64s(), a.Float64s(), b.Float64s(), op)
 	default:
 		panic("collective: reduce of " + dst.Type.String())
+	}
+}
+
+// reduceSlices picks the loop once, outside it.
+func reduceSlices[T float32 | float64](d, x, y []T, op Op) {
+	switch op {
+	case Sum:
+		sumLoop(d, x, y)
+	case Max:
+		maxLoop(d, x, y)
+	case Min:
+		minLoop(d, x, y)
+	default:
+		panic("collective: reduce with " + op.String())
 	}
 }
 
