@@ -154,7 +154,8 @@ func (b Buffer) overlaps(o Buffer) bool {
 	return bs < oe && os < be
 }
 
-// Backend is one transport. Rank, Size and LocalRank never change.
+// Backend is one transport. Rank and Size never change. (The local rank is
+// the launcher's, kept by Comm: backends need not rediscover it.)
 //
 // Allreduce receives Sum, Max or Min (never Avg: the dispatcher divides) and
 // send.Same(recv) for an in-place call; the buffers are validated non-empty,
@@ -163,7 +164,6 @@ type Backend interface {
 	Name() string
 	Rank() int
 	Size() int
-	LocalRank() int
 	Allreduce(send, recv Buffer, op Op) error
 	Close() error
 }

@@ -182,7 +182,7 @@ func open(kind Kind, cfg Config) (Backend, error) {
 		return b, nil
 	}
 	if t.WorldSize == 1 {
-		return selfBackend{localRank: 0}, nil
+		return selfBackend{}, nil
 	}
 	token := cfg.Token
 	if token == "" {
@@ -192,7 +192,7 @@ func open(kind Kind, cfg Config) (Backend, error) {
 		}
 	}
 	opts := tcpOptions{
-		Rank: t.Rank, Size: t.WorldSize, LocalRank: t.LocalRank,
+		Rank: t.Rank, Size: t.WorldSize,
 		MasterAddr: t.MasterAddr, MasterPort: t.MasterPort,
 		Token:   token,
 		Timeout: cfg.Timeout, RendezvousTimeout: cfg.RendezvousTimeout,
@@ -215,13 +215,12 @@ func open(kind Kind, cfg Config) (Backend, error) {
 }
 
 // selfBackend is a world of one: every collective is a copy.
-type selfBackend struct{ localRank int }
+type selfBackend struct{}
 
-func (selfBackend) Name() string     { return "self" }
-func (selfBackend) Rank() int        { return 0 }
-func (selfBackend) Size() int        { return 1 }
-func (s selfBackend) LocalRank() int { return s.localRank }
-func (selfBackend) Close() error     { return nil }
+func (selfBackend) Name() string { return "self" }
+func (selfBackend) Rank() int    { return 0 }
+func (selfBackend) Size() int    { return 1 }
+func (selfBackend) Close() error { return nil }
 func (selfBackend) Allreduce(send, recv Buffer, _ Op) error {
 	if !send.Same(recv) {
 		copy(recv.Bytes(), send.Bytes())

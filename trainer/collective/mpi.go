@@ -88,12 +88,6 @@ static int bk_comm_dup(uintptr_t h, uintptr_t *out) {
 	*out = (uintptr_t)c;
 	return rc;
 }
-static int bk_split_shared(uintptr_t h, int key, uintptr_t *out) {
-	MPI_Comm c = MPI_COMM_NULL;
-	int rc = MPI_Comm_split_type(bk_comm(h), MPI_COMM_TYPE_SHARED, key, MPI_INFO_NULL, &c);
-	*out = (uintptr_t)c;
-	return rc;
-}
 static int bk_comm_free(uintptr_t *h) {
 	MPI_Comm c = bk_comm(*h);
 	int rc = MPI_Comm_free(&c);
@@ -235,10 +229,10 @@ var mpiState struct {
 var mpiMaxCount int64 = math.MaxInt32
 
 type mpiBackend struct {
-	comm            C.uintptr_t // our duplicate of MPI_COMM_WORLD
-	closed          bool        // under mpiState's lock
-	rank, size, loc int
-	lastYield       time.Duration // since mpiEpoch; under mpiState's lock
+	comm       C.uintptr_t // our duplicate of MPI_COMM_WORLD
+	closed     bool        // under mpiState's lock
+	rank, size int
+	lastYield  time.Duration // since mpiEpoch; under mpiState's lock
 }
 
 // The Go scheduler and MPI. To the Go runtime a cgo call is a system call,
@@ -346,8 +340,6 @@ func newMPI(t topology.Topology) (Backend, error) {
 	var err error
 	if rc := C.bk_errors_return(m.comm); rc != C.MPI_SUCCESS {
 		err = mpiError("MPI_Comm_set_errhandler", rc)
-	} else {
-		m.loc, err = m.localRank()
 	}
 	if err != nil {
 		C.bk_comm_free(&m.comm)
@@ -362,28 +354,9 @@ func newMPI(t topology.Topology) (Backend, error) {
 	return m, nil
 }
 
-// localRank is our rank among the ranks that share memory with us (the
-// node), from MPI_Comm_split_type(MPI_COMM_TYPE_SHARED).
-func (m *mpiBackend) localRank() (int, error) {
-	var node C.uintptr_t
-	if rc := C.bk_split_shared(m.comm, C.int(m.rank), &node); rc != C.MPI_SUCCESS {
-		return 0, mpiError("MPI_Comm_split_type", rc)
-	}
-	var loc C.int
-	rc := C.bk_comm_rank(node, &loc)
-	if rc2 := C.bk_comm_free(&node); rc == C.MPI_SUCCESS && rc2 != C.MPI_SUCCESS {
-		return 0, mpiError("MPI_Comm_free", rc2)
-	}
-	if rc != C.MPI_SUCCESS {
-		return 0, mpiError("MPI_Comm_rank", rc)
-	}
-	return int(loc), nil
-}
-
-func (m *mpiBackend) Name() string   { return "mpi" }
-func (m *mpiBackend) Rank() int      { return m.rank }
-func (m *mpiBackend) Size() int      { return m.size }
-func (m *mpiBackend) LocalRank() int { return m.loc }
+func (m *mpiBackend) Name() string { return "mpi" }
+func (m *mpiBackend) Rank() int    { return m.rank }
+func (m *mpiBackend) Size() int    { return m.size }
 
 // Close frees our communicator; the last Close finalises MPI if this package
 // initialised it. Later calls return nil.

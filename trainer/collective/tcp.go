@@ -40,13 +40,13 @@ import (
 
 // tcpOptions configures the TCP backend (filled by Init from Config).
 type tcpOptions struct {
-	Rank, Size, LocalRank int
-	MasterAddr            string
-	MasterPort            int
-	Token                 string
-	Timeout               time.Duration
-	RendezvousTimeout     time.Duration
-	Logf                  func(format string, args ...any)
+	Rank, Size        int
+	MasterAddr        string
+	MasterPort        int
+	Token             string
+	Timeout           time.Duration
+	RendezvousTimeout time.Duration
+	Logf              func(format string, args ...any)
 }
 
 const (
@@ -212,10 +212,9 @@ func newTCP(opts tcpOptions) (Backend, error) {
 	return b, nil
 }
 
-func (b *tcpBackend) Name() string   { return "tcp" }
-func (b *tcpBackend) Rank() int      { return b.o.Rank }
-func (b *tcpBackend) Size() int      { return b.o.Size }
-func (b *tcpBackend) LocalRank() int { return b.o.LocalRank }
+func (b *tcpBackend) Name() string { return "tcp" }
+func (b *tcpBackend) Rank() int    { return b.o.Rank }
+func (b *tcpBackend) Size() int    { return b.o.Size }
 
 // Close closes every connection and stops the senders. Idempotent.
 func (b *tcpBackend) Close() error {
