@@ -1,7 +1,11 @@
 package integration
 
 import (
+	"bytes"
+	"fmt"
+	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -59,4 +63,74 @@ func onlyJSON(s string) string {
 		}
 	}
 	return strings.Join(keep, "\n")
+}
+
+// A rank killed with SIGKILL in the middle of a sweep: the survivors' bench
+// fails within seconds (not after --timeout) with an error, never hangs.
+// The ranks are started by hand so that no launcher tears the job down for
+// them: only the TCP backend's failure detection is at work.
+func TestBenchTCPPeerKilled(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts real processes")
+	}
+	port := freePort(t)
+	const n = 3
+	cmds := make([]*exec.Cmd, n)
+	outs := make([]*bytes.Buffer, n)
+	for r := range cmds {
+		cmd := exec.Command(bin, "bench", "--backend", "tcp", "--min-bytes", "1MiB", "--max-bytes", "64MiB", "--iters", "1000", "--timeout", "10m")
+		cmd.Env = append(withoutVar(localEnv(), "BATCHKIT_JOB_TOKEN"),
+			fmt.Sprintf("RANK=%d", r), fmt.Sprintf("WORLD_SIZE=%d", n), fmt.Sprintf("LOCAL_RANK=%d", r),
+			fmt.Sprintf("LOCAL_WORLD_SIZE=%d", n), "MASTER_ADDR=127.0.0.1", fmt.Sprintf("MASTER_PORT=%d", port),
+			"BATCHKIT_JOB_TOKEN=peer-killed-test")
+		outs[r] = &bytes.Buffer{}
+		cmd.Stdout, cmd.Stderr = outs[r], outs[r]
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		cmds[r] = cmd
+	}
+	defer func() {
+		for _, c := range cmds {
+			c.Process.Kill()
+		}
+	}()
+	time.Sleep(2 * time.Second) // rendezvous done, well inside the 1 MiB × 1000 step
+	if err := cmds[1].Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	killed := time.Now()
+	cmds[1].Wait()
+	for _, r := range []int{0, 2} {
+		done := make(chan error, 1)
+		go func() { done <- cmds[r].Wait() }()
+		select {
+		case err := <-done:
+			took := time.Since(killed)
+			if err == nil {
+				t.Errorf("rank %d exited 0 after its peer was killed:\n%s", r, outs[r])
+			}
+			if !strings.Contains(outs[r].String(), "batchkit: ") {
+				t.Errorf("rank %d: no error message:\n%s", r, outs[r])
+			}
+			t.Logf("rank %d failed %v after the kill: %s", r, took.Round(time.Millisecond), lastLine(outs[r].String()))
+		case <-time.After(15 * time.Second):
+			t.Fatalf("rank %d still running 15 s after its peer was killed (--timeout is 10m):\n%s", r, outs[r])
+		}
+	}
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return lines[len(lines)-1]
 }
