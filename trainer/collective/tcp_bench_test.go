@@ -209,26 +209,9 @@ func BenchmarkTCPCrossover(b *testing.B) {
 					if algo == "rd" {
 						rdMax = 1 << 40
 					}
-					bs := tcpWorld(b, n, nil)
-					bufs := make([][]float32, n)
-					for r := range bufs {
-						bufs[r] = make([]float32, size/4)
-					}
-					b.SetBytes(int64(size))
-					b.ResetTimer()
-					errs := tcpOnAll(bs, func(r int, be *tcpBackend) error {
-						for range b.N {
-							if err := be.Allreduce(bufferOf(bufs[r]), bufferOf(bufs[r]), Sum); err != nil {
-								return err
-							}
-						}
-						return nil
+					benchOnWorld(b, n, size, func(be *tcpBackend, buf Buffer, _ int) error {
+						return be.Allreduce(buf, buf, Sum)
 					})
-					for _, err := range errs {
-						if err != nil {
-							b.Fatal(err)
-						}
-					}
 				})
 			}
 		}
@@ -247,28 +230,37 @@ func BenchmarkTCPBroadcastCrossover(b *testing.B) {
 					if algo == "tree" {
 						treeMax = 1 << 40
 					}
-					bs := tcpWorld(b, n, nil)
-					bufs := make([][]float32, n)
-					for r := range bufs {
-						bufs[r] = make([]float32, size/4)
-					}
-					b.SetBytes(int64(size))
-					b.ResetTimer()
-					errs := tcpOnAll(bs, func(r int, be *tcpBackend) error {
-						for i := range b.N {
-							if err := be.Broadcast(bufferOf(bufs[r]), i%n); err != nil {
-								return err
-							}
-						}
-						return nil
+					benchOnWorld(b, n, size, func(be *tcpBackend, buf Buffer, i int) error {
+						return be.Broadcast(buf, i%n)
 					})
-					for _, err := range errs {
-						if err != nil {
-							b.Fatal(err)
-						}
-					}
 				})
 			}
+		}
+	}
+}
+
+// benchOnWorld times b.N calls of op (given the iteration) on every rank of
+// an in-process world of n ranks, each with its own size-byte float32 buffer.
+func benchOnWorld(b *testing.B, n, size int, op func(be *tcpBackend, buf Buffer, i int) error) {
+	b.Helper()
+	bs := tcpWorld(b, n, nil)
+	bufs := make([][]float32, n)
+	for r := range bufs {
+		bufs[r] = make([]float32, size/4)
+	}
+	b.SetBytes(int64(size))
+	b.ResetTimer()
+	errs := tcpOnAll(bs, func(r int, be *tcpBackend) error {
+		for i := range b.N {
+			if err := op(be, bufferOf(bufs[r]), i); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	for _, err := range errs {
+		if err != nil {
+			b.Fatal(err)
 		}
 	}
 }
