@@ -98,26 +98,28 @@ func TestConformanceTCPInProcess(t *testing.T) {
 	if testing.Short() {
 		sizes = []int{3}
 	}
-	for _, n := range sizes {
-		for _, fallback := range []bool{false, true} {
-			t.Run(fmt.Sprintf("%d ranks fallback %v", n, fallback), func(t *testing.T) {
-				bs := tcpWorld(t, n, nil)
-				errs := make([][]error, n)
-				var wg sync.WaitGroup
-				for r, b := range bs {
-					wg.Add(1)
-					go func() {
-						defer wg.Done()
-						errs[r] = runConformance(newComm(b, r, fallback))
-					}()
-				}
-				wg.Wait()
-				for _, es := range errs {
-					for _, err := range es {
-						t.Error(err)
+	for _, tr := range tcpTransports {
+		for _, n := range sizes {
+			for _, fallback := range []bool{false, true} {
+				t.Run(fmt.Sprintf("%s/%d ranks fallback %v", tr.name, n, fallback), func(t *testing.T) {
+					bs := tcpWorld(t, n, tr.tweak)
+					errs := make([][]error, n)
+					var wg sync.WaitGroup
+					for r, b := range bs {
+						wg.Add(1)
+						go func() {
+							defer wg.Done()
+							errs[r] = runConformance(newComm(b, r, fallback))
+						}()
 					}
-				}
-			})
+					wg.Wait()
+					for _, es := range errs {
+						for _, err := range es {
+							t.Error(err)
+						}
+					}
+				})
+			}
 		}
 	}
 }

@@ -196,7 +196,8 @@ func open(kind Kind, cfg Config) (Backend, error) {
 		MasterAddr: t.MasterAddr, MasterPort: t.MasterPort,
 		Token:   token,
 		Timeout: cfg.Timeout, RendezvousTimeout: cfg.RendezvousTimeout,
-		Logf: cfg.Logf,
+		Logf:  cfg.Logf,
+		NoShm: getenvOf(cfg)("BATCHKIT_TCP_SHM") == "0",
 	}
 	if opts.Timeout <= 0 {
 		opts.Timeout = DefaultTimeout

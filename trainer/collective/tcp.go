@@ -47,6 +47,9 @@ type tcpOptions struct {
 	Timeout           time.Duration
 	RendezvousTimeout time.Duration
 	Logf              func(format string, args ...any)
+	// NoShm keeps links between ranks on one host on TCP
+	// (BATCHKIT_TCP_SHM=0); see tcp_shm.go.
+	NoShm bool
 }
 
 const (
@@ -70,8 +73,9 @@ const (
 var kindNames = [...]string{"", "allreduce", "broadcast", "allgather", "reducescatter", "barrier"}
 
 type sendReq struct {
-	b   []byte
-	seq uint64 // ticket
+	b     []byte
+	seq   uint64 // ticket
+	start bool   // shared memory: b starts a message (else it ends one)
 }
 
 type tcpPeer struct {
@@ -80,6 +84,7 @@ type tcpPeer struct {
 	raw   syscall.RawConn
 	addr  string
 	sendq chan sendReq
+	shm   *shmLink // non-nil: the data goes through shared memory
 
 	acked   atomic.Uint64 // last ticket the sender finished
 	waiting atomic.Bool   // the caller sleeps on wake
@@ -145,6 +150,7 @@ type tcpBackend struct {
 	quit  chan struct{}
 
 	closeOnce sync.Once
+	senders   sync.WaitGroup
 	mu        sync.Mutex // guards err
 	err       error
 
@@ -204,8 +210,13 @@ func newTCP(opts tcpOptions) (Backend, error) {
 		}
 		b.peers[r] = p
 	}
+	if err := b.setupShm(time.Now().Add(o.RendezvousTimeout)); err != nil {
+		b.Close()
+		return nil, err
+	}
 	for _, p := range b.peers {
 		if p != nil {
+			b.senders.Add(1)
 			go b.sender(p)
 		}
 	}
@@ -216,11 +227,21 @@ func (b *tcpBackend) Name() string { return "tcp" }
 func (b *tcpBackend) Rank() int    { return b.o.Rank }
 func (b *tcpBackend) Size() int    { return b.o.Size }
 
-// Close closes every connection and stops the senders. Idempotent.
+// Close closes every connection, stops the senders and, once no call is
+// running, unmaps the shared memory. Idempotent.
 func (b *tcpBackend) Close() error {
 	b.closeOnce.Do(func() {
 		b.fail(ErrClosed)
 		close(b.quit)
+		b.senders.Wait()
+		b.callMu.Lock() // a running call sees the failure within shmPoll
+		defer b.callMu.Unlock()
+		for _, p := range b.peers {
+			if p != nil && p.shm != nil {
+				unmapShm(p.shm.mem)
+				p.shm = nil
+			}
+		}
 	})
 	return nil
 }
@@ -236,6 +257,9 @@ func (b *tcpBackend) fail(err error) error {
 		for _, p := range b.peers {
 			if p != nil {
 				p.conn.Close()
+				if p.shm != nil {
+					p.shm.wakeAll() // sleepers here and at the peer look again
+				}
 			}
 		}
 	}
@@ -274,13 +298,18 @@ func (b *tcpBackend) linkError(p *tcpPeer, sending bool, err error) error {
 // sender writes p's queued buffers in order. After an error it keeps
 // draining (skipping the writes) so that waiters still get their tickets.
 func (b *tcpBackend) sender(p *tcpPeer) {
+	defer b.senders.Done()
 	broken := false
 	for {
 		select {
 		case <-b.quit:
 			return
 		case r := <-p.sendq:
-			if !broken && len(r.b) > 0 {
+			switch {
+			case broken:
+			case p.shm != nil:
+				broken = b.shmPut(p, r.b, r.start) != nil
+			case len(r.b) > 0:
 				broken = b.write(p, r.b) != nil
 			}
 			p.acked.Store(r.seq)
@@ -338,10 +367,12 @@ func (b *tcpBackend) end(err error) error {
 	return err
 }
 
-func (b *tcpBackend) enqueue(p *tcpPeer, buf []byte) {
+func (b *tcpBackend) enqueue(p *tcpPeer, buf []byte) { b.enqueueShm(p, buf, false) }
+
+func (b *tcpBackend) enqueueShm(p *tcpPeer, buf []byte, start bool) {
 	p.enq++
 	select {
-	case p.sendq <- sendReq{buf, p.enq}:
+	case p.sendq <- sendReq{buf, p.enq, start}:
 	case <-b.quit:
 	}
 }
@@ -349,6 +380,9 @@ func (b *tcpBackend) enqueue(p *tcpPeer, buf []byte) {
 // send sends buf to p without blocking: what the socket takes now, the rest
 // through p's sender. buf must stay unchanged until waitSent(p, ticket).
 func (b *tcpBackend) send(p *tcpPeer, buf []byte) (ticket uint64, err error) {
+	if p.shm != nil {
+		return b.shmSend(p, buf), nil
+	}
 	if p.acked.Load() != p.enq { // the sender is busy: keep the order
 		if p.hdrOut != b.seq {
 			p.hdrOut = b.seq
@@ -408,6 +442,12 @@ func (b *tcpBackend) waitSent(p *tcpPeer, ticket uint64) error {
 // recv reads exactly len(buf) bytes of payload from p, checking the call
 // header first if this is the call's first message from p.
 func (b *tcpBackend) recv(p *tcpPeer, buf []byte) error {
+	if p.shm != nil {
+		if err := b.shmRecvHeader(p); err != nil {
+			return err
+		}
+		return b.shmRead(p, buf)
+	}
 	if p.hdrIn != b.seq {
 		p.hdrIn = b.seq
 		// Header and a small payload usually arrive in one packet: one

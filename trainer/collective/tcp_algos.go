@@ -157,8 +157,6 @@ func (b *tcpBackend) allreduceRing(send, recv Buffer, op Op) error {
 	next, prev := b.peers[mod(r+1, n)], b.peers[mod(r-1, n)]
 	chunk := func(c int) (int, int) { c = mod(c, n); return c * L / n, (c + 1) * L / n }
 	k := segments((L+n-1)/n, send.Type)
-	segMax := (L+n-1)/n/k + 1
-	tmpMem := grow(&b.scratch, segMax*send.Type.Size())
 	// sent[s]: ticket of reduce-scatter step s's last segment.
 	sent := b.tickets[:0]
 	defer func() { b.tickets = sent[:0] }()
@@ -180,12 +178,10 @@ func (b *tcpBackend) allreduceRing(send, recv Buffer, op Op) error {
 		lo, hi := chunk(r - s - 1)
 		for i := range k {
 			a, z := part(lo, hi, i, k)
-			in := bufferIn(tmpMem, z-a, send.Type)
-			if err := b.recv(prev, in.Bytes()); err != nil {
+			dst := recv.Slice(a, z)
+			if err := b.recvReduce(prev, dst, send.Slice(a, z), op); err != nil {
 				return err
 			}
-			dst := recv.Slice(a, z)
-			reduce(dst, in, send.Slice(a, z), op)
 			if t, err = b.send(next, dst.Bytes()); err != nil {
 				return err
 			}
@@ -353,7 +349,6 @@ func (b *tcpBackend) reduceScatterRing(send, recv Buffer, op Op) error {
 	next, prev := b.peers[mod(r+1, n)], b.peers[mod(r-1, n)]
 	k := segments(m, send.Type)
 	work := bufferIn(grow(&b.work, send.Len*es), send.Len, send.Type)
-	tmpMem := grow(&b.scratch, (m/k+1)*es)
 	c0 := mod(r-1, n)
 	for i := range k {
 		a, z := part(c0*m, (c0+1)*m, i, k)
@@ -365,16 +360,16 @@ func (b *tcpBackend) reduceScatterRing(send, recv Buffer, op Op) error {
 		c := mod(r-s-2, n)
 		for i := range k {
 			a, z := part(c*m, (c+1)*m, i, k)
-			in := bufferIn(tmpMem, z-a, send.Type)
-			if err := b.recv(prev, in.Bytes()); err != nil {
+			dst := work.Slice(a, z)
+			if s == n-2 {
+				dst = recv.Slice(a-c*m, z-c*m)
+			}
+			if err := b.recvReduce(prev, dst, send.Slice(a, z), op); err != nil {
 				return err
 			}
 			if s == n-2 {
-				reduce(recv.Slice(a-c*m, z-c*m), in, send.Slice(a, z), op)
 				continue
 			}
-			dst := work.Slice(a, z)
-			reduce(dst, in, send.Slice(a, z), op)
 			if _, err := b.send(next, dst.Bytes()); err != nil {
 				return err
 			}

@@ -110,6 +110,35 @@ func tcpWorld(t testing.TB, size int, tweak func(o *tcpOptions)) []*tcpBackend {
 	return bs
 }
 
+// tcpTransports: every in-process world test runs twice, once with the
+// links between neighbours in shared memory (the default on one host) and
+// once with every link on TCP (as between hosts).
+var tcpTransports = []struct {
+	name  string
+	tweak func(o *tcpOptions)
+}{
+	{"shm", nil},
+	{"tcp", func(o *tcpOptions) { o.NoShm = true }},
+}
+
+// forTransports runs f as a subtest per transport.
+func forTransports(t *testing.T, f func(t *testing.T, tweak func(o *tcpOptions))) {
+	for _, tr := range tcpTransports {
+		t.Run(tr.name, func(t *testing.T) { f(t, tr.tweak) })
+	}
+}
+
+// withTweaks applies several option tweaks in order (nil ones skipped).
+func withTweaks(tweaks ...func(o *tcpOptions)) func(o *tcpOptions) {
+	return func(o *tcpOptions) {
+		for _, f := range tweaks {
+			if f != nil {
+				f(o)
+			}
+		}
+	}
+}
+
 // tcpOnAll runs f on every rank concurrently.
 func tcpOnAll(bs []*tcpBackend, f func(r int, b *tcpBackend) error) []error {
 	errs := make([]error, len(bs))
@@ -228,17 +257,23 @@ var (
 // TestTCPCollectives checks every operation against exact expected values
 // and checks that all ranks hold identical bytes.
 func TestTCPCollectives(t *testing.T) {
-	for _, tuning := range []string{"default", "tiny"} {
-		for n := 1; n <= 5; n++ {
-			t.Run(fmt.Sprintf("%s/world%d", tuning, n), func(t *testing.T) {
-				if tuning == "tiny" {
-					// Every algorithm and many pipeline segments at every size.
-					defer tcpTune(1<<10, 1<<10, 16<<10)()
-				}
-				tcpCollectives(t, n)
-			})
+	forTransports(t, func(t *testing.T, tweak func(o *tcpOptions)) {
+		for _, tuning := range []string{"default", "tiny"} {
+			for n := 1; n <= 5; n++ {
+				t.Run(fmt.Sprintf("%s/world%d", tuning, n), func(t *testing.T) {
+					if tuning == "tiny" {
+						// Every algorithm and many pipeline segments at
+						// every size; shared-memory rings that wrap in
+						// every message, at no power of two, with
+						// wake-ups far below the message sizes.
+						defer tcpTune(1<<10, 1<<10, 16<<10)()
+						defer tcpTuneShm(12296, 1000)()
+					}
+					tcpCollectives(t, n, tweak)
+				})
+			}
 		}
-	}
+	})
 }
 
 // tcpTune sets the algorithm thresholds and returns their restorer.
@@ -248,8 +283,16 @@ func tcpTune(rd, tree, seg int) func() {
 	return func() { rdMax, treeMax, segBytes = old[0], old[1], old[2] }
 }
 
-func tcpCollectives(t *testing.T, n int) {
-	bs := tcpWorld(t, n, nil)
+// tcpTuneShm sets the shared-memory ring's size and wake-up chunk (for
+// worlds formed afterwards) and returns their restorer.
+func tcpTuneShm(ring, chunk int) func() {
+	oldRing, oldChunk := shmRingBytes, shmChunk
+	shmRingBytes, shmChunk = ring, chunk
+	return func() { shmRingBytes, shmChunk = oldRing, oldChunk }
+}
+
+func tcpCollectives(t *testing.T, n int, tweak func(o *tcpOptions)) {
+	bs := tcpWorld(t, n, tweak)
 	for _, c := range tcpCases(n) {
 		t.Run(c.name, func(t *testing.T) { c.check(t, bs) })
 	}
@@ -464,8 +507,10 @@ func tcpIpow(b, e int) int {
 
 // TestTCPHeaderMismatch: ranks calling different collectives get an error
 // saying so instead of reading each other's bytes.
-func TestTCPHeaderMismatch(t *testing.T) {
-	bs := tcpWorld(t, 2, nil)
+func TestTCPHeaderMismatch(t *testing.T) { forTransports(t, tcpHeaderMismatch) }
+
+func tcpHeaderMismatch(t *testing.T, tweak func(o *tcpOptions)) {
+	bs := tcpWorld(t, 2, tweak)
 	errs := tcpOnAll(bs, func(r int, b *tcpBackend) error {
 		x := make([]float32, 10+r)
 		return b.Allreduce(bufferOf(x), bufferOf(x), Sum)
@@ -492,8 +537,10 @@ func TestTCPHeaderMismatch(t *testing.T) {
 	}
 }
 
-func TestTCPClose(t *testing.T) {
-	bs := tcpWorld(t, 2, nil)
+func TestTCPClose(t *testing.T) { forTransports(t, tcpClose) }
+
+func tcpClose(t *testing.T, tweak func(o *tcpOptions)) {
+	bs := tcpWorld(t, 2, tweak)
 	for range 2 {
 		if err := bs[0].Close(); err != nil {
 			t.Fatal(err)
@@ -516,10 +563,14 @@ func TestTCPClose(t *testing.T) {
 // TestTCPPeerClosesMidAllreduce: one rank closes during a large allreduce;
 // the others fail within 2 s although the timeout is a minute.
 func TestTCPPeerClosesMidAllreduce(t *testing.T) {
+	forTransports(t, tcpPeerClosesMidAllreduce)
+}
+
+func tcpPeerClosesMidAllreduce(t *testing.T, tweak func(o *tcpOptions)) {
 	for _, size := range []int{8, 4 << 20} {
 		t.Run(strconv.Itoa(size), func(t *testing.T) {
 			const n = 4
-			bs := tcpWorld(t, n, nil)
+			bs := tcpWorld(t, n, tweak)
 			var closedAt atomic.Int64
 			failedAt := make([]time.Time, n)
 			errs := tcpOnAll(bs, func(r int, b *tcpBackend) error {
@@ -561,9 +612,11 @@ func TestTCPPeerClosesMidAllreduce(t *testing.T) {
 
 // TestTCPSilentPeer: a rank that stays connected but never joins the
 // collective makes the others fail after Timeout.
-func TestTCPSilentPeer(t *testing.T) {
+func TestTCPSilentPeer(t *testing.T) { forTransports(t, tcpSilentPeer) }
+
+func tcpSilentPeer(t *testing.T, tweak func(o *tcpOptions)) {
 	const timeout = 300 * time.Millisecond
-	bs := tcpWorld(t, 3, func(o *tcpOptions) { o.Timeout = timeout })
+	bs := tcpWorld(t, 3, withTweaks(tweak, func(o *tcpOptions) { o.Timeout = timeout }))
 	start := time.Now()
 	errs := tcpOnAll(bs[:2], func(r int, b *tcpBackend) error {
 		x := make([]float64, 100)
@@ -776,10 +829,14 @@ func TestTCPAllocs(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector allocates")
 	}
-	for _, n := range []int{2, 3} {
+	forTransports(t, tcpAllocs)
+}
+
+func tcpAllocs(t *testing.T, tweak func(o *tcpOptions)) {
+	for _, n := range []int{2, 4} {
 		for _, size := range []int{8, 1 << 20} { // recursive doubling, ring
 			t.Run(fmt.Sprintf("world%d/%d", n, size), func(t *testing.T) {
-				bs := tcpWorld(t, n, nil)
+				bs := tcpWorld(t, n, tweak)
 				const runs = 50
 				var allocs float64
 				tcpNoErrors(t, tcpOnAll(bs, func(r int, b *tcpBackend) error {

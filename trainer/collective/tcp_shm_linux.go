@@ -1,0 +1,118 @@
+//go:build linux
+
+package collective
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+	"unsafe"
+)
+
+const shmSupported = true
+
+// shmDir is where the link files live: tmpfs on every Linux distribution.
+var shmDir = "/dev/shm"
+
+const shmPrefix = "batchkit-"
+
+// shmFile is a link file its creator has mapped; remove unlinks it once the
+// peer has mapped it too (or refused), and unmaps it unless a link kept it.
+type shmFile struct {
+	name  string // base name under shmDir
+	nonce []byte
+	mem   []byte
+}
+
+func createShm(ringBytes int) (*shmFile, error) {
+	var rnd [16 + shmNonceSz]byte
+	if _, err := rand.Read(rnd[:]); err != nil {
+		return nil, err
+	}
+	name := fmt.Sprintf("%s%d-%s", shmPrefix, os.Getpid(), hex.EncodeToString(rnd[:16]))
+	path := filepath.Join(shmDir, name)
+	// O_EXCL and 0600: the file is new and ours; only our user may map it.
+	fd, err := syscall.Open(path, syscall.O_RDWR|syscall.O_CREAT|syscall.O_EXCL|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)
+	if err != nil {
+		return nil, &os.PathError{Op: "create", Path: path, Err: err}
+	}
+	defer syscall.Close(fd)
+	size := shmSize(ringBytes)
+	f := &shmFile{name: name, nonce: rnd[16:]}
+	if err := syscall.Ftruncate(fd, int64(size)); err != nil {
+		f.remove()
+		return nil, &os.PathError{Op: "truncate", Path: path, Err: err}
+	}
+	mem, err := syscall.Mmap(fd, 0, size, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_SHARED)
+	if err != nil {
+		f.remove()
+		return nil, &os.PathError{Op: "mmap", Path: path, Err: err}
+	}
+	f.mem = mem
+	copy(mem, shmMagic)
+	copy(mem[shmNonceAt:], f.nonce)
+	binary.NativeEndian.PutUint64(mem[shmCapAt:], uint64(ringBytes))
+	return f, nil
+}
+
+func (f *shmFile) remove() {
+	os.Remove(filepath.Join(shmDir, f.name))
+	if f.mem != nil {
+		unmapShm(f.mem)
+		f.mem = nil
+	}
+}
+
+// openShm maps a link file a peer created.
+func openShm(name string) ([]byte, error) {
+	if !strings.HasPrefix(name, shmPrefix) || strings.ContainsAny(name, "/\x00") {
+		return nil, fmt.Errorf("refusing the file name %q", name)
+	}
+	path := filepath.Join(shmDir, name)
+	fd, err := syscall.Open(path, syscall.O_RDWR|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	defer syscall.Close(fd)
+	var st syscall.Stat_t
+	if err := syscall.Fstat(fd, &st); err != nil {
+		return nil, &os.PathError{Op: "stat", Path: path, Err: err}
+	}
+	if st.Uid != uint32(os.Geteuid()) || st.Mode&0o077 != 0 {
+		return nil, fmt.Errorf("%s: not private to this user", path)
+	}
+	if st.Size < shmPage || st.Size > 1<<40 {
+		return nil, fmt.Errorf("%s: %d bytes", path, st.Size)
+	}
+	mem, err := syscall.Mmap(fd, 0, int(st.Size), syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_SHARED)
+	if err != nil {
+		return nil, &os.PathError{Op: "mmap", Path: path, Err: err}
+	}
+	return mem, nil
+}
+
+func unmapShm(mem []byte) { syscall.Munmap(mem) }
+
+const (
+	futexWaitOp = 0 // FUTEX_WAIT, not _PRIVATE: the word is shared between processes
+	futexWakeOp = 1
+)
+
+// futexWait sleeps while *w == val, for at most d (or until woken).
+func futexWait(w *atomic.Uint32, val uint32, d time.Duration) {
+	ts := syscall.NsecToTimespec(int64(d))
+	syscall.Syscall6(syscall.SYS_FUTEX, uintptr(unsafe.Pointer(w)), futexWaitOp, uintptr(val),
+		uintptr(unsafe.Pointer(&ts)), 0, 0)
+}
+
+// futexWake wakes every sleeper on w (there is at most one).
+func futexWake(w *atomic.Uint32) {
+	syscall.RawSyscall6(syscall.SYS_FUTEX, uintptr(unsafe.Pointer(w)), futexWakeOp, 1<<30, 0, 0, 0)
+}
