@@ -46,9 +46,12 @@ func createShm(ringBytes int) (*shmFile, error) {
 	defer syscall.Close(fd)
 	size := shmSize(ringBytes)
 	f := &shmFile{name: name, nonce: rnd[16:]}
-	if err := syscall.Ftruncate(fd, int64(size)); err != nil {
+	// Allocate every page now: a full tmpfs (Docker's /dev/shm is 64 MiB)
+	// then fails here, and the link stays on TCP, instead of killing the
+	// process with SIGBUS when a page of the mapping is first touched.
+	if err := syscall.Fallocate(fd, 0, 0, int64(size)); err != nil {
 		f.remove()
-		return nil, &os.PathError{Op: "truncate", Path: path, Err: err}
+		return nil, &os.PathError{Op: "allocate", Path: path, Err: err}
 	}
 	mem, err := syscall.Mmap(fd, 0, size, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_SHARED)
 	if err != nil {
