@@ -85,6 +85,11 @@ func TestCollectiveTCP(t *testing.T) {
 			runWorld(t, atoi(n), localEnv(), "tcp", []string{bin, "run", "-n", n, "--"}, coll)
 		})
 	}
+	// Ranks on one host use shared memory between neighbours; between
+	// hosts every link is TCP, which BATCHKIT_TCP_SHM=0 forces here.
+	t.Run("batchkit run -n 3 with BATCHKIT_TCP_SHM=0", func(t *testing.T) {
+		runWorld(t, 3, append(localEnv(), "BATCHKIT_TCP_SHM=0"), "tcp", []string{bin, "run", "-n", "3", "--"}, coll)
+	})
 	t.Run("batchkit run -n 1 needs no network", func(t *testing.T) {
 		runWorld(t, 1, localEnv(), "self", []string{bin, "run", "-n", "1", "--"}, coll)
 	})

@@ -48,6 +48,17 @@ func TestWorld(t *testing.T) {
 		t.Fatalf("communicator says rank %d/%d local %d, launcher says %d/%d local %d",
 			c.Rank(), c.Size(), c.LocalRank(), topo.Rank, topo.WorldSize, topo.LocalRank)
 	}
+	// On one host the TCP backend's neighbour links are shared memory
+	// unless BATCHKIT_TCP_SHM=0 (the launchers here all start their ranks
+	// on this machine, the local cluster's two nodes included).
+	if tb, ok := c.b.(*tcpBackend); ok && c.Size() > 1 {
+		wantShm := os.Getenv("BATCHKIT_TCP_SHM") != "0"
+		for _, p := range tb.peers {
+			if p != nil && shmNeighbour(c.Rank(), p.rank, c.Size()) && (p.shm != nil) != wantShm {
+				t.Fatalf("link to rank %d: shared memory %v, want %v", p.rank, p.shm != nil, wantShm)
+			}
+		}
+	}
 	for _, fallback := range []bool{false, true} {
 		c.fallback = fallback // the same world through the Allreduce-based fallbacks
 		for _, err := range runConformance(c) {
