@@ -34,7 +34,8 @@ const (
 )
 
 // tcpTestHookMeshListener, when set (tests only), learns each rank's mesh
-// listener address as soon as it is open.
+// listener address as soon as it accepts connections; the rank waits for
+// it to return.
 var tcpTestHookMeshListener func(rank int, addr net.Addr)
 
 func (o *tcpOptions) masterHostPort() string {
@@ -371,9 +372,6 @@ func rendezvousPeer(o *tcpOptions, deadline time.Time) ([]*net.TCPConn, error) {
 		return nil, fmt.Errorf("rendezvous: rank %d cannot open a listener: %w", o.Rank, err)
 	}
 	defer ln.Close()
-	if tcpTestHookMeshListener != nil {
-		tcpTestHookMeshListener(o.Rank, ln.Addr())
-	}
 	port := ln.Addr().(*net.TCPAddr).Port
 	join := func(local net.Addr) []byte {
 		b := make([]byte, joinLen)
@@ -430,6 +428,9 @@ func rendezvousPeer(o *tcpOptions, deadline time.Time) ([]*net.TCPConn, error) {
 	// Mesh: dial up, accept down, and listen to rank 0 for an abort.
 	acc := startAcceptor(ln, o, purposeMesh, 0, late)
 	defer acc.close()
+	if tcpTestHookMeshListener != nil {
+		tcpTestHookMeshListener(o.Rank, ln.Addr())
+	}
 	type dialed struct {
 		rank int
 		c    *net.TCPConn

@@ -771,13 +771,14 @@ func TestTCPRogueConnections(t *testing.T) {
 	io.ReadAll(garbage)
 	garbage.Close()
 
-	// Rank 2 gets a rogue on its mesh listener the moment it opens.
+	// Rank 2 gets a rogue on its mesh listener the moment it accepts, and
+	// goes on once the rogue has been refused (else the mesh could form
+	// first and drop the rogue's handshake unlogged, as it should).
 	rogueMesh := make(chan error, 1)
 	tcpTestHookMeshListener = func(rank int, a net.Addr) {
 		if rank == 2 {
 			port := strconv.Itoa(a.(*net.TCPAddr).Port)
-			go func() { rogueMesh <- tcpRogue(net.JoinHostPort("127.0.0.1", port), 1, purposeMesh) }()
-			time.Sleep(50 * time.Millisecond) // let it connect first
+			rogueMesh <- tcpRogue(net.JoinHostPort("127.0.0.1", port), 1, purposeMesh)
 		}
 	}
 	defer func() { tcpTestHookMeshListener = nil }()
