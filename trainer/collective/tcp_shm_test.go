@@ -65,39 +65,8 @@ func TestShmLinks(t *testing.T) {
 				}
 			}
 			// A ring allreduce and a ring allgather across the mix.
-			const m = 300001
-			tcpNoErrors(t, tcpOnAll(bs, func(r int, b *tcpBackend) error {
-				x := make([]float64, m)
-				for i := range x {
-					x[i] = tcpVal(r, i)
-				}
-				if err := b.Allreduce(bufferOf(x), bufferOf(x), Sum); err != nil {
-					return err
-				}
-				for i, v := range x {
-					want := 0.0
-					for q := range c.n {
-						want += tcpVal(q, i)
-					}
-					if v != want {
-						return fmt.Errorf("element %d: %v, want %v", i, v, want)
-					}
-				}
-				all := make([]float32, m*c.n)
-				mine := make([]float32, m)
-				for i := range mine {
-					mine[i] = float32(r*m + i)
-				}
-				if err := b.Allgather(bufferOf(mine), bufferOf(all)); err != nil {
-					return err
-				}
-				for i, v := range all {
-					if v != float32(i) {
-						return fmt.Errorf("allgather element %d: %v", i, v)
-					}
-				}
-				return nil
-			}))
+			tcpCheckAllreduce(t, bs, Float64, Sum, 300001, true)
+			tcpCheckAllgather(t, bs, Float32, 300001)
 		})
 	}
 }
@@ -225,17 +194,5 @@ func TestShmFull(t *testing.T) {
 	if left, _ := os.ReadDir(dir); len(left) > 0 {
 		t.Errorf("left in %s: %v", dir, left)
 	}
-	tcpNoErrors(t, tcpOnAll(bs, func(r int, b *tcpBackend) error {
-		x := make([]float32, 1<<20)
-		for i := range x {
-			x[i] = float32(r + 1)
-		}
-		if err := b.Allreduce(bufferOf(x), bufferOf(x), Sum); err != nil {
-			return err
-		}
-		if x[0] != 3 || x[len(x)-1] != 3 {
-			return fmt.Errorf("got %v … %v, want 3", x[0], x[len(x)-1])
-		}
-		return nil
-	}))
+	tcpCheckAllreduce(t, bs, Float32, Sum, 1<<20, true)
 }
