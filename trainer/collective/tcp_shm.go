@@ -157,6 +157,11 @@ func (r *shmRing) available() int { return int(int64(r.head.Load() - r.pos)) }
 
 func (r *shmRing) beginRead() { r.pos = (r.pos + 7) &^ 7 }
 
+// readNeed is how much data a reader with remaining bytes to go waits for.
+// At most the ring less 8: the writer counts from the stored tail, up to 7
+// bytes of skipped padding behind the reader, and must be able to see it.
+func (r *shmRing) readNeed(remaining int) int { return min(remaining, shmChunk, len(r.data)-8) }
+
 // next is the contiguous readable run at the tail, at most n bytes.
 func (r *shmRing) next(n int) []byte {
 	c := len(r.data)
@@ -306,8 +311,7 @@ func (b *tcpBackend) shmRead(p *tcpPeer, buf []byte) error {
 	r := p.shm.in
 	r.beginRead()
 	for len(buf) > 0 {
-		need := min(len(buf), shmChunk, len(r.data))
-		if err := b.shmWait(p, r, false, need); err != nil {
+		if err := b.shmWait(p, r, false, r.readNeed(len(buf))); err != nil {
 			return err
 		}
 		for len(buf) > 0 {
@@ -346,8 +350,7 @@ func (b *tcpBackend) shmRecvReduce(p *tcpPeer, dst, local Buffer, op Op) error {
 	r, es := p.shm.in, dst.Type.Size()
 	r.beginRead()
 	for i := 0; i < dst.Len; {
-		need := min((dst.Len-i)*es, shmChunk, len(r.data))
-		if err := b.shmWait(p, r, false, need); err != nil {
+		if err := b.shmWait(p, r, false, r.readNeed((dst.Len-i)*es)); err != nil {
 			return err
 		}
 		for i < dst.Len {
