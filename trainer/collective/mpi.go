@@ -14,7 +14,10 @@ package collective
 // overhead per call to the cgo transition and a mutex.
 //
 // Go memory is handed to MPI only for the duration of a blocking call: no
-// non-blocking MPI, nothing kept (hence #cgo noescape / nocallback). Buffers
+// non-blocking MPI. Short calls run on the calling goroutine's thread and
+// keep nothing (hence #cgo noescape / nocallback on bk_call); long ones run
+// on a C thread while the goroutine waits (see mpiLongCall), their buffers
+// pinned with runtime.Pinner for that time. Buffers
 // travel as char *: cgo checks a pointer argument for Go pointers inside
 // the memory it points to only when the pointee type could hold one, and for
 // *C.char it cannot, which saves that runtime check (~40 ns) on every call.
@@ -25,19 +28,19 @@ package collective
 #cgo mpi CFLAGS: -DBK_WANT_OPEN_MPI
 #cgo mpich pkg-config: mpich
 #cgo mpich CFLAGS: -DBK_WANT_MPICH
-#cgo noescape bk_allreduce
-#cgo nocallback bk_allreduce
-#cgo noescape bk_bcast
-#cgo nocallback bk_bcast
-#cgo noescape bk_allgather
-#cgo nocallback bk_allgather
-#cgo noescape bk_reduce_scatter_block
-#cgo nocallback bk_reduce_scatter_block
+#cgo noescape bk_call
+#cgo nocallback bk_call
+#cgo nocallback bk_submit
+#cgo nocallback bk_finish
 #cgo nocallback bk_barrier
 
 #include <mpi.h>
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stddef.h>
+#include <unistd.h>
 
 #if defined(BK_WANT_OPEN_MPI) && !defined(OPEN_MPI)
 #error "collective: built with -tags mpi (Open MPI) but mpi.h is not Open MPI's: check pkg-config ompi"
@@ -140,6 +143,108 @@ static int bk_reduce_scatter_block(uintptr_t h, char *send, char *recv, int coun
 }
 static int bk_barrier(uintptr_t h) { return MPI_Barrier(bk_comm(h)); }
 
+// bk_call runs one collective, named by kind (the values of mpiKind). arg is
+// the in-place flag for allreduce and the root for broadcast.
+enum { BK_ALLREDUCE = 1, BK_BCAST = 2, BK_ALLGATHER = 3, BK_REDUCE_SCATTER = 4 };
+static int bk_call(int kind, uintptr_t h, char *send, char *recv, int64_t count, int t, int op, int arg, int64_t max) {
+	switch (kind) {
+	case BK_ALLREDUCE: return bk_allreduce(h, send, recv, count, t, op, arg, max);
+	case BK_BCAST: return bk_bcast(h, send, count, t, arg, max);
+	case BK_ALLGATHER: return bk_allgather(h, send, recv, (int)count, t);
+	case BK_REDUCE_SCATTER: return bk_reduce_scatter_block(h, send, recv, (int)count, t, op);
+	}
+	return MPI_ERR_ARG;
+}
+
+// ---- the worker: one C thread that makes the long calls (see mpiLongCall).
+// The Go side holds mpiState's lock from bk_submit to bk_finish, so there is
+// at most one call in flight and MPI still sees serialised calls.
+
+static struct {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	pthread_t th;
+	int started, pending, quit;
+	int done_fd; // the worker writes one byte here when a call is done
+	int kind, t, op, arg, rc;
+	uintptr_t h;
+	char *send, *recv;
+	int64_t count, max;
+} bk_w = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER};
+
+static void *bk_worker(void *unused) {
+	(void)unused;
+	pthread_mutex_lock(&bk_w.mu);
+	for (;;) {
+		while (!bk_w.pending && !bk_w.quit)
+			pthread_cond_wait(&bk_w.cv, &bk_w.mu);
+		if (!bk_w.pending)
+			break;
+		pthread_mutex_unlock(&bk_w.mu);
+		int rc = bk_call(bk_w.kind, bk_w.h, bk_w.send, bk_w.recv, bk_w.count, bk_w.t, bk_w.op, bk_w.arg, bk_w.max);
+		pthread_mutex_lock(&bk_w.mu);
+		bk_w.rc = rc;
+		bk_w.pending = 0;
+		pthread_cond_broadcast(&bk_w.cv);
+		char b = 1;
+		while (write(bk_w.done_fd, &b, 1) < 0 && errno == EINTR)
+			;
+	}
+	pthread_mutex_unlock(&bk_w.mu);
+	return NULL;
+}
+
+// bk_submit hands one call to the worker, starting the thread on first use
+// with every signal blocked (signals belong to Go's threads). It returns 0,
+// or the error number when the thread cannot be started.
+static int bk_submit(int done_fd, int kind, uintptr_t h, char *send, char *recv, int64_t count, int t, int op, int arg, int64_t max) {
+	pthread_mutex_lock(&bk_w.mu);
+	if (!bk_w.started) {
+		sigset_t all, old;
+		sigfillset(&all);
+		pthread_sigmask(SIG_SETMASK, &all, &old);
+		int err = pthread_create(&bk_w.th, NULL, bk_worker, NULL);
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+		if (err != 0) {
+			pthread_mutex_unlock(&bk_w.mu);
+			return err;
+		}
+		bk_w.started = 1;
+	}
+	bk_w.done_fd = done_fd;
+	bk_w.kind = kind, bk_w.h = h, bk_w.send = send, bk_w.recv = recv, bk_w.count = count;
+	bk_w.t = t, bk_w.op = op, bk_w.arg = arg, bk_w.max = max;
+	bk_w.pending = 1;
+	pthread_cond_broadcast(&bk_w.cv);
+	pthread_mutex_unlock(&bk_w.mu);
+	return 0;
+}
+
+// bk_finish waits for the submitted call (it is normally done: the caller
+// has read its byte) and returns its result.
+static int bk_finish(void) {
+	pthread_mutex_lock(&bk_w.mu);
+	while (bk_w.pending)
+		pthread_cond_wait(&bk_w.cv, &bk_w.mu);
+	int rc = bk_w.rc;
+	pthread_mutex_unlock(&bk_w.mu);
+	return rc;
+}
+
+// bk_stop_worker ends the thread (before MPI_Finalize).
+static void bk_stop_worker(void) {
+	pthread_mutex_lock(&bk_w.mu);
+	if (!bk_w.started) {
+		pthread_mutex_unlock(&bk_w.mu);
+		return;
+	}
+	bk_w.quit = 1;
+	pthread_cond_broadcast(&bk_w.cv);
+	pthread_mutex_unlock(&bk_w.mu);
+	pthread_join(bk_w.th, NULL);
+	bk_w.started = 0, bk_w.quit = 0;
+}
+
 // ---- errors.
 
 static int bk_error_string(int rc, char *buf) {
@@ -193,11 +298,13 @@ import "C"
 import (
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"runtime"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/batchkit/batchkit/topology"
 )
@@ -212,6 +319,21 @@ var (
 	_ = [1]struct{}{}[int(C.BK_MIN)-int(Min)]
 )
 
+// mpiKind names a collective for bk_call and bk_submit.
+type mpiKind C.int
+
+const (
+	mpiAllreduce     mpiKind = C.BK_ALLREDUCE
+	mpiBcast         mpiKind = C.BK_BCAST
+	mpiAllgather     mpiKind = C.BK_ALLGATHER
+	mpiReduceScatter mpiKind = C.BK_REDUCE_SCATTER
+)
+
+var mpiCallNames = [...]string{
+	mpiAllreduce: "MPI_Allreduce", mpiBcast: "MPI_Bcast",
+	mpiAllgather: "MPI_Allgather", mpiReduceScatter: "MPI_Reduce_scatter_block",
+}
+
 // mpiState is the process-wide MPI state. Its mutex is held around every
 // MPI call: MPI_THREAD_SERIALIZED allows calls from any thread (goroutines
 // migrate between OS threads, so FUNNELED would not do) but never two at
@@ -222,6 +344,9 @@ var mpiState struct {
 	open      int  // backends not yet closed
 	initCalls int  // MPI_Init_thread calls (tests: MPI is initialised once)
 	finalized int  // MPI_Finalize calls (tests: once)
+
+	worker   *mpiWorker // started by the first long call
+	handoffs int        // calls the worker made (tests)
 }
 
 // mpiMaxCount is the largest element count of one MPI call (MPI counts are
@@ -233,6 +358,8 @@ type mpiBackend struct {
 	closed     bool        // under mpiState's lock
 	rank, size int
 	lastYield  time.Duration // since mpiEpoch; under mpiState's lock
+	times      callTimes     // under mpiState's lock
+	handoff    bool          // long calls go to the worker (BATCHKIT_MPI_HANDOFF=0: never)
 }
 
 // The Go scheduler and MPI. To the Go runtime a cgo call is a system call,
@@ -256,14 +383,32 @@ type mpiBackend struct {
 // (runtime.Gosched, under a microsecond; sysmon's limit is 10 ms), and
 // newMPI raises GOMAXPROCS from 1 to 2 unless GOMAXPROCS is set in the
 // environment: ~700 switches/s left (the yields' own), 64 KiB within ~7% of C.
+//
+// Long calls are the other case: one that spans sysmon's 10 ms limit has its
+// P retaken, and every return from MPI then sets sysmon polling every 20 µs
+// again, on the core the rank busy-polls on (~35 wake-ups per 40 ms call,
+// 4-5× the context switches of C; 64 MiB allreduce 5-10 % behind C). So a
+// call whose size class last took at least mpiLongCall runs on a C thread
+// (the worker) while the goroutine waits on a pipe through the netpoller:
+// its P is free, sysmon sleeps, and the hand-over costs ~25 µs, under 1 %
+// of such a call.
 const mpiYieldEvery = 5 * time.Millisecond
+
+// mpiLongCall: half of sysmon's limit. Tests set 0 to send every call to
+// the worker. Calls under mpiHandoffMin bytes are quick unless they wait for
+// a straggler, and always stay on the caller's thread: they skip the clock
+// read that timing them would take (~20 ns, a fifth of the Go overhead of
+// an 8-byte allreduce).
+var (
+	mpiLongCall   = 5 * time.Millisecond
+	mpiHandoffMin = 64 << 10
+)
 
 var mpiEpoch = time.Now()
 
 // yieldDue reports whether the caller should runtime.Gosched after the
-// current call (under mpiState's lock).
-func (m *mpiBackend) yieldDue() bool {
-	now := time.Since(mpiEpoch)
+// call that ended at now (since mpiEpoch; under mpiState's lock).
+func (m *mpiBackend) yieldDue(now time.Duration) bool {
 	if now-m.lastYield < mpiYieldEvery {
 		return false
 	}
@@ -346,6 +491,7 @@ func newMPI(t topology.Topology) (Backend, error) {
 		return nil, err
 	}
 	mpiState.open++
+	m.handoff = os.Getenv("BATCHKIT_MPI_HANDOFF") != "0"
 	// See mpiYieldEvery: a spare P keeps sysmon from handing off the P of
 	// every MPI call longer than 20 µs. An explicit GOMAXPROCS is respected.
 	if runtime.GOMAXPROCS(0) == 1 && os.Getenv("GOMAXPROCS") == "" {
@@ -372,6 +518,10 @@ func (m *mpiBackend) Close() error {
 		errs = append(errs, mpiError("MPI_Comm_free", rc))
 	}
 	mpiState.open--
+	if mpiState.open == 0 {
+		mpiState.worker.stop()
+		mpiState.worker = nil
+	}
 	if mpiState.open == 0 && mpiState.owned {
 		mpiState.owned = false
 		mpiState.finalized++
@@ -398,46 +548,18 @@ func (m *mpiBackend) Allreduce(send, recv Buffer, op Op) error {
 	if send.Len != recv.Len || send.Type != recv.Type {
 		return fmt.Errorf("allreduce: send is %d × %v, receive %d × %v", send.Len, send.Type, recv.Len, recv.Type)
 	}
-	inplace := C.int(0)
+	inplace := 0
 	if send.Ptr == recv.Ptr {
 		inplace = 1
 	}
-	mpiState.Lock()
-	if m.closed {
-		mpiState.Unlock()
-		return ErrClosed
-	}
-	rc := C.bk_allreduce(m.comm, (*C.char)(send.Ptr), (*C.char)(recv.Ptr), C.int64_t(recv.Len), C.int(recv.Type), C.int(op), inplace, C.int64_t(mpiMaxCount))
-	yield := m.yieldDue()
-	mpiState.Unlock()
-	if yield {
-		runtime.Gosched()
-	}
-	if rc != C.MPI_SUCCESS {
-		return mpiError("MPI_Allreduce", rc)
-	}
-	return nil
+	return m.call(mpiAllreduce, send.Ptr, recv.Ptr, recv.Len, recv.Type, op, inplace)
 }
 
 func (m *mpiBackend) Broadcast(buf Buffer, root int) error {
 	if root < math.MinInt32 || root > math.MaxInt32 {
 		return fmt.Errorf("broadcast: root %d out of range for %d ranks", root, m.size)
 	}
-	mpiState.Lock()
-	if m.closed {
-		mpiState.Unlock()
-		return ErrClosed
-	}
-	rc := C.bk_bcast(m.comm, (*C.char)(buf.Ptr), C.int64_t(buf.Len), C.int(buf.Type), C.int(root), C.int64_t(mpiMaxCount))
-	yield := m.yieldDue()
-	mpiState.Unlock()
-	if yield {
-		runtime.Gosched()
-	}
-	if rc != C.MPI_SUCCESS {
-		return mpiError("MPI_Bcast", rc)
-	}
-	return nil
+	return m.call(mpiBcast, buf.Ptr, nil, buf.Len, buf.Type, 0, root)
 }
 
 func (m *mpiBackend) Allgather(send, recv Buffer) error {
@@ -447,21 +569,7 @@ func (m *mpiBackend) Allgather(send, recv Buffer) error {
 	case int64(recv.Len) > mpiMaxCount:
 		return fmt.Errorf("allgather: %d elements (%d per rank) exceed MPI's limit of %d per call (MPI counts are C ints)", recv.Len, send.Len, mpiMaxCount)
 	}
-	mpiState.Lock()
-	if m.closed {
-		mpiState.Unlock()
-		return ErrClosed
-	}
-	rc := C.bk_allgather(m.comm, (*C.char)(send.Ptr), (*C.char)(recv.Ptr), C.int(send.Len), C.int(send.Type))
-	yield := m.yieldDue()
-	mpiState.Unlock()
-	if yield {
-		runtime.Gosched()
-	}
-	if rc != C.MPI_SUCCESS {
-		return mpiError("MPI_Allgather", rc)
-	}
-	return nil
+	return m.call(mpiAllgather, send.Ptr, recv.Ptr, send.Len, send.Type, 0, 0)
 }
 
 func (m *mpiBackend) ReduceScatter(send, recv Buffer, op Op) error {
@@ -471,19 +579,51 @@ func (m *mpiBackend) ReduceScatter(send, recv Buffer, op Op) error {
 	case int64(send.Len) > mpiMaxCount:
 		return fmt.Errorf("reducescatter: %d elements (%d per rank) exceed MPI's limit of %d per call (MPI counts are C ints)", send.Len, recv.Len, mpiMaxCount)
 	}
+	return m.call(mpiReduceScatter, send.Ptr, recv.Ptr, recv.Len, recv.Type, op, 0)
+}
+
+// call makes one collective call: count elements of type t per the MPI
+// call's own meaning, arg the in-place flag or the root. It runs on this
+// thread, or on the worker when calls of its size have been long.
+func (m *mpiBackend) call(kind mpiKind, send, recv unsafe.Pointer, count int, t DType, op Op, arg int) error {
+	// The size class: the bytes the call moves on this rank.
+	bytes := count * t.Size()
+	if kind == mpiAllgather || kind == mpiReduceScatter {
+		bytes *= m.size
+	}
 	mpiState.Lock()
 	if m.closed {
 		mpiState.Unlock()
 		return ErrClosed
 	}
-	rc := C.bk_reduce_scatter_block(m.comm, (*C.char)(send.Ptr), (*C.char)(recv.Ptr), C.int(recv.Len), C.int(recv.Type), C.int(op))
-	yield := m.yieldDue()
+	var rc C.int
+	var start time.Duration
+	handedOff, timed := false, m.handoff && bytes >= mpiHandoffMin
+	if timed {
+		start = time.Since(mpiEpoch)
+		if m.times.long(bytes, mpiLongCall) {
+			rc, handedOff = mpiHandoff(kind, m.comm, send, recv, count, t, op, arg)
+		}
+	}
+	if !handedOff {
+		rc = C.bk_call(C.int(kind), m.comm, (*C.char)(send), (*C.char)(recv), C.int64_t(count), C.int(t), C.int(op), C.int(arg), C.int64_t(mpiMaxCount))
+	}
+	end := time.Since(mpiEpoch)
+	if timed {
+		m.times.observe(bytes, end-start)
+	}
+	yield := false
+	if handedOff {
+		m.lastYield = end // the goroutine was parked: the scheduler has seen it
+	} else {
+		yield = m.yieldDue(end)
+	}
 	mpiState.Unlock()
 	if yield {
 		runtime.Gosched()
 	}
 	if rc != C.MPI_SUCCESS {
-		return mpiError("MPI_Reduce_scatter_block", rc)
+		return mpiError(mpiCallNames[kind], rc)
 	}
 	return nil
 }
@@ -495,7 +635,7 @@ func (m *mpiBackend) Barrier() error {
 		return ErrClosed
 	}
 	rc := C.bk_barrier(m.comm)
-	yield := m.yieldDue()
+	yield := m.yieldDue(time.Since(mpiEpoch))
 	mpiState.Unlock()
 	if yield {
 		runtime.Gosched()
@@ -504,6 +644,67 @@ func (m *mpiBackend) Barrier() error {
 		return mpiError("MPI_Barrier", rc)
 	}
 	return nil
+}
+
+// mpiWorker is the Go side of the worker thread (bk_submit): the pipe on
+// which the calling goroutine waits for each handed-off call, through the
+// netpoller, so that its P is free while MPI runs.
+type mpiWorker struct {
+	r, w *os.File
+	wfd  C.int // w's descriptor, written by the C thread
+	buf  [1]byte
+	pin  runtime.Pinner
+	off  bool // no pipe or no thread: every call stays on its caller's thread
+}
+
+// mpiHandoff runs one call on the worker, starting it on first use, and
+// waits for it (under mpiState's lock). ok is false when the call was not
+// made: then the caller makes it itself.
+func mpiHandoff(kind mpiKind, comm C.uintptr_t, send, recv unsafe.Pointer, count int, t DType, op Op, arg int) (rc C.int, ok bool) {
+	w := mpiState.worker
+	if w == nil {
+		w = &mpiWorker{}
+		var err error
+		if w.r, w.w, err = os.Pipe(); err != nil {
+			w.off = true
+		} else {
+			w.wfd = C.int(w.w.Fd())
+		}
+		mpiState.worker = w
+	}
+	if w.off {
+		return 0, false
+	}
+	// The C thread keeps these pointers after bk_submit returns.
+	for _, p := range [2]unsafe.Pointer{send, recv} {
+		if p != nil {
+			w.pin.Pin(p)
+		}
+	}
+	defer w.pin.Unpin()
+	if C.bk_submit(w.wfd, C.int(kind), comm, (*C.char)(send), (*C.char)(recv), C.int64_t(count), C.int(t), C.int(op), C.int(arg), C.int64_t(mpiMaxCount)) != 0 {
+		w.off = true // pthread_create failed
+		return 0, false
+	}
+	_, err := io.ReadFull(w.r, w.buf[:])
+	rc = C.bk_finish() // waits in C if the read failed
+	if err != nil {
+		w.off = true
+	}
+	mpiState.handoffs++
+	return rc, true
+}
+
+// stop ends the worker thread and closes the pipe (nil: nothing started).
+func (w *mpiWorker) stop() {
+	if w == nil {
+		return
+	}
+	C.bk_stop_worker()
+	if w.r != nil {
+		w.r.Close()
+		w.w.Close()
+	}
 }
 
 // mpiInitialized and mpiFinalized report MPI's own view (tests).

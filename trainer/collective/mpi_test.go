@@ -29,6 +29,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 	"unsafe"
 
 	"github.com/batchkit/batchkit/detect"
@@ -121,6 +122,7 @@ func TestMPI(t *testing.T) {
 	t.Run("ops", func(t *testing.T) { testMPIOps(t, c) })
 	t.Run("chunking", func(t *testing.T) { testMPIChunking(t, c, m) })
 	t.Run("goroutines", func(t *testing.T) { testMPIGoroutines(t, c) })
+	t.Run("worker", func(t *testing.T) { testMPIWorker(t, c, m) })
 
 	t.Run("second communicator", func(t *testing.T) {
 		// MPI is initialised (by us): a second backend dups its own
@@ -511,5 +513,55 @@ func testMPIGoroutines(t *testing.T, c *Comm) {
 	close(errs)
 	for err := range errs {
 		t.Error(err)
+	}
+}
+
+// testMPIWorker runs the collectives again with every call handed to the
+// worker thread (mpiLongCall 0, mpiHandoffMin 0), and checks which calls it made: none while
+// no call is long (an hour; with the real 5 ms an oversubscribed rank can
+// see any call take that long), every one when forced, none with
+// BATCHKIT_MPI_HANDOFF=0.
+func testMPIWorker(t *testing.T, c *Comm, m *mpiBackend) {
+	if m.handoff != (os.Getenv("BATCHKIT_MPI_HANDOFF") != "0") {
+		t.Errorf("handoff = %v with BATCHKIT_MPI_HANDOFF=%q", m.handoff, os.Getenv("BATCHKIT_MPI_HANDOFF"))
+	}
+	if !m.handoff {
+		t.Skip("BATCHKIT_MPI_HANDOFF=0")
+	}
+	defer func(limit time.Duration, min int) { mpiLongCall, mpiHandoffMin = limit, min }(mpiLongCall, mpiHandoffMin)
+	mpiLongCall, mpiHandoffMin = time.Hour, 0
+	before := mpiState.handoffs
+	testMPIOps(t, c)
+	if n := mpiState.handoffs - before; n != 0 {
+		t.Errorf("%d quick calls went to the worker, want none", n)
+	}
+
+	mpiLongCall = 0
+	before = mpiState.handoffs
+	x := []float32{float32(c.Rank() + 1), 1}
+	if err := Allreduce(c, x, x, Sum); err != nil || x[0] != float32(c.Size()*(c.Size()+1)/2) || x[1] != float32(c.Size()) {
+		t.Errorf("allreduce on the worker: %v, %v", x, err)
+	}
+	if n := mpiState.handoffs - before; n != 1 {
+		t.Fatalf("one allreduce with mpiLongCall 0: %d handoffs, want 1", n) // every rank alike
+	}
+	t.Run("ops", func(t *testing.T) { testMPIOps(t, c) })
+	t.Run("errors", func(t *testing.T) { testMPIErrors(t, c, m) })
+	t.Run("chunking", func(t *testing.T) { testMPIChunking(t, c, m) })
+	t.Run("goroutines", func(t *testing.T) { testMPIGoroutines(t, c) })
+	if n := mpiState.handoffs - before; n < 400 {
+		t.Errorf("%d handoffs, want every call (400 from the goroutines alone)", n)
+	}
+	t.Logf("%d calls on the worker thread", mpiState.handoffs-before)
+
+	// Off: the same forced limit changes nothing.
+	m.handoff = false
+	before = mpiState.handoffs
+	if err := Allreduce(c, x, x, Sum); err != nil {
+		t.Error(err)
+	}
+	m.handoff = true
+	if n := mpiState.handoffs - before; n != 0 {
+		t.Errorf("with handoff off: %d handoffs", n)
 	}
 }
