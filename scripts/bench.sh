@@ -20,7 +20,7 @@ cd "$(dirname "$0")/.."
 
 OUT=${OUT:-bench-results}
 ROUNDS=${ROUNDS:-3}
-MPI_ROUNDS=${MPI_ROUNDS:-6}
+MPI_ROUNDS=${MPI_ROUNDS:-10}
 MAX_BYTES=${MAX_BYTES:-64MiB}
 NP=2
 BK=bin/batchkit
