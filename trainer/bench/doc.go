@@ -3,7 +3,8 @@
 // be set beside theirs and beside the C (MPI) and Python (gloo) references in
 // reference/.
 //
-// One run sweeps message sizes from MinBytes to MaxBytes in ×2 steps (Sizes).
+// One run sweeps message sizes from MinBytes to MaxBytes in ×2 steps (Sizes),
+// after running the first size untimed for SettleTime (process start-up).
 // For each size every rank runs Schedule's warm-up iterations, a Barrier,
 // then the timed iterations; a rank's time is its mean per operation, and the
 // reported avg, min and max are the mean, minimum and maximum of the ranks'

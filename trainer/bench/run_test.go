@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -33,7 +34,7 @@ func TestRunSelf(t *testing.T) {
 			for _, dt := range []collective.DType{collective.Float32, collective.Float64} {
 				c := selfWorld(t, fallback)
 				var out bytes.Buffer
-				opts := Options{Op: op, DType: dt, MinBytes: 4, MaxBytes: 256 << 10, Iters: 3, Format: JSON, Label: "x"}
+				opts := Options{Op: op, DType: dt, MinBytes: 4, MaxBytes: 256 << 10, Iters: 3, Format: JSON, Label: "x", Settle: time.Millisecond}
 				results, err := Run(c, &out, opts)
 				if err != nil {
 					t.Fatalf("fallback %v, %s %s: %v", fallback, op, dt, err)
@@ -66,6 +67,31 @@ func TestRunSelf(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// The settle phase runs before the first size for at least Settle (default
+// SettleTime), and not at all when it is negative.
+func TestRunSettle(t *testing.T) {
+	if got := (Options{}).withDefaults().Settle; got != SettleTime {
+		t.Errorf("default Settle = %v, want SettleTime %v", got, SettleTime)
+	}
+	for _, tc := range []struct {
+		settle   time.Duration
+		min, max time.Duration
+	}{
+		{settle: 80 * time.Millisecond, min: 80 * time.Millisecond, max: 10 * time.Second},
+		{settle: -1, min: 0, max: 60 * time.Millisecond},
+	} {
+		c := selfWorld(t, false)
+		t0 := time.Now()
+		if _, err := Run(c, nil, Options{MinBytes: 8, MaxBytes: 8, Iters: 1, Settle: tc.settle}); err != nil {
+			t.Fatal(err)
+		}
+		if d := time.Since(t0); d < tc.min || d > tc.max {
+			t.Errorf("Settle %v: Run took %v, want %v..%v", tc.settle, d, tc.min, tc.max)
+		}
+		c.Close()
 	}
 }
 

@@ -172,7 +172,8 @@ func TestWorldRank(t *testing.T) {
 	}
 	for _, op := range Ops {
 		for _, dt := range []collective.DType{collective.Float32, collective.Float64} {
-			if _, err := Run(c, out, Options{Op: op, DType: dt, MaxBytes: 64 << 10, Iters: 3, Format: JSON}); err != nil {
+			// A short settle: the ranks must still agree when to stop.
+			if _, err := Run(c, out, Options{Op: op, DType: dt, MaxBytes: 64 << 10, Iters: 3, Format: JSON, Settle: 5 * time.Millisecond}); err != nil {
 				t.Fatalf("%s %s: %v", op, dt, err)
 			}
 		}

@@ -131,6 +131,19 @@ class Bench:
             k = recv.numel()
             recv.copy_(send[self.rank * k:(self.rank + 1) * k])
 
+    def settle(self, count, seconds=0.3):
+        """The first size's operation, untimed, in batches of 10 until every
+        rank has run for 300 ms (batchkit's bench.SettleTime)."""
+        send, recv = self.buffers(count)
+        send.zero_()
+        t0 = time.perf_counter()
+        done = torch.zeros(1)
+        while not done.item():
+            for _ in range(10):
+                self.once(send, recv)
+            done.fill_(1.0 if time.perf_counter() - t0 >= seconds else 0.0)
+            dist.all_reduce(done, op=dist.ReduceOp.MIN)
+
     def time(self, count, warmup, iters):
         send, recv = self.buffers(count)
         send.zero_()
@@ -227,6 +240,7 @@ def main():
         p.error("no message sizes: %s of %s on %d ranks needs multiples of %d bytes" % (a.op, a.dtype, n, unit(a.op, elem, n)))
 
     b = Bench(a.op, dtype, rank, n)
+    b.settle(sweep[0] // elem)
     for nbytes in sweep:
         count = nbytes // elem
         warmup, iters = schedule(nbytes, a.iters or 0)

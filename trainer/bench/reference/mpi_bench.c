@@ -20,6 +20,9 @@
  * SIZE is a number of bytes with an optional K, KiB, M, MiB, G or GiB
  * (binary multiples) and an optional B, in any case, as batchkit accepts.
  *
+ * Before the sweep the first size's operation runs untimed, in batches of
+ * 10, until every rank has run for 300 ms (batchkit's bench.SettleTime).
+ *
  * The measurement, per size (sizes min, 2min, 4min, ... <= max, each rounded
  * down to a multiple of the element size, times the number of ranks for
  * allgather and reducescatter; sizes that round to 0 and repeats skipped):
@@ -319,6 +322,22 @@ int main(int argc, char **argv) {
 	if (posix_memalign(&send, 64, send_n * esize + 64) != 0 ||
 	    (recv_n > 0 && posix_memalign(&recv, 64, recv_n * esize + 64) != 0))
 		die("out of memory%s", "");
+
+	/* Settle (as batchkit's bench.SettleTime): the first size's operation,
+	 * untimed, in batches of 10 until every rank has run for 300 ms, so that
+	 * no measurement includes process start-up. */
+	{
+		long long b0 = sizes[0];
+		int count0 = (int)(op == ALLGATHER || op == REDUCESCATTER ? b0 / esize / nranks : b0 / esize);
+		fill(send, op == REDUCESCATTER ? (size_t)count0 * nranks : (size_t)count0, dbl, rank);
+		double t0 = MPI_Wtime();
+		for (int done = 0; !done;) {
+			for (int it = 0; it < 10; it++)
+				check(once(op, send, recv, count0, dt), op_names[op]);
+			done = MPI_Wtime() - t0 >= 0.3;
+			check(MPI_Allreduce(MPI_IN_PLACE, &done, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD), "MPI_Allreduce");
+		}
+	}
 
 	const char *backend = backend_name();
 	for (int s = 0; s < nsizes; s++) {
