@@ -13,7 +13,8 @@ import (
 )
 
 // TestBenchMPILoop is trainer/bench's allreduce measurement (float32, out of
-// place, Sum; the same schedule and timing) run through this package's API
+// place, Sum; the same schedule and timing, but without bench's 300 ms
+// settle before the first size, so its first size includes start-up) run through this package's API
 // on the MPI backend, printing the JSON lines of reference/mpi_bench.c with
 // backend "go-openmpi" or "go-mpich": the two compare 1:1 without the bench
 // command. It runs only when asked, under a launcher:
