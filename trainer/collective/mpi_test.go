@@ -21,8 +21,6 @@ package collective
 import (
 	"errors"
 	"fmt"
-	"hash/fnv"
-	"math"
 	"math/rand/v2"
 	"os"
 	"runtime"
@@ -30,7 +28,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-	"unsafe"
 
 	"github.com/batchkit/batchkit/detect"
 )
@@ -281,54 +278,6 @@ func testMPIErrors(t *testing.T, c *Comm, m *mpiBackend) {
 	}
 }
 
-// mpiIn is rank r's element i: small integers, so every reduction is exact.
-func mpiIn(r, i int) float64 { return float64((i*7+r*13)%19 - 9) }
-
-func mpiWant(op Op, n, i int) float64 {
-	acc := mpiIn(0, i)
-	for r := 1; r < n; r++ {
-		switch v := mpiIn(r, i); op {
-		case Sum, Avg:
-			acc += v
-		case Max:
-			acc = max(acc, v)
-		case Min:
-			acc = min(acc, v)
-		}
-	}
-	return acc
-}
-
-// mpiSame reports whether every rank holds the same bytes in s.
-func mpiSame[T Float](c *Comm, s []T) error {
-	h := fnv.New64a()
-	h.Write(bufferOf(s).Bytes())
-	sum := h.Sum64()
-	mine := []float64{float64(sum >> 32), float64(sum & math.MaxUint32)}
-	all := make([]float64, 2*c.Size())
-	if err := Allgather(c, mine, all); err != nil {
-		return err
-	}
-	for r := 1; r < c.Size(); r++ {
-		if all[2*r] != all[0] || all[2*r+1] != all[1] {
-			return fmt.Errorf("rank %d's result differs from rank 0's", r)
-		}
-	}
-	return nil
-}
-
-func mpiCompare[T Float](t *testing.T, what string, got []T, want func(i int) T) {
-	t.Helper()
-	for i, g := range got {
-		w := want(i)
-		if unsafe.Sizeof(g) == 4 && math.Float32bits(float32(g)) != math.Float32bits(float32(w)) ||
-			unsafe.Sizeof(g) == 8 && math.Float64bits(float64(g)) != math.Float64bits(float64(w)) {
-			t.Errorf("%s: element %d of %d is %v, want %v", what, i, len(got), g, w)
-			return
-		}
-	}
-}
-
 func testMPIOps(t *testing.T, c *Comm) {
 	testMPIOpsT[float32](t, c)
 	testMPIOpsT[float64](t, c)
@@ -343,7 +292,7 @@ func testMPIOpsT[T Float](t *testing.T, c *Comm) {
 				what := fmt.Sprintf("allreduce %v %v len %d in place %v", typ, op, l, inPlace)
 				send := make([]T, l)
 				for i := range send {
-					send[i] = T(mpiIn(me, i))
+					send[i] = T(input(me, i))
 				}
 				recv := send
 				if !inPlace {
@@ -353,14 +302,10 @@ func testMPIOpsT[T Float](t *testing.T, c *Comm) {
 					t.Errorf("%s: %v", what, err)
 					continue
 				}
-				mpiCompare(t, what, recv, func(i int) T {
-					w := T(mpiWant(op, n, i))
-					if op == Avg {
-						w /= T(n)
-					}
-					return w
-				})
-				if err := mpiSame(c, recv); err != nil {
+				if err := compare(what, recv, func(i int) T { return want[T](op, n, i) }); err != nil {
+					t.Error(err)
+				}
+				if err := identical(c, recv); err != nil {
 					t.Errorf("%s: %v", what, err)
 				}
 			}
@@ -369,44 +314,44 @@ func testMPIOpsT[T Float](t *testing.T, c *Comm) {
 			buf := make([]T, l)
 			if me == root {
 				for i := range buf {
-					buf[i] = T(mpiIn(root, i))
+					buf[i] = T(input(root, i))
 				}
 			}
 			if err := Broadcast(c, buf, root); err != nil {
 				t.Errorf("broadcast %v len %d root %d: %v", typ, l, root, err)
 				continue
 			}
-			mpiCompare(t, fmt.Sprintf("broadcast %v len %d root %d", typ, l, root), buf, func(i int) T { return T(mpiIn(root, i)) })
+			if err := compare(fmt.Sprintf("broadcast %v len %d root %d", typ, l, root), buf, func(i int) T { return T(input(root, i)) }); err != nil {
+				t.Error(err)
+			}
 		}
 	}
 	for _, k := range []int{1, 5, 1000} {
 		send := make([]T, k)
 		for i := range send {
-			send[i] = T(mpiIn(me, i))
+			send[i] = T(input(me, i))
 		}
 		all := make([]T, n*k)
 		if err := Allgather(c, send, all); err != nil {
 			t.Errorf("allgather %v block %d: %v", typ, k, err)
 		} else {
-			mpiCompare(t, fmt.Sprintf("allgather %v block %d", typ, k), all, func(i int) T { return T(mpiIn(i/k, i%k)) })
+			if err := compare(fmt.Sprintf("allgather %v block %d", typ, k), all, func(i int) T { return T(input(i/k, i%k)) }); err != nil {
+				t.Error(err)
+			}
 		}
 		for _, op := range []Op{Sum, Avg, Max, Min} {
 			big := make([]T, n*k)
 			for i := range big {
-				big[i] = T(mpiIn(me, i))
+				big[i] = T(input(me, i))
 			}
 			mine := make([]T, k)
 			if err := ReduceScatter(c, big, mine, op); err != nil {
 				t.Errorf("reducescatter %v %v block %d: %v", typ, op, k, err)
 				continue
 			}
-			mpiCompare(t, fmt.Sprintf("reducescatter %v %v block %d", typ, op, k), mine, func(i int) T {
-				w := T(mpiWant(op, n, me*k+i))
-				if op == Avg {
-					w /= T(n)
-				}
-				return w
-			})
+			if err := compare(fmt.Sprintf("reducescatter %v %v block %d", typ, op, k), mine, func(i int) T { return want[T](op, n, me*k+i) }); err != nil {
+				t.Error(err)
+			}
 		}
 	}
 	// Inexact sums of random values (different on every rank) must still
@@ -420,7 +365,7 @@ func testMPIOpsT[T Float](t *testing.T, c *Comm) {
 		}
 		if err := Allreduce(c, s, s, Sum); err != nil {
 			t.Errorf("allreduce random len %d: %v", l, err)
-		} else if err := mpiSame(c, s); err != nil {
+		} else if err := identical(c, s); err != nil {
 			t.Errorf("allreduce %v sum of random values, len %d: %v", typ, l, err)
 		}
 	}
@@ -439,7 +384,7 @@ func testMPIChunking(t *testing.T, c *Comm, m *mpiBackend) {
 	for _, inPlace := range []bool{false, true} {
 		send := make([]float64, 23)
 		for i := range send {
-			send[i] = mpiIn(me, i)
+			send[i] = input(me, i)
 		}
 		recv := send
 		if !inPlace {
@@ -448,18 +393,22 @@ func testMPIChunking(t *testing.T, c *Comm, m *mpiBackend) {
 		if err := Allreduce(c, send, recv, Max); err != nil {
 			t.Errorf("chunked allreduce: %v", err)
 		}
-		mpiCompare(t, fmt.Sprintf("chunked allreduce in place %v", inPlace), recv, func(i int) float64 { return mpiWant(Max, n, i) })
+		if err := compare(fmt.Sprintf("chunked allreduce in place %v", inPlace), recv, func(i int) float64 { return want[float64](Max, n, i) }); err != nil {
+			t.Error(err)
+		}
 	}
 	f := make([]float32, 21)
 	if me == n-1 {
 		for i := range f {
-			f[i] = float32(mpiIn(n-1, i))
+			f[i] = float32(input(n-1, i))
 		}
 	}
 	if err := Broadcast(c, f, n-1); err != nil {
 		t.Errorf("chunked broadcast: %v", err)
 	}
-	mpiCompare(t, "chunked broadcast", f, func(i int) float32 { return float32(mpiIn(n-1, i)) })
+	if err := compare("chunked broadcast", f, func(i int) float32 { return float32(input(n-1, i)) }); err != nil {
+		t.Error(err)
+	}
 
 	// Allgather and reduce-scatter: the whole buffer must fit in one call.
 	mpiMaxCount = int64(5 * n)
