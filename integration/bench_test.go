@@ -3,7 +3,6 @@ package integration
 import (
 	"bytes"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/batchkit/batchkit/internal/freeport"
 	"github.com/batchkit/batchkit/trainer/bench"
 )
 
@@ -132,12 +132,11 @@ func TestBenchTCPPeerKilled(t *testing.T) {
 
 func freePort(t *testing.T) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := freeport.On("127.0.0.1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return port
 }
 
 func lastLine(s string) string {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"strconv"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/batchkit/batchkit/internal/freeport"
 	"github.com/batchkit/batchkit/launch/local"
 	"github.com/batchkit/batchkit/mpirun"
 	"github.com/batchkit/batchkit/profile"
@@ -490,12 +490,6 @@ var systemProbe = mpirun.Probe{
 	},
 }
 
-// freePort asks the kernel for a TCP port free on every interface.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", ":0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
+// freePort asks the kernel for a TCP port free on every interface (ranks
+// on other nodes connect to it).
+func freePort() (int, error) { return freeport.On("") }

@@ -4,9 +4,9 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"net"
 	"strings"
 
+	"github.com/batchkit/batchkit/internal/freeport"
 	"github.com/batchkit/batchkit/topology"
 )
 
@@ -67,14 +67,11 @@ func NewToken() (string, error) {
 // newToken is NewToken under the name this package's launcher uses.
 func newToken() (string, error) { return NewToken() }
 
-// freePort asks the kernel for a free TCP port on MasterAddr. The port is
-// released before rank 0 binds it, so another process could take it in
-// between; torchrun makes the same trade.
+// freePort asks the kernel for a free TCP port on MasterAddr.
 func freePort() (int, error) {
-	l, err := net.Listen("tcp", net.JoinHostPort(MasterAddr, "0"))
+	port, err := freeport.On(MasterAddr)
 	if err != nil {
 		return 0, fmt.Errorf("choosing MASTER_PORT: %w", err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return port, nil
 }

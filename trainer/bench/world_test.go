@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +15,7 @@ import (
 	"time"
 
 	"github.com/batchkit/batchkit/detect"
+	"github.com/batchkit/batchkit/internal/freeport"
 	"github.com/batchkit/batchkit/trainer/collective"
 )
 
@@ -85,12 +85,10 @@ func TestWorld(t *testing.T) {
 // startWorld runs the ranks and returns what each reported on failure.
 func startWorld(t *testing.T, mode, dir string) []string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := freeport.On("127.0.0.1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
 	tok := make([]byte, 16)
 	rand.Read(tok)
 

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/batchkit/batchkit/internal/freeport"
 )
 
 const tcpTestToken = "job-token-for-tests"
@@ -45,12 +47,11 @@ func (l *tcpLog) grep(substr string) []string {
 
 func tcpFreePort(t testing.TB) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := freeport.On("127.0.0.1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return port
 }
 
 func tcpTestOptions(rank, size, port int) tcpOptions {
