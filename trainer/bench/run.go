@@ -225,6 +225,9 @@ func (r *runner[T]) settle(count int, d time.Duration) error {
 		return nil
 	}
 	send, recv := r.buffers(count)
+	// The inputs are written first, as the reference programs do: untouched
+	// memory would be read as the kernel's shared zero page until then.
+	fillInputs(r.op, r.rank, r.n, send)
 	t0 := time.Now()
 	done := []float64{0}
 	for done[0] == 0 {
