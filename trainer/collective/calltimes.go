@@ -21,3 +21,17 @@ func (c *callTimes) long(bytes int, limit time.Duration) bool {
 
 // observe records that a call of bytes took d.
 func (c *callTimes) observe(bytes int, d time.Duration) { c[sizeClass(bytes)] = d }
+
+// mpiYieldBudget: how long the MPI backend lets a goroutine go without
+// yielding (see yieldDue and the notes in mpi.go).
+const mpiYieldBudget = 9 * time.Millisecond
+
+// yieldDue is the MPI backend's rule for yielding to the Go scheduler: yield
+// when one more call like the last one (took; 0 for calls too short to be
+// timed) could end more than mpiYieldBudget after the last yield. sysmon
+// preempts a goroutine it sees on the same scheduling tick twice, 10 ms
+// apart; a tick that always ends within 9 ms never is. Yielding no sooner
+// than that keeps the yields, which cost something too, few: ~110 a second.
+func yieldDue(sinceYield, took time.Duration) bool {
+	return sinceYield+took >= mpiYieldBudget
+}

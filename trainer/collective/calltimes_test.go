@@ -40,3 +40,32 @@ func TestCallTimes(t *testing.T) {
 		t.Error("with a limit of 0 every call is long (the tests' way to force the worker)")
 	}
 }
+
+func TestYieldDue(t *testing.T) {
+	ms := time.Millisecond
+	for _, c := range []struct {
+		name             string
+		sinceYield, took time.Duration
+		want             bool
+	}{
+		{"just yielded", 0, 0, false},
+		{"small calls wait for the whole budget", mpiYieldBudget - 1, 0, false},
+		{"small calls at the budget", mpiYieldBudget, 0, true},
+		{"a 2.5 ms call could overrun: yield early", 7 * ms, 2500 * time.Microsecond, true},
+		{"a 2.5 ms call that fits", 6 * ms, 2500 * time.Microsecond, false},
+		{"a call as long as the budget yields every time", 0, mpiYieldBudget, true},
+	} {
+		if got := yieldDue(c.sinceYield, c.took); got != c.want {
+			t.Errorf("%s: yieldDue(%v, %v) = %v, want %v", c.name, c.sinceYield, c.took, got, c.want)
+		}
+	}
+	// The rule keeps every scheduling tick under sysmon's 10 ms: after a
+	// call that did not yield, one more of the same still ends in budget.
+	for took := time.Duration(0); took < 5*ms; took += 100 * time.Microsecond {
+		for since := time.Duration(0); since < 20*ms; since += 50 * time.Microsecond {
+			if !yieldDue(since, took) && since+took >= 10*ms {
+				t.Fatalf("no yield %v after the last with %v calls: the next ends past 10 ms", since, took)
+			}
+		}
+	}
+}

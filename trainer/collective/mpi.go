@@ -169,7 +169,7 @@ static struct {
 	int kind, t, op, arg, rc;
 	uintptr_t h;
 	char *send, *recv;
-	int64_t count, max;
+	int64_t count, max, iters;
 } bk_w = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER};
 
 static void *bk_worker(void *unused) {
@@ -181,7 +181,9 @@ static void *bk_worker(void *unused) {
 		if (!bk_w.pending)
 			break;
 		pthread_mutex_unlock(&bk_w.mu);
-		int rc = bk_call(bk_w.kind, bk_w.h, bk_w.send, bk_w.recv, bk_w.count, bk_w.t, bk_w.op, bk_w.arg, bk_w.max);
+		int rc = MPI_SUCCESS;
+		for (int64_t i = 0; i < bk_w.iters && rc == MPI_SUCCESS; i++)
+			rc = bk_call(bk_w.kind, bk_w.h, bk_w.send, bk_w.recv, bk_w.count, bk_w.t, bk_w.op, bk_w.arg, bk_w.max);
 		pthread_mutex_lock(&bk_w.mu);
 		bk_w.rc = rc;
 		bk_w.pending = 0;
@@ -194,10 +196,11 @@ static void *bk_worker(void *unused) {
 	return NULL;
 }
 
-// bk_submit hands one call to the worker, starting the thread on first use
-// with every signal blocked (signals belong to Go's threads). It returns 0,
-// or the error number when the thread cannot be started.
-static int bk_submit(int done_fd, int kind, uintptr_t h, char *send, char *recv, int64_t count, int t, int op, int arg, int64_t max) {
+// bk_submit hands one call, made iters times in a row (1 but in
+// TestMPIOverhead), to the worker, starting the thread on first use with
+// every signal blocked (signals belong to Go's threads). It returns 0, or
+// the error number when the thread cannot be started.
+static int bk_submit(int done_fd, int kind, uintptr_t h, char *send, char *recv, int64_t count, int t, int op, int arg, int64_t max, int64_t iters) {
 	pthread_mutex_lock(&bk_w.mu);
 	if (!bk_w.started) {
 		sigset_t all, old;
@@ -213,7 +216,7 @@ static int bk_submit(int done_fd, int kind, uintptr_t h, char *send, char *recv,
 	}
 	bk_w.done_fd = done_fd;
 	bk_w.kind = kind, bk_w.h = h, bk_w.send = send, bk_w.recv = recv, bk_w.count = count;
-	bk_w.t = t, bk_w.op = op, bk_w.arg = arg, bk_w.max = max;
+	bk_w.t = t, bk_w.op = op, bk_w.arg = arg, bk_w.max = max, bk_w.iters = iters;
 	bk_w.pending = 1;
 	pthread_cond_broadcast(&bk_w.cv);
 	pthread_mutex_unlock(&bk_w.mu);
@@ -379,10 +382,15 @@ type mpiBackend struct {
 // Either way: thousands of futex wake-ups and context switches a second on
 // the cores the busy-polling ranks need. Measured on 2 ranks (Open MPI, 64
 // KiB allreduce): ~20,000 context switches/s against ~25 for the same loop
-// in C, and 2-3× its time. So the backend yields every mpiYieldEvery
-// (runtime.Gosched, under a microsecond; sysmon's limit is 10 ms), and
-// newMPI raises GOMAXPROCS from 1 to 2 unless GOMAXPROCS is set in the
-// environment: ~700 switches/s left (the yields' own), 64 KiB within ~7% of C.
+// in C, and 2-3× its time. So newMPI raises GOMAXPROCS from 1 to 2 unless
+// GOMAXPROCS is set in the environment, and the backend yields
+// (runtime.Gosched) before sysmon's limit comes: see yieldDue. Each yield
+// has its price, though: with a P idle, Gosched wakes another thread, which
+// takes the goroutine over while the first one spins, both on the rank's
+// core (~600 context switches/s at 200 yields/s, against ~15 for C). In one
+// process, against the same calls made from C (TestMPIOverhead), yielding
+// every 1 ms left Go at 0.81-0.84× C's bandwidth at 1 MiB, every 5 ms at
+// 0.94-0.98×, and every ~9 ms at 0.98-1.0× from 256 KiB to 4 MiB.
 //
 // Long calls are the other case: one that spans sysmon's 10 ms limit has its
 // P retaken, and every return from MPI then sets sysmon polling every 20 µs
@@ -392,7 +400,6 @@ type mpiBackend struct {
 // (the worker) while the goroutine waits on a pipe through the netpoller:
 // its P is free, sysmon sleeps, and the hand-over costs ~25 µs, under 1 %
 // of such a call.
-const mpiYieldEvery = 5 * time.Millisecond
 
 // mpiLongCall: half of sysmon's limit. Tests set 0 to send every call to
 // the worker. Calls under mpiHandoffMin bytes are quick unless they wait for
@@ -407,9 +414,10 @@ var (
 var mpiEpoch = time.Now()
 
 // yieldDue reports whether the caller should runtime.Gosched after the
-// call that ended at now (since mpiEpoch; under mpiState's lock).
-func (m *mpiBackend) yieldDue(now time.Duration) bool {
-	if now-m.lastYield < mpiYieldEvery {
+// call that ended at now (since mpiEpoch; under mpiState's lock) and took
+// took (0 when not timed), and if so counts the yield as made.
+func (m *mpiBackend) yieldDue(now, took time.Duration) bool {
+	if !yieldDue(now-m.lastYield, took) {
 		return false
 	}
 	m.lastYield = now
@@ -492,7 +500,7 @@ func newMPI(t topology.Topology) (Backend, error) {
 	}
 	mpiState.open++
 	m.handoff = os.Getenv("BATCHKIT_MPI_HANDOFF") != "0"
-	// See mpiYieldEvery: a spare P keeps sysmon from handing off the P of
+	// See mpiYieldBudget: a spare P keeps sysmon from handing off the P of
 	// every MPI call longer than 20 µs. An explicit GOMAXPROCS is respected.
 	if runtime.GOMAXPROCS(0) == 1 && os.Getenv("GOMAXPROCS") == "" {
 		runtime.GOMAXPROCS(2)
@@ -602,7 +610,7 @@ func (m *mpiBackend) call(kind mpiKind, send, recv unsafe.Pointer, count int, t 
 	if timed {
 		start = time.Since(mpiEpoch)
 		if m.times.long(bytes, mpiLongCall) {
-			rc, handedOff = mpiHandoff(kind, m.comm, send, recv, count, t, op, arg)
+			rc, handedOff = mpiHandoff(kind, m.comm, send, recv, count, t, op, arg, 1)
 		}
 	}
 	if !handedOff {
@@ -616,7 +624,11 @@ func (m *mpiBackend) call(kind mpiKind, send, recv unsafe.Pointer, count int, t 
 	if handedOff {
 		m.lastYield = end // the goroutine was parked: the scheduler has seen it
 	} else {
-		yield = m.yieldDue(end)
+		var took time.Duration
+		if timed {
+			took = end - start
+		}
+		yield = m.yieldDue(end, took)
 	}
 	mpiState.Unlock()
 	if yield {
@@ -635,7 +647,7 @@ func (m *mpiBackend) Barrier() error {
 		return ErrClosed
 	}
 	rc := C.bk_barrier(m.comm)
-	yield := m.yieldDue(time.Since(mpiEpoch))
+	yield := m.yieldDue(time.Since(mpiEpoch), 0)
 	mpiState.Unlock()
 	if yield {
 		runtime.Gosched()
@@ -657,10 +669,10 @@ type mpiWorker struct {
 	off  bool // no pipe or no thread: every call stays on its caller's thread
 }
 
-// mpiHandoff runs one call on the worker, starting it on first use, and
-// waits for it (under mpiState's lock). ok is false when the call was not
-// made: then the caller makes it itself.
-func mpiHandoff(kind mpiKind, comm C.uintptr_t, send, recv unsafe.Pointer, count int, t DType, op Op, arg int) (rc C.int, ok bool) {
+// mpiHandoff runs one call (iters times in a row) on the worker, starting
+// it on first use, and waits for it (under mpiState's lock). ok is false
+// when the call was not made: then the caller makes it itself.
+func mpiHandoff(kind mpiKind, comm C.uintptr_t, send, recv unsafe.Pointer, count int, t DType, op Op, arg, iters int) (rc C.int, ok bool) {
 	w := mpiState.worker
 	if w == nil {
 		w = &mpiWorker{}
@@ -682,7 +694,7 @@ func mpiHandoff(kind mpiKind, comm C.uintptr_t, send, recv unsafe.Pointer, count
 		}
 	}
 	defer w.pin.Unpin()
-	if C.bk_submit(w.wfd, C.int(kind), comm, (*C.char)(send), (*C.char)(recv), C.int64_t(count), C.int(t), C.int(op), C.int(arg), C.int64_t(mpiMaxCount)) != 0 {
+	if C.bk_submit(w.wfd, C.int(kind), comm, (*C.char)(send), (*C.char)(recv), C.int64_t(count), C.int(t), C.int(op), C.int(arg), C.int64_t(mpiMaxCount), C.int64_t(iters)) != 0 {
 		w.off = true // pthread_create failed
 		return 0, false
 	}
@@ -693,6 +705,29 @@ func mpiHandoff(kind mpiKind, comm C.uintptr_t, send, recv unsafe.Pointer, count
 	}
 	mpiState.handoffs++
 	return rc, true
+}
+
+// cLoop makes the collective iters times in a row from C, on the worker
+// thread while the goroutine waits in the netpoller, and returns how long
+// that took: TestMPIOverhead's reference for the same calls made one by one
+// through the Go API, in the same process, on the same buffers.
+func (m *mpiBackend) cLoop(kind mpiKind, send, recv unsafe.Pointer, count int, t DType, op Op, arg, iters int) (time.Duration, error) {
+	mpiState.Lock()
+	defer mpiState.Unlock()
+	if m.closed {
+		return 0, ErrClosed
+	}
+	start := time.Now()
+	rc, ok := mpiHandoff(kind, m.comm, send, recv, count, t, op, arg, iters)
+	d := time.Since(start)
+	m.lastYield = time.Since(mpiEpoch) // the goroutine was parked
+	if !ok {
+		return 0, errors.New("the MPI worker thread is not available")
+	}
+	if rc != C.MPI_SUCCESS {
+		return 0, mpiError(mpiCallNames[kind], rc)
+	}
+	return d, nil
 }
 
 // stop ends the worker thread and closes the pipe (nil: nothing started).

@@ -87,7 +87,7 @@ func TestMPI(t *testing.T) {
 			t.Errorf("local rank %d; launcher says %d (%d nodes)", l, topo.LocalRank, topo.NumNodes)
 		}
 		if os.Getenv("GOMAXPROCS") == "" && runtime.GOMAXPROCS(0) < 2 {
-			t.Errorf("GOMAXPROCS is %d after newMPI, want at least 2 (see mpiYieldEvery)", runtime.GOMAXPROCS(0))
+			t.Errorf("GOMAXPROCS is %d after newMPI, want at least 2 (see mpiYieldBudget)", runtime.GOMAXPROCS(0))
 		}
 		// Every rank appears once, in order.
 		ranks := make([]float64, c.Size())
@@ -502,6 +502,14 @@ func testMPIWorker(t *testing.T, c *Comm, m *mpiBackend) {
 		t.Errorf("%d handoffs, want every call (400 from the goroutines alone)", n)
 	}
 	t.Logf("%d calls on the worker thread", mpiState.handoffs-before)
+
+	// cLoop, TestMPIOverhead's reference, makes its call iters times on the
+	// worker: an in-place sum of ones three times over is size³ everywhere.
+	y := bufferOf([]float64{1})
+	d, err := m.cLoop(mpiAllreduce, y.Ptr, y.Ptr, 1, Float64, Sum, 1, 3)
+	if got, want := *(*float64)(y.Ptr), float64(c.Size()*c.Size()*c.Size()); err != nil || got != want || d <= 0 {
+		t.Errorf("cLoop of 3 in-place sums: %v in %v, %v; want %v", got, d, err, want)
+	}
 
 	// Off: the same forced limit changes nothing.
 	m.handoff = false
