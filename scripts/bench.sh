@@ -17,6 +17,11 @@
 # whose order swaps every round, and the second C series is compared with
 # the first as an A/A control: the two are the same program, so their ratio
 # shows how far this run's measurement can be trusted at each size.
+# Then the Go layer alone, in one process (TestMPIOverhead in
+# trainer/collective, built once per MPI with go test -c): rounds of the
+# calls looped in C on the backend's worker thread, the same calls through
+# the Go API, and C again; its own A/A column is the first C window against
+# the second.
 # Writes $OUT/*.jsonl, $OUT/summary.txt (the comparison tables) and
 # $OUT/busbw.png (bus bandwidth against size, one line per program).
 set -euo pipefail
@@ -41,6 +46,8 @@ make -s build-mpi MPI=openmpi
 make -s build-mpi MPI=mpich
 mkdir -p "$OUT"
 rm -f "$OUT"/*.jsonl
+go test -c -tags mpi -o "$OUT/collective_openmpi.test" ./trainer/collective
+go test -c -tags mpich -o "$OUT/collective_mpich.test" ./trainer/collective
 mpicc.openmpi -O2 -o "$OUT/mpi_bench_openmpi" trainer/bench/reference/mpi_bench.c
 mpicc.mpich -O2 -o "$OUT/mpi_bench_mpich" trainer/bench/reference/mpi_bench.c
 
@@ -72,7 +79,37 @@ for round in $(seq "$(( ROUNDS > MPI_ROUNDS ? ROUNDS : MPI_ROUNDS ))"); do
 	"$BK" run -n "$NP" -- "$PYTHON" trainer/bench/reference/gloo_bench.py "${sweep[@]}" >>"$OUT/gloo.jsonl"
 done
 
+# The same comparison inside one process (TestMPIOverhead): Go's calls and
+# the same calls looped in C, in alternating windows, so that both see the
+# same machine state.
+for lib in openmpi mpich; do
+	echo "bench: in-process Go vs C ($lib)" >&2
+	if [ "$lib" = openmpi ]; then launch=("${ompi[@]}" -x BATCHKIT_MPI_OVERHEAD); else launch=("${mpich[@]}"); fi
+	BATCHKIT_MPI_OVERHEAD=1 "${launch[@]}" "$OUT/collective_$lib.test" -test.run '^TestMPIOverhead$' |
+		grep '^{' >"$OUT/inprocess-$lib.jsonl"
+done
+inprocess_table() {
+	"$PYTHON" -c '
+import json, sys
+print("#       size     C(us)    Go(us)  diff(us)  Go/C busbw (median, quartiles)  A/A")
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    b, unit = r["bytes"], "B"
+    for u in ("KiB", "MiB"):
+        if b >= 1024 and b % 1024 == 0:
+            b, unit = b // 1024, u
+    print("%9d %-3s %9.2f %9.2f %9.2f  %6.3f  [%5.3f, %5.3f]            %6.3f" % (b, unit, r["c_us"], r["go_us"],
+          r["go_us"] - r["c_us"], r["go_vs_c"], r["go_vs_c_q1"], r["go_vs_c_q3"], r["aa"]))
+' "$1"
+}
+
 {
+	echo "# In one process (TestMPIOverhead), Open MPI: Go's calls against the same calls looped in C"
+	inprocess_table "$OUT/inprocess-openmpi.jsonl"
+	echo
+	echo "# In one process (TestMPIOverhead), MPICH"
+	inprocess_table "$OUT/inprocess-mpich.jsonl"
+	echo
 	echo "# Go MPI backend (Open MPI) against C on Open MPI"
 	"$BK" bench --best --baseline "$OUT/c-openmpi.jsonl" "$OUT/go-openmpi.jsonl"
 	echo
