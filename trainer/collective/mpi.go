@@ -390,7 +390,7 @@ type mpiBackend struct {
 // core (~600 context switches/s at 200 yields/s, against ~15 for C). In one
 // process, against the same calls made from C (TestMPIOverhead), yielding
 // every 1 ms left Go at 0.81-0.84× C's bandwidth at 1 MiB, every 5 ms at
-// 0.94-0.98×, and every ~9 ms at 0.98-1.0× from 256 KiB to 4 MiB.
+// 0.94-0.98×, and every 8 ms at 0.98-1.0× from 256 KiB to 4 MiB.
 //
 // Long calls are the other case: one that spans sysmon's 10 ms limit has its
 // P retaken, and every return from MPI then sets sysmon polling every 20 µs
