@@ -55,11 +55,19 @@ func collectiveTest(t *testing.T, tag string) string {
 // and checks that every one of n ranks ran and passed it.
 func runWorld(t *testing.T, n int, env []string, want string, launcher []string, testBin string) {
 	t.Helper()
+	runRanks(t, n, append(env, "BATCHKIT_TEST_WORLD="+want), launcher, testBin, "TestWorld")
+}
+
+// runRanks starts test (a top-level test of testBin) under launcher argv
+// and checks that every one of n ranks ran and passed it; it returns the
+// output.
+func runRanks(t *testing.T, n int, env, launcher []string, testBin, test string) string {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	argv := append(append([]string{}, launcher...), testBin, "-test.run", "^TestWorld$", "-test.v", "-test.count", "1")
+	argv := append(append([]string{}, launcher...), testBin, "-test.run", "^"+test+"$", "-test.v", "-test.count", "1")
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-	cmd.Env = append(env, "BATCHKIT_TEST_WORLD="+want)
+	cmd.Env = env
 	cmd.Dir = t.TempDir()
 	os.Chmod(cmd.Dir, 0o777)
 	var out bytes.Buffer
@@ -69,10 +77,11 @@ func runWorld(t *testing.T, n int, env []string, want string, launcher []string,
 	if err != nil {
 		t.Fatalf("%s: %v\n%s", strings.Join(argv, " "), err, out.String())
 	}
-	if got := strings.Count(out.String(), "--- PASS: TestWorld"); got != n {
-		t.Fatalf("%d of %d ranks passed TestWorld:\n%s", got, n, out.String())
+	if got := strings.Count(out.String(), "--- PASS: "+test+" ("); got != n {
+		t.Fatalf("%d of %d ranks passed %s:\n%s", got, n, test, out.String())
 	}
-	t.Logf("%d ranks passed in %v", n, time.Since(start).Round(time.Millisecond))
+	t.Logf("%d ranks passed %s in %v", n, test, time.Since(start).Round(time.Millisecond))
+	return out.String()
 }
 
 func TestCollectiveTCP(t *testing.T) {
@@ -152,6 +161,28 @@ func TestCollectiveMPI(t *testing.T) {
 			// Not started by an MPI launcher: auto picks tcp even in an MPI build.
 			t.Run("batchkit run -n 2 picks tcp", func(t *testing.T) {
 				runWorld(t, 2, localEnv(), "tcp", []string{bin, "run", "-n", "2", "--"}, coll)
+			})
+			// The backend's own tests (errors, chunking, the worker thread,
+			// a second communicator, finalisation), and a short run of the
+			// in-process overhead measurement, so that it keeps working:
+			// every window's result is checked.
+			for _, n := range []string{"2", "3"} {
+				t.Run("TestMPI mpirun -n "+n, func(t *testing.T) {
+					runRanks(t, atoi(n), localEnv(), append(append([]string{f.mpirun}, f.flags...), "-n", n), coll, "TestMPI")
+				})
+			}
+			t.Run("TestMPIOverhead mpirun -n 2", func(t *testing.T) {
+				env := append(localEnv(), "BATCHKIT_MPI_OVERHEAD=1", "BATCHKIT_MPI_BENCH_MIN=65536",
+					"BATCHKIT_MPI_BENCH_MAX=131072", "BATCHKIT_MPI_OVERHEAD_ROUNDS=2")
+				launcher := append(append([]string{f.mpirun}, f.flags...), "-n", "2")
+				if f.tag == "mpi" {
+					launcher = append(launcher, "-x", "BATCHKIT_MPI_OVERHEAD", "-x", "BATCHKIT_MPI_BENCH_MIN",
+						"-x", "BATCHKIT_MPI_BENCH_MAX", "-x", "BATCHKIT_MPI_OVERHEAD_ROUNDS")
+				}
+				out := runRanks(t, 2, env, launcher, coll, "TestMPIOverhead")
+				if got := strings.Count(out, `"go_vs_c":`); got != 2 {
+					t.Errorf("%d result lines, want 2 (64 and 128 KiB, rank 0):\n%s", got, out)
+				}
 			})
 		})
 	}
