@@ -103,6 +103,14 @@ for line in open(sys.argv[1]):
 ' "$1"
 }
 
+# compare TITLE BASELINE OTHER: one size-by-size table of $OUT/OTHER.jsonl
+# against $OUT/BASELINE.jsonl, each size's best run.
+compare() {
+	echo "# $1"
+	"$BK" bench --best --baseline "$OUT/$2.jsonl" "$OUT/$3.jsonl"
+	echo
+}
+
 {
 	echo "# In one process (TestMPIOverhead), Open MPI: Go's calls against the same calls looped in C"
 	inprocess_table "$OUT/inprocess-openmpi.jsonl"
@@ -110,23 +118,12 @@ for line in open(sys.argv[1]):
 	echo "# In one process (TestMPIOverhead), MPICH"
 	inprocess_table "$OUT/inprocess-mpich.jsonl"
 	echo
-	echo "# Go MPI backend (Open MPI) against C on Open MPI"
-	"$BK" bench --best --baseline "$OUT/c-openmpi.jsonl" "$OUT/go-openmpi.jsonl"
-	echo
-	echo "# Go MPI backend (MPICH) against C on MPICH"
-	"$BK" bench --best --baseline "$OUT/c-mpich.jsonl" "$OUT/go-mpich.jsonl"
-	echo
-	echo "# A/A control: the C reference against itself (Open MPI), run for run beside the Go program"
-	"$BK" bench --best --baseline "$OUT/c-openmpi.jsonl" "$OUT/c-openmpi-aa.jsonl"
-	echo
-	echo "# A/A control: the C reference against itself (MPICH)"
-	"$BK" bench --best --baseline "$OUT/c-mpich.jsonl" "$OUT/c-mpich-aa.jsonl"
-	echo
-	echo "# TCP backend against PyTorch gloo"
-	"$BK" bench --best --baseline "$OUT/gloo.jsonl" "$OUT/go-tcp.jsonl"
-	echo
-	echo "# TCP backend with every link on TCP (BATCHKIT_TCP_SHM=0) against PyTorch gloo"
-	"$BK" bench --best --baseline "$OUT/gloo.jsonl" "$OUT/go-tcp-noshm.jsonl"
+	compare "Go MPI backend (Open MPI) against C on Open MPI" c-openmpi go-openmpi
+	compare "Go MPI backend (MPICH) against C on MPICH" c-mpich go-mpich
+	compare "A/A control: the C reference against itself (Open MPI), run for run beside the Go program" c-openmpi c-openmpi-aa
+	compare "A/A control: the C reference against itself (MPICH)" c-mpich c-mpich-aa
+	compare "TCP backend against PyTorch gloo" gloo go-tcp
+	compare "TCP backend with every link on TCP (BATCHKIT_TCP_SHM=0) against PyTorch gloo" gloo go-tcp-noshm
 } | tee "$OUT/summary.txt"
 "$BK" bench --best --plot "$OUT/busbw.png" "$OUT"/c-openmpi.jsonl "$OUT"/go-openmpi.jsonl \
 	"$OUT"/c-mpich.jsonl "$OUT"/go-mpich.jsonl "$OUT"/go-tcp.jsonl "$OUT"/go-tcp-noshm.jsonl "$OUT"/gloo.jsonl
