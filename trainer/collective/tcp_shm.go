@@ -444,10 +444,7 @@ func (b *tcpBackend) setupShm(deadline time.Time) error {
 		}
 	}
 	for _, p := range theirs {
-		typ, body, err := readMsg(p.conn, 4096)
-		if err == nil && typ != tcpMsgShmOffer {
-			err = fmt.Errorf("message type %d, expected a shared memory offer", typ)
-		}
+		body, err := readShmMsg(p, tcpMsgShmOffer, "offer")
 		if err != nil {
 			return b.linkError(p, false, err)
 		}
@@ -463,10 +460,7 @@ func (b *tcpBackend) setupShm(deadline time.Time) error {
 		}
 	}
 	for _, p := range mine {
-		typ, body, err := readMsg(p.conn, 4096)
-		if err == nil && typ != tcpMsgShmReply {
-			err = fmt.Errorf("message type %d, expected a shared memory reply", typ)
-		}
+		body, err := readShmMsg(p, tcpMsgShmReply, "reply")
 		if err != nil {
 			return b.linkError(p, false, err)
 		}
@@ -480,6 +474,16 @@ func (b *tcpBackend) setupShm(deadline time.Time) error {
 		}
 	}
 	return nil
+}
+
+// readShmMsg reads the next message of setupShm's exchange on p's link,
+// which must be of type want (what names it in the error).
+func readShmMsg(p *tcpPeer, want byte, what string) ([]byte, error) {
+	typ, body, err := readMsg(p.conn, 4096)
+	if err == nil && typ != want {
+		err = fmt.Errorf("message type %d, expected a shared memory %s", typ, what)
+	}
+	return body, err
 }
 
 // acceptShm maps the offered file and checks its nonce: "" when the link
