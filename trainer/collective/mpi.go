@@ -500,8 +500,9 @@ func newMPI(t topology.Topology) (Backend, error) {
 	}
 	mpiState.open++
 	m.handoff = os.Getenv("BATCHKIT_MPI_HANDOFF") != "0"
-	// See "The Go scheduler and MPI" above: a spare P keeps sysmon from handing off the P of
-	// every MPI call longer than 20 µs. An explicit GOMAXPROCS is respected.
+	// See "The Go scheduler and MPI" above: a spare P keeps sysmon from
+	// handing off the P of every MPI call longer than 20 µs. An explicit
+	// GOMAXPROCS is respected.
 	if runtime.GOMAXPROCS(0) == 1 && os.Getenv("GOMAXPROCS") == "" {
 		runtime.GOMAXPROCS(2)
 	}
