@@ -618,17 +618,15 @@ func (m *mpiBackend) call(kind mpiKind, send, recv unsafe.Pointer, count int, t 
 		rc = C.bk_call(C.int(kind), m.comm, (*C.char)(send), (*C.char)(recv), C.int64_t(count), C.int(t), C.int(op), C.int(arg), C.int64_t(mpiMaxCount))
 	}
 	end := time.Since(mpiEpoch)
+	var took time.Duration // 0 when not timed
 	if timed {
-		m.times.observe(bytes, end-start)
+		took = end - start
+		m.times.observe(bytes, took)
 	}
 	yield := false
 	if handedOff {
 		m.lastYield = end // the goroutine was parked: the scheduler has seen it
 	} else {
-		var took time.Duration
-		if timed {
-			took = end - start
-		}
 		yield = m.yieldDue(end, took)
 	}
 	mpiState.Unlock()
@@ -718,17 +716,17 @@ func (m *mpiBackend) cLoop(kind mpiKind, send, recv unsafe.Pointer, count int, t
 	if m.closed {
 		return 0, ErrClosed
 	}
-	start := time.Now()
+	start := time.Since(mpiEpoch)
 	rc, ok := mpiHandoff(kind, m.comm, send, recv, count, t, op, arg, iters)
-	d := time.Since(start)
-	m.lastYield = time.Since(mpiEpoch) // the goroutine was parked
+	end := time.Since(mpiEpoch)
+	m.lastYield = end // the goroutine was parked
 	if !ok {
 		return 0, errors.New("the MPI worker thread is not available")
 	}
 	if rc != C.MPI_SUCCESS {
 		return 0, mpiError(mpiCallNames[kind], rc)
 	}
-	return d, nil
+	return end - start, nil
 }
 
 // stop ends the worker thread and closes the pipe (nil: nothing started).
