@@ -1,6 +1,8 @@
 package collective
 
 import (
+	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -492,7 +494,7 @@ func (b *tcpBackend) acceptShm(p *tcpPeer, body []byte) string {
 	if b.o.NoShm || !shmSupported {
 		return "shared memory is off here"
 	}
-	name, nonce, ok := cutZero(body)
+	name, nonce, ok := bytes.Cut(body, []byte{0})
 	if !ok || len(nonce) != shmNonceSz {
 		return "malformed offer"
 	}
@@ -503,7 +505,7 @@ func (b *tcpBackend) acceptShm(p *tcpPeer, body []byte) string {
 		}
 		return err.Error()
 	}
-	ringBytes := int(*(*uint64)(unsafe.Pointer(&mem[shmCapAt])))
+	ringBytes := int(binary.NativeEndian.Uint64(mem[shmCapAt:])) // as createShm wrote it
 	switch {
 	case string(mem[:len(shmMagic)]) != shmMagic,
 		string(mem[shmNonceAt:shmNonceAt+shmNonceSz]) != string(nonce),
@@ -513,13 +515,4 @@ func (b *tcpBackend) acceptShm(p *tcpPeer, body []byte) string {
 	}
 	p.shm = newShmLink(mem, ringBytes, false)
 	return ""
-}
-
-func cutZero(b []byte) (before, after []byte, ok bool) {
-	for i, c := range b {
-		if c == 0 {
-			return b[:i], b[i+1:], true
-		}
-	}
-	return nil, nil, false
 }
