@@ -109,11 +109,11 @@ func TestConformanceTCPInProcess(t *testing.T) {
 	if testing.Short() {
 		sizes = []int{3}
 	}
-	for _, tr := range tcpTransports {
+	forTransports(t, func(t *testing.T, tweak func(o *tcpOptions)) {
 		for _, n := range sizes {
 			for _, fallback := range []bool{false, true} {
-				t.Run(fmt.Sprintf("%s/%d ranks fallback %v", tr.name, n, fallback), func(t *testing.T) {
-					bs := tcpWorld(t, n, tr.tweak)
+				t.Run(fmt.Sprintf("%d ranks fallback %v", n, fallback), func(t *testing.T) {
+					bs := tcpWorld(t, n, tweak)
 					errs := make([][]error, n)
 					var wg sync.WaitGroup
 					for r, b := range bs {
@@ -132,5 +132,5 @@ func TestConformanceTCPInProcess(t *testing.T) {
 				})
 			}
 		}
-	}
+	})
 }
