@@ -30,16 +30,18 @@ package collective
 #cgo mpich CFLAGS: -DBK_WANT_MPICH
 #cgo noescape bk_call
 #cgo nocallback bk_call
-#cgo nocallback bk_submit
-#cgo nocallback bk_finish
-#cgo nocallback bk_barrier
+#cgo nocallback bk_start_worker
+#cgo nocallback bk_join_worker
+#cgo nocallback bk_wait_result
 
 #include <mpi.h>
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stddef.h>
+#include <string.h>
 #include <unistd.h>
 
 #if defined(BK_WANT_OPEN_MPI) && !defined(OPEN_MPI)
@@ -141,112 +143,95 @@ static int bk_allgather(uintptr_t h, char *send, char *recv, int count, int t) {
 static int bk_reduce_scatter_block(uintptr_t h, char *send, char *recv, int count, int t, int op) {
 	return MPI_Reduce_scatter_block(send, recv, count, bk_type(t), bk_op(op), bk_comm(h));
 }
-static int bk_barrier(uintptr_t h) { return MPI_Barrier(bk_comm(h)); }
 
 // bk_call runs one collective, named by kind (the values of mpiKind). arg is
 // the in-place flag for allreduce and the root for broadcast.
-enum { BK_ALLREDUCE = 1, BK_BCAST = 2, BK_ALLGATHER = 3, BK_REDUCE_SCATTER = 4 };
+enum { BK_ALLREDUCE = 1, BK_BCAST = 2, BK_ALLGATHER = 3, BK_REDUCE_SCATTER = 4, BK_BARRIER = 5 };
 static int bk_call(int kind, uintptr_t h, char *send, char *recv, int64_t count, int t, int op, int arg, int64_t max) {
 	switch (kind) {
 	case BK_ALLREDUCE: return bk_allreduce(h, send, recv, count, t, op, arg, max);
 	case BK_BCAST: return bk_bcast(h, send, count, t, arg, max);
 	case BK_ALLGATHER: return bk_allgather(h, send, recv, (int)count, t);
 	case BK_REDUCE_SCATTER: return bk_reduce_scatter_block(h, send, recv, (int)count, t, op);
+	case BK_BARRIER: return MPI_Barrier(bk_comm(h));
 	}
 	return MPI_ERR_ARG;
 }
 
 // ---- the worker: one C thread that makes the long calls (see mpiLongCall).
-// The Go side holds mpiState's lock from bk_submit to bk_finish, so there is
-// at most one call in flight and MPI still sees serialised calls.
+// The Go side fills bk_w while the thread waits, then writes one byte to the
+// request pipe; the thread makes the call and writes its int32 result to
+// the done pipe. Both sides of a call are plain memory and pipe traffic, no
+// cgo call (see mpiHandoff for why). The Go side holds mpiState's lock from
+// the request to the result, so there is at most one call in flight and
+// MPI still sees serialised calls.
 
-static struct {
-	pthread_mutex_t mu;
-	pthread_cond_t cv;
+// Not static: Go writes the requests into it, and cgo reaches only C
+// symbols with external linkage (hence the prefixed name).
+struct {
 	pthread_t th;
-	int started, pending, quit;
-	int done_fd; // the worker writes one byte here when a call is done
-	int kind, t, op, arg, rc;
+	int req_fd;  // the thread reads requests here (blocking) till end of file
+	int done_fd; // and writes each call's int32 result here
+	int kind, t, op, arg;
 	uintptr_t h;
 	char *send, *recv;
 	int64_t count, max, iters;
-} bk_w = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER};
+} batchkit_mpi_worker;
+#define bk_w batchkit_mpi_worker
 
 static void *bk_worker(void *unused) {
 	(void)unused;
-	pthread_mutex_lock(&bk_w.mu);
 	for (;;) {
-		while (!bk_w.pending && !bk_w.quit)
-			pthread_cond_wait(&bk_w.cv, &bk_w.mu);
-		if (!bk_w.pending)
-			break;
-		pthread_mutex_unlock(&bk_w.mu);
+		char b;
+		ssize_t n = read(bk_w.req_fd, &b, 1);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n != 1)
+			return NULL;
 		int rc = MPI_SUCCESS;
 		for (int64_t i = 0; i < bk_w.iters && rc == MPI_SUCCESS; i++)
 			rc = bk_call(bk_w.kind, bk_w.h, bk_w.send, bk_w.recv, bk_w.count, bk_w.t, bk_w.op, bk_w.arg, bk_w.max);
-		pthread_mutex_lock(&bk_w.mu);
-		bk_w.rc = rc;
-		bk_w.pending = 0;
-		pthread_cond_broadcast(&bk_w.cv);
-		char b = 1;
-		while (write(bk_w.done_fd, &b, 1) < 0 && errno == EINTR)
+		int32_t r = rc;
+		while (write(bk_w.done_fd, &r, sizeof r) < 0 && errno == EINTR)
 			;
 	}
-	pthread_mutex_unlock(&bk_w.mu);
-	return NULL;
 }
 
-// bk_submit hands one call, made iters times in a row (1 but in
-// TestMPIOverhead), to the worker, starting the thread on first use with
-// every signal blocked (signals belong to Go's threads). It returns 0, or
-// the error number when the thread cannot be started.
-static int bk_submit(int done_fd, int kind, uintptr_t h, char *send, char *recv, int64_t count, int t, int op, int arg, int64_t max, int64_t iters) {
-	pthread_mutex_lock(&bk_w.mu);
-	if (!bk_w.started) {
-		sigset_t all, old;
-		sigfillset(&all);
-		pthread_sigmask(SIG_SETMASK, &all, &old);
-		int err = pthread_create(&bk_w.th, NULL, bk_worker, NULL);
-		pthread_sigmask(SIG_SETMASK, &old, NULL);
-		if (err != 0) {
-			pthread_mutex_unlock(&bk_w.mu);
-			return err;
-		}
-		bk_w.started = 1;
+// bk_start_worker starts the thread with every signal blocked (signals
+// belong to Go's threads). It returns 0 or the error number.
+static int bk_start_worker(int req_fd, int done_fd) {
+	bk_w.req_fd = req_fd, bk_w.done_fd = done_fd;
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	int err = pthread_create(&bk_w.th, NULL, bk_worker, NULL);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return err;
+}
+
+// bk_wait_result reads a call's result from the done pipe, waiting with
+// poll: the Go side's fallback when its own read failed. A result it cannot
+// read becomes MPI_ERR_INTERN.
+static int bk_wait_result(int fd) {
+	int32_t r = MPI_ERR_INTERN;
+	char buf[sizeof r];
+	for (size_t got = 0; got < sizeof r;) {
+		struct pollfd p = {fd, POLLIN, 0};
+		if (poll(&p, 1, -1) < 0 && errno != EINTR)
+			return MPI_ERR_INTERN;
+		ssize_t n = read(fd, buf + got, sizeof r - got);
+		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
+			return MPI_ERR_INTERN;
+		if (n > 0)
+			got += n;
 	}
-	bk_w.done_fd = done_fd;
-	bk_w.kind = kind, bk_w.h = h, bk_w.send = send, bk_w.recv = recv, bk_w.count = count;
-	bk_w.t = t, bk_w.op = op, bk_w.arg = arg, bk_w.max = max, bk_w.iters = iters;
-	bk_w.pending = 1;
-	pthread_cond_broadcast(&bk_w.cv);
-	pthread_mutex_unlock(&bk_w.mu);
-	return 0;
+	memcpy(&r, buf, sizeof r);
+	return r;
 }
 
-// bk_finish waits for the submitted call (it is normally done: the caller
-// has read its byte) and returns its result.
-static int bk_finish(void) {
-	pthread_mutex_lock(&bk_w.mu);
-	while (bk_w.pending)
-		pthread_cond_wait(&bk_w.cv, &bk_w.mu);
-	int rc = bk_w.rc;
-	pthread_mutex_unlock(&bk_w.mu);
-	return rc;
-}
-
-// bk_stop_worker ends the thread (before MPI_Finalize).
-static void bk_stop_worker(void) {
-	pthread_mutex_lock(&bk_w.mu);
-	if (!bk_w.started) {
-		pthread_mutex_unlock(&bk_w.mu);
-		return;
-	}
-	bk_w.quit = 1;
-	pthread_cond_broadcast(&bk_w.cv);
-	pthread_mutex_unlock(&bk_w.mu);
-	pthread_join(bk_w.th, NULL);
-	bk_w.started = 0, bk_w.quit = 0;
-}
+// bk_join_worker waits for the thread to end (after the Go side has closed
+// the request pipe).
+static void bk_join_worker(void) { pthread_join(bk_w.th, NULL); }
 
 // ---- errors.
 
@@ -299,13 +284,14 @@ static const char *bk_class_name(int rc) {
 import "C"
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"os"
 	"runtime"
 	"sync"
+	"syscall"
 	"time"
 	"unsafe"
 
@@ -322,7 +308,7 @@ var (
 	_ = [1]struct{}{}[int(C.BK_MIN)-int(Min)]
 )
 
-// mpiKind names a collective for bk_call and bk_submit.
+// mpiKind names a collective for bk_call and the worker.
 type mpiKind C.int
 
 const (
@@ -330,11 +316,12 @@ const (
 	mpiBcast         mpiKind = C.BK_BCAST
 	mpiAllgather     mpiKind = C.BK_ALLGATHER
 	mpiReduceScatter mpiKind = C.BK_REDUCE_SCATTER
+	mpiBarrier       mpiKind = C.BK_BARRIER
 )
 
 var mpiCallNames = [...]string{
 	mpiAllreduce: "MPI_Allreduce", mpiBcast: "MPI_Bcast",
-	mpiAllgather: "MPI_Allgather", mpiReduceScatter: "MPI_Reduce_scatter_block",
+	mpiAllgather: "MPI_Allgather", mpiReduceScatter: "MPI_Reduce_scatter_block", mpiBarrier: "MPI_Barrier",
 }
 
 // mpiState is the process-wide MPI state. Its mutex is held around every
@@ -348,8 +335,9 @@ var mpiState struct {
 	initCalls int  // MPI_Init_thread calls (tests: MPI is initialised once)
 	finalized int  // MPI_Finalize calls (tests: once)
 
-	worker   *mpiWorker // started by the first long call
-	handoffs int        // calls the worker made (tests)
+	worker    *mpiWorker // started by the first long call
+	workerOff bool       // it could not be started: calls stay on their callers' threads
+	handoffs  int        // calls the worker made (tests)
 }
 
 // mpiMaxCount is the largest element count of one MPI call (MPI counts are
@@ -398,8 +386,14 @@ type mpiBackend struct {
 // 4-5× the context switches of C; 64 MiB allreduce 5-10 % behind C). So a
 // call whose size class last took at least mpiLongCall runs on a C thread
 // (the worker) while the goroutine waits on a pipe through the netpoller:
-// its P is free, sysmon sleeps, and the hand-over costs ~25 µs, under 1 %
-// of such a call.
+// its P is free and sysmon sleeps. The hand-over makes no cgo call (see
+// mpiWorker) and costs 10-20 µs, under 0.5 % of such a call.
+//
+// The same hand-over cannot replace the yields: after each park, sysmon
+// (asleep while every P was idle) is woken by the next cgo call and polls
+// every 20 µs again. Handing over one call every 9 ms instead of yielding
+// made 3.3× the sysmon sleeps and left Go at 0.79-0.84× C at 64 and 128
+// KiB (TestMPIOverhead).
 
 // mpiLongCall: half of sysmon's limit. Tests set 0 to send every call to
 // the worker. Calls under mpiHandoffMin bytes are quick unless they wait for
@@ -529,7 +523,7 @@ func (m *mpiBackend) Close() error {
 	mpiState.open--
 	if mpiState.open == 0 {
 		mpiState.worker.stop()
-		mpiState.worker = nil
+		mpiState.worker, mpiState.workerOff = nil, false
 	}
 	if mpiState.open == 0 && mpiState.owned {
 		mpiState.owned = false
@@ -639,71 +633,138 @@ func (m *mpiBackend) call(kind mpiKind, send, recv unsafe.Pointer, count int, t 
 	return nil
 }
 
-func (m *mpiBackend) Barrier() error {
-	mpiState.Lock()
-	if m.closed {
-		mpiState.Unlock()
-		return ErrClosed
+func (m *mpiBackend) Barrier() error { return m.call(mpiBarrier, nil, nil, 0, Float32, 0, 0) }
+
+// mpiWorker is the Go side of the worker thread: the pipes that carry its
+// requests and results. The calling goroutine waits for each result through
+// the netpoller, so that its P is free while MPI runs.
+//
+// Every step of a hand-over is a raw system call or a memory store, none of
+// them a cgo call or a syscall.Syscall: those tell the runtime a system
+// call begins, which wakes sysmon if it sleeps (it does while the goroutine
+// is parked and every P idle) and resets it to polling every 20 µs, on the
+// core the rank busy-polls on. With a cgo call after each hand-over, a
+// 4 MiB allreduce (1 ms) handed over every time ran at 0.88× C's
+// bandwidth in one process.
+type mpiWorker struct {
+	req     int             // the request pipe's write end (blocking)
+	reqRead int             // its read end, the thread's
+	done    *os.File        // the result pipe's read end, in the netpoller
+	doneW   *os.File        // its write end, the thread's
+	raw     syscall.RawConn // done's
+	pin     runtime.Pinner
+}
+
+// startMPIWorker makes the pipes and starts the thread; nil when either
+// cannot be had (the calls then stay on their callers' threads).
+func startMPIWorker() *mpiWorker {
+	var fds [2]int
+	if err := syscall.Pipe2(fds[:], syscall.O_CLOEXEC); err != nil {
+		return nil
 	}
-	rc := C.bk_barrier(m.comm)
-	yield := m.yieldDue(time.Since(mpiEpoch), 0)
-	mpiState.Unlock()
-	if yield {
-		runtime.Gosched()
+	w := &mpiWorker{reqRead: fds[0], req: fds[1]}
+	var err error
+	if w.done, w.doneW, err = os.Pipe(); err == nil {
+		w.raw, err = w.done.SyscallConn()
 	}
-	if rc != C.MPI_SUCCESS {
-		return mpiError("MPI_Barrier", rc)
+	if err == nil && C.bk_start_worker(C.int(w.reqRead), C.int(w.doneW.Fd())) == 0 {
+		return w
 	}
+	w.close()
 	return nil
 }
 
-// mpiWorker is the Go side of the worker thread (bk_submit): the pipe on
-// which the calling goroutine waits for each handed-off call, through the
-// netpoller, so that its P is free while MPI runs.
-type mpiWorker struct {
-	r, w *os.File
-	wfd  C.int // w's descriptor, written by the C thread
-	buf  [1]byte
-	pin  runtime.Pinner
-	off  bool // no pipe or no thread: every call stays on its caller's thread
+// close closes whatever pipe ends exist (the thread is not running).
+func (w *mpiWorker) close() {
+	syscall.Close(w.req)
+	syscall.Close(w.reqRead)
+	if w.done != nil {
+		w.done.Close()
+		w.doneW.Close()
+	}
+}
+
+// stop ends the thread (end of file on its request pipe) and closes the
+// pipes (nil: nothing started).
+func (w *mpiWorker) stop() {
+	if w == nil {
+		return
+	}
+	syscall.Close(w.req)
+	w.req = -1
+	C.bk_join_worker()
+	w.close()
 }
 
 // mpiHandoff runs one call (iters times in a row) on the worker, starting
 // it on first use, and waits for it (under mpiState's lock). ok is false
 // when the call was not made: then the caller makes it itself.
 func mpiHandoff(kind mpiKind, comm C.uintptr_t, send, recv unsafe.Pointer, count int, t DType, op Op, arg, iters int) (rc C.int, ok bool) {
+	if mpiState.workerOff {
+		return 0, false
+	}
 	w := mpiState.worker
 	if w == nil {
-		w = &mpiWorker{}
-		var err error
-		if w.r, w.w, err = os.Pipe(); err != nil {
-			w.off = true
-		} else {
-			w.wfd = C.int(w.w.Fd())
+		if w = startMPIWorker(); w == nil {
+			mpiState.workerOff = true
+			return 0, false
 		}
 		mpiState.worker = w
 	}
-	if w.off {
-		return 0, false
-	}
-	// The C thread keeps these pointers after bk_submit returns.
+	// The thread reads these pointers from C memory: pinned till it is done.
 	for _, p := range [2]unsafe.Pointer{send, recv} {
 		if p != nil {
 			w.pin.Pin(p)
 		}
 	}
 	defer w.pin.Unpin()
-	if C.bk_submit(w.wfd, C.int(kind), comm, (*C.char)(send), (*C.char)(recv), C.int64_t(count), C.int(t), C.int(op), C.int(arg), C.int64_t(mpiMaxCount), C.int64_t(iters)) != 0 {
-		w.off = true // pthread_create failed
+	C.batchkit_mpi_worker.kind, C.batchkit_mpi_worker.h, C.batchkit_mpi_worker.send, C.batchkit_mpi_worker.recv = C.int(kind), comm, (*C.char)(send), (*C.char)(recv)
+	C.batchkit_mpi_worker.count, C.batchkit_mpi_worker.t, C.batchkit_mpi_worker.op, C.batchkit_mpi_worker.arg = C.int64_t(count), C.int(t), C.int(op), C.int(arg)
+	C.batchkit_mpi_worker.max, C.batchkit_mpi_worker.iters = C.int64_t(mpiMaxCount), C.int64_t(iters)
+	if !rawWrite(w.req, 'r') { // cannot happen: a pipe we own, with room
+		mpiState.workerOff = true
 		return 0, false
 	}
-	_, err := io.ReadFull(w.r, w.buf[:])
-	rc = C.bk_finish() // waits in C if the read failed
-	if err != nil {
-		w.off = true
-	}
+	var res [4]byte
+	got := 0
+	err := w.raw.Read(func(fd uintptr) bool {
+		for got < len(res) {
+			n, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&res[got])), uintptr(len(res)-got))
+			switch {
+			case e == syscall.EINTR:
+				continue
+			case e == syscall.EAGAIN:
+				return false // wait in the netpoller
+			case e != 0 || n == 0:
+				return true
+			}
+			got += int(n)
+		}
+		return true
+	})
 	mpiState.handoffs++
-	return rc, true
+	if err != nil || got != len(res) {
+		// Cannot happen with pipes we own (a 4-byte write to a pipe is
+		// atomic); the thread may still be using the buffers, so wait for
+		// it in C, and make no more hand-overs.
+		mpiState.workerOff = true
+		if got != 0 {
+			return C.MPI_ERR_INTERN, true
+		}
+		return C.bk_wait_result(C.int(w.done.Fd())), true
+	}
+	return C.int(int32(binary.NativeEndian.Uint32(res[:]))), true
+}
+
+// rawWrite writes one byte with a raw system call (see mpiWorker).
+func rawWrite(fd int, b byte) bool {
+	for {
+		n, _, e := syscall.RawSyscall(syscall.SYS_WRITE, uintptr(fd), uintptr(unsafe.Pointer(&b)), 1)
+		if e == syscall.EINTR {
+			continue
+		}
+		return e == 0 && n == 1
+	}
 }
 
 // cLoop makes the collective iters times in a row from C, on the worker
@@ -727,18 +788,6 @@ func (m *mpiBackend) cLoop(kind mpiKind, send, recv unsafe.Pointer, count int, t
 		return 0, mpiError(mpiCallNames[kind], rc)
 	}
 	return end - start, nil
-}
-
-// stop ends the worker thread and closes the pipe (nil: nothing started).
-func (w *mpiWorker) stop() {
-	if w == nil {
-		return
-	}
-	C.bk_stop_worker()
-	if w.r != nil {
-		w.r.Close()
-		w.w.Close()
-	}
 }
 
 // mpiInitialized and mpiFinalized report MPI's own view (tests).
