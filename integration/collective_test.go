@@ -173,11 +173,11 @@ func TestCollectiveMPI(t *testing.T) {
 			}
 			t.Run("TestMPIOverhead mpirun -n 2", func(t *testing.T) {
 				env := append(localEnv(), "BATCHKIT_MPI_OVERHEAD=1", "BATCHKIT_MPI_BENCH_MIN=65536",
-					"BATCHKIT_MPI_BENCH_MAX=131072", "BATCHKIT_MPI_OVERHEAD_ROUNDS=2")
+					"BATCHKIT_MPI_BENCH_MAX=131072", "BATCHKIT_MPI_OVERHEAD_ROUNDS=2", "BATCHKIT_MPI_OVERHEAD_BUDGET=0")
 				launcher := append(append([]string{f.mpirun}, f.flags...), "-n", "2")
 				if f.tag == "mpi" {
 					launcher = append(launcher, "-x", "BATCHKIT_MPI_OVERHEAD", "-x", "BATCHKIT_MPI_BENCH_MIN",
-						"-x", "BATCHKIT_MPI_BENCH_MAX", "-x", "BATCHKIT_MPI_OVERHEAD_ROUNDS")
+						"-x", "BATCHKIT_MPI_BENCH_MAX", "-x", "BATCHKIT_MPI_OVERHEAD_ROUNDS", "-x", "BATCHKIT_MPI_OVERHEAD_BUDGET")
 				}
 				out := runRanks(t, 2, env, launcher, coll, "TestMPIOverhead")
 				if got := strings.Count(out, `"go_vs_c":`); got != 2 {

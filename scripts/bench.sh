@@ -20,8 +20,8 @@
 # Then the Go layer alone, in one process (TestMPIOverhead in
 # trainer/collective, built once per MPI with go test -c): rounds of the
 # calls looped in C on the backend's worker thread, the same calls through
-# the Go API, and C again; its own A/A column is the first C window against
-# the second.
+# the Go API, and C again, reported as medians with 95 % confidence
+# intervals; its own A/A column is the first C window against the second.
 # Writes $OUT/*.jsonl, $OUT/summary.txt (the comparison tables) and
 # $OUT/busbw.png (bus bandwidth against size, one line per program).
 set -euo pipefail
@@ -81,25 +81,37 @@ done
 
 # The same comparison inside one process (TestMPIOverhead): Go's calls and
 # the same calls looped in C, in alternating windows, so that both see the
-# same machine state.
+# same machine state. 8 B for the latency goal, then the bandwidth goal's
+# sizes; each size runs rounds until the median's 95 % interval is 2 % wide
+# or OVERHEAD_BUDGET is spent.
+OVERHEAD_BUDGET=${OVERHEAD_BUDGET:-10s}
 for lib in openmpi mpich; do
 	echo "bench: in-process Go vs C ($lib)" >&2
-	if [ "$lib" = openmpi ]; then launch=("${ompi[@]}" -x BATCHKIT_MPI_OVERHEAD); else launch=("${mpich[@]}"); fi
-	BATCHKIT_MPI_OVERHEAD=1 "${launch[@]}" "$OUT/collective_$lib.test" -test.run '^TestMPIOverhead$' |
-		grep '^{' >"$OUT/inprocess-$lib.jsonl"
+	if [ "$lib" = openmpi ]; then
+		launch=("${ompi[@]}" -x BATCHKIT_MPI_OVERHEAD -x BATCHKIT_MPI_OVERHEAD_BUDGET -x BATCHKIT_MPI_BENCH_MIN -x BATCHKIT_MPI_BENCH_MAX)
+	else
+		launch=("${mpich[@]}")
+	fi
+	: >"$OUT/inprocess-$lib.jsonl"
+	for range in 8:8 65536:67108864; do
+		BATCHKIT_MPI_OVERHEAD=1 BATCHKIT_MPI_OVERHEAD_BUDGET=$OVERHEAD_BUDGET \
+			BATCHKIT_MPI_BENCH_MIN=${range%:*} BATCHKIT_MPI_BENCH_MAX=${range#*:} \
+			"${launch[@]}" "$OUT/collective_$lib.test" -test.run '^TestMPIOverhead$' |
+			grep '^{' >>"$OUT/inprocess-$lib.jsonl"
+	done
 done
 inprocess_table() {
 	"$PYTHON" -c '
 import json, sys
-print("#       size     C(us)    Go(us)  diff(us)  Go/C busbw (median, quartiles)  A/A")
+print("#       size     C(us)    Go(us)  diff(us)  Go/C busbw [95% CI]       A/A [95% CI]          rounds")
 for line in open(sys.argv[1]):
     r = json.loads(line)
     b, unit = r["bytes"], "B"
     for u in ("KiB", "MiB"):
         if b >= 1024 and b % 1024 == 0:
             b, unit = b // 1024, u
-    print("%9d %-3s %9.2f %9.2f %9.2f  %6.3f  [%5.3f, %5.3f]            %6.3f" % (b, unit, r["c_us"], r["go_us"],
-          r["go_us"] - r["c_us"], r["go_vs_c"], r["go_vs_c_q1"], r["go_vs_c_q3"], r["aa"]))
+    print("%9d %-3s %9.2f %9.2f %9.2f  %5.3f [%5.3f, %5.3f]  %5.3f [%5.3f, %5.3f]  %5d" % (b, unit, r["c_us"], r["go_us"],
+          r["go_us"] - r["c_us"], r["go_vs_c"], r["go_vs_c_lo"], r["go_vs_c_hi"], r["aa"], r["aa_lo"], r["aa_hi"], r["rounds"]))
 ' "$1"
 }
 
