@@ -128,7 +128,7 @@ func BenchmarkMPIAllreduce8B(b *testing.B) {
 // calls one by one through Allreduce, and C again, each after an untimed
 // window of the same. A window's time is the slowest rank's. Windows last
 // ~50 ms (at least 5 calls); the C window includes one hand-over to the
-// worker (~25 µs).
+// worker (10-20 µs).
 //
 // Rank 0 prints one JSON line per size: the median over the rounds of Go's
 // bus bandwidth relative to the mean of its two C windows (go_vs_c) with a
