@@ -173,8 +173,10 @@ struct {
 	int req_fd;  // the thread reads requests here (blocking) till end of file
 	int done_fd; // and writes each call's int32 result here
 	int kind, t, op, arg;
-	uintptr_t h;
-	char *send, *recv;
+	// The buffers travel as integers: Go storing a pointer into C memory
+	// runs a write barrier on the slot's old value, a buffer the GC may
+	// have freed since ("found bad pointer in Go heap").
+	uintptr_t h, send, recv;
 	int64_t count, max, iters;
 } batchkit_mpi_worker;
 #define bk_w batchkit_mpi_worker
@@ -190,7 +192,7 @@ static void *bk_worker(void *unused) {
 			return NULL;
 		int rc = MPI_SUCCESS;
 		for (int64_t i = 0; i < bk_w.iters && rc == MPI_SUCCESS; i++)
-			rc = bk_call(bk_w.kind, bk_w.h, bk_w.send, bk_w.recv, bk_w.count, bk_w.t, bk_w.op, bk_w.arg, bk_w.max);
+			rc = bk_call(bk_w.kind, bk_w.h, (char *)bk_w.send, (char *)bk_w.recv, bk_w.count, bk_w.t, bk_w.op, bk_w.arg, bk_w.max);
 		int32_t r = rc;
 		while (write(bk_w.done_fd, &r, sizeof r) < 0 && errno == EINTR)
 			;
@@ -718,9 +720,10 @@ func mpiHandoff(kind mpiKind, comm C.uintptr_t, send, recv unsafe.Pointer, count
 		}
 	}
 	defer w.pin.Unpin()
-	C.batchkit_mpi_worker.kind, C.batchkit_mpi_worker.h, C.batchkit_mpi_worker.send, C.batchkit_mpi_worker.recv = C.int(kind), comm, (*C.char)(send), (*C.char)(recv)
-	C.batchkit_mpi_worker.count, C.batchkit_mpi_worker.t, C.batchkit_mpi_worker.op, C.batchkit_mpi_worker.arg = C.int64_t(count), C.int(t), C.int(op), C.int(arg)
-	C.batchkit_mpi_worker.max, C.batchkit_mpi_worker.iters = C.int64_t(mpiMaxCount), C.int64_t(iters)
+	req := &C.batchkit_mpi_worker
+	req.kind, req.h, req.send, req.recv = C.int(kind), comm, C.uintptr_t(uintptr(send)), C.uintptr_t(uintptr(recv))
+	req.count, req.t, req.op, req.arg = C.int64_t(count), C.int(t), C.int(op), C.int(arg)
+	req.max, req.iters = C.int64_t(mpiMaxCount), C.int64_t(iters)
 	if !rawWrite(w.req, 'r') { // cannot happen: a pipe we own, with room
 		mpiState.workerOff = true
 		return 0, false

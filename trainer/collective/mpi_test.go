@@ -498,6 +498,7 @@ func testMPIWorker(t *testing.T, c *Comm, m *mpiBackend) {
 	t.Run("errors", func(t *testing.T) { testMPIErrors(t, c, m) })
 	t.Run("chunking", func(t *testing.T) { testMPIChunking(t, c, m) })
 	t.Run("goroutines", func(t *testing.T) { testMPIGoroutines(t, c) })
+	t.Run("garbage collection", func(t *testing.T) { testMPIWorkerGC(t, c) })
 	if n := mpiState.handoffs - before; n < 400 {
 		t.Errorf("%d handoffs, want every call (400 from the goroutines alone)", n)
 	}
@@ -521,4 +522,36 @@ func testMPIWorker(t *testing.T, c *Comm, m *mpiBackend) {
 	if n := mpiState.handoffs - before; n != 0 {
 		t.Errorf("with handoff off: %d handoffs", n)
 	}
+}
+
+// testMPIWorkerGC hands a buffer to the worker, lets the collector free
+// it, and hands over the next call while the collector marks. The hand-over
+// passes buffers to the worker through C memory; had Go stored them there
+// as pointers, the write barrier would see the freed buffer in the slot
+// ("found bad pointer in Go heap", as once in CI).
+func testMPIWorkerGC(t *testing.T, c *Comm) {
+	// A heap that takes the collector a few milliseconds to mark.
+	heap := make([]*[8]uint64, 1<<18)
+	for i := range heap {
+		heap[i] = new([8]uint64)
+	}
+	want := float64(c.Size() * (c.Size() + 1) / 2)
+	check := func(what string, x []float64) {
+		t.Helper()
+		x[0] = float64(c.Rank() + 1)
+		if err := Allreduce(c, x, x, Sum); err != nil || x[0] != want {
+			t.Fatalf("%s: allreduce on the worker = %v, %v; want %v", what, x[0], err, want)
+		}
+	}
+	for i := range 10 {
+		check("a large buffer", make([]float64, 64<<10)) // 512 KiB, a span of its own
+		runtime.GC()
+		runtime.GC() // the buffer is garbage: its span is free
+		marked := make(chan struct{})
+		go func() { runtime.GC(); close(marked) }()
+		time.Sleep(100 * time.Microsecond) // into the mark phase
+		check(fmt.Sprintf("round %d, while the collector marks", i), make([]float64, 1))
+		<-marked
+	}
+	runtime.KeepAlive(heap)
 }
