@@ -162,7 +162,7 @@ static int bk_call(int kind, uintptr_t h, char *send, char *recv, int64_t count,
 // The Go side fills bk_w while the thread waits, then writes one byte to the
 // request pipe; the thread makes the call and writes its int32 result to
 // the done pipe. Both sides of a call are plain memory and pipe traffic, no
-// cgo call (see mpiHandoff for why). The Go side holds mpiState's lock from
+// cgo call (see mpiWorker for why). The Go side holds mpiState's lock from
 // the request to the result, so there is at most one call in flight and
 // MPI still sees serialised calls.
 
