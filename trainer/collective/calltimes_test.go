@@ -7,6 +7,7 @@ import (
 
 func TestCallTimes(t *testing.T) {
 	const limit = 5 * time.Millisecond
+	ms := time.Millisecond
 	var c callTimes
 	steps := []struct {
 		name     string
@@ -16,13 +17,16 @@ func TestCallTimes(t *testing.T) {
 		wantLong bool
 	}{
 		{name: "nothing seen yet", bytes: 64 << 20, wantLong: false},
-		{name: "a long call", observe: 64 << 20, d: 40 * time.Millisecond, bytes: 64 << 20, wantLong: true},
+		{name: "a long call", observe: 64 << 20, d: 40 * ms, bytes: 64 << 20, wantLong: true},
 		{name: "same class, smaller", bytes: 64<<20 + 1<<20, wantLong: true},
 		{name: "next class down", bytes: 32 << 20, wantLong: false},
 		{name: "next class up", bytes: 128 << 20, wantLong: false},
 		{name: "exactly the limit is long", observe: 16 << 20, d: limit, bytes: 16 << 20, wantLong: true},
-		{name: "a short call of the class measures again", observe: 64 << 20, d: 3 * time.Millisecond, bytes: 64 << 20, wantLong: false},
-		{name: "a straggler at 8 bytes", observe: 8, d: 20 * time.Millisecond, bytes: 8, wantLong: true},
+		{name: "on the worker, a call of half the limit stays", observe: 64 << 20, d: limit / 2, bytes: 64 << 20, wantLong: true},
+		{name: "and one of a quarter", observe: 64 << 20, d: limit / 4, bytes: 64 << 20, wantLong: true},
+		{name: "under a quarter comes back", observe: 64 << 20, d: limit/4 - 1, bytes: 64 << 20, wantLong: false},
+		{name: "back on the caller's thread, half the limit stays there", observe: 64 << 20, d: limit / 2, bytes: 64 << 20, wantLong: false},
+		{name: "a straggler at 8 bytes", observe: 8, d: 20 * ms, bytes: 8, wantLong: true},
 		{name: "then a normal one", observe: 8, d: time.Microsecond, bytes: 8, wantLong: false},
 		{name: "zero bytes is its own class", bytes: 0, wantLong: false},
 		{name: "the largest int", observe: int(^uint(0) >> 1), d: time.Second, bytes: int(^uint(0) >> 1), wantLong: true},
