@@ -297,28 +297,27 @@ func mpiMeasureWorld(t *testing.T, on string) (c *Comm, minBytes, maxBytes int) 
 // envCount reads a non-negative integer from the environment (def if unset).
 func envCount(t *testing.T, name string, def int) int {
 	t.Helper()
-	v := os.Getenv(name)
-	if v == "" {
-		return def
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 0 {
-		t.Fatalf("%s=%q: want a non-negative integer", name, v)
-	}
-	return n
+	return envValue(t, name, def, strconv.Atoi, "a non-negative integer")
 }
 
 // envDuration reads a non-negative duration from the environment (def if
 // unset).
 func envDuration(t *testing.T, name string, def time.Duration) time.Duration {
 	t.Helper()
+	return envValue(t, name, def, time.ParseDuration, "a non-negative duration such as 10s")
+}
+
+// envValue reads name with parse, failing the test on a value parse rejects
+// or that is negative.
+func envValue[T int | time.Duration](t *testing.T, name string, def T, parse func(string) (T, error), want string) T {
+	t.Helper()
 	v := os.Getenv(name)
 	if v == "" {
 		return def
 	}
-	d, err := time.ParseDuration(v)
-	if err != nil || d < 0 {
-		t.Fatalf("%s=%q: want a non-negative duration such as 10s", name, v)
+	x, err := parse(v)
+	if err != nil || x < 0 {
+		t.Fatalf("%s=%q: want %s", name, v, want)
 	}
-	return d
+	return x
 }
