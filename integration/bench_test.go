@@ -132,7 +132,7 @@ func TestBenchTCPPeerKilled(t *testing.T) {
 
 func freePort(t *testing.T) int {
 	t.Helper()
-	port, err := freeport.On("127.0.0.1")
+	port, err := freeport.BelowEphemeral("127.0.0.1")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -85,7 +85,7 @@ func TestWorld(t *testing.T) {
 // startWorld runs the ranks and returns what each reported on failure.
 func startWorld(t *testing.T, mode, dir string) []string {
 	t.Helper()
-	port, err := freeport.On("127.0.0.1")
+	port, err := freeport.BelowEphemeral("127.0.0.1")
 	if err != nil {
 		t.Fatal(err)
 	}

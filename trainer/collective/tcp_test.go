@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"math/rand/v2"
 	"net"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -47,47 +45,14 @@ func (l *tcpLog) grep(substr string) []string {
 	return out
 }
 
-// tcpFreePort returns a free port for an in-process world's rank 0. A port
-// the kernel hands out (freeport.On) lies in the ephemeral range, where any
-// process's outgoing connection can take it before rank 0 binds it (seen in
-// CI, with the integration tests' connections alongside). So the ports come
-// from below that range, where the kernel assigns none by itself, one after
-// another from a random start, each checked free; freeport.On when the
-// range starts too low to leave room.
+// tcpFreePort returns a free port for an in-process world's rank 0.
 func tcpFreePort(t testing.TB) int {
 	t.Helper()
-	lo, hi := 10000, tcpEphemeralStart()
-	if hi-lo < 1000 {
-		port, err := freeport.On("127.0.0.1")
-		if err != nil {
-			t.Fatal(err)
-		}
-		return port
+	port, err := freeport.BelowEphemeral("127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
 	}
-	tcpNextPort.CompareAndSwap(0, int64(1+rand.IntN(hi-lo)))
-	for range 1000 {
-		port := lo + int(tcpNextPort.Add(1))%(hi-lo)
-		if l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port))); err == nil {
-			l.Close()
-			return port
-		}
-	}
-	t.Fatalf("no free port from %d to %d", lo, hi)
-	return 0
-}
-
-var tcpNextPort atomic.Int64
-
-// tcpEphemeralStart is the first port of the kernel's ephemeral range
-// (32768 when it cannot be read: Linux's default).
-func tcpEphemeralStart() int {
-	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
-	if f := strings.Fields(string(b)); err == nil && len(f) == 2 {
-		if n, err := strconv.Atoi(f[0]); err == nil {
-			return n
-		}
-	}
-	return 32768
+	return port
 }
 
 func tcpTestOptions(rank, size, port int) tcpOptions {
