@@ -26,6 +26,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -119,6 +120,7 @@ func TestMPI(t *testing.T) {
 	t.Run("ops", func(t *testing.T) { testMPIOps(t, c) })
 	t.Run("chunking", func(t *testing.T) { testMPIChunking(t, c, m) })
 	t.Run("goroutines", func(t *testing.T) { testMPIGoroutines(t, c) })
+	t.Run("yield", func(t *testing.T) { testMPIYield(t, c, m) })
 	t.Run("worker", func(t *testing.T) { testMPIWorker(t, c, m) })
 
 	t.Run("second communicator", func(t *testing.T) {
@@ -434,6 +436,36 @@ func testMPIChunking(t *testing.T, c *Comm, m *mpiBackend) {
 // testMPIGoroutines: concurrent callers are serialised (MPI_THREAD_SERIALIZED
 // on whatever OS thread each goroutine runs). Every call has the same shape
 // and data, so however the ranks pair them up the result is the same.
+// testMPIYield: the goroutine comes back from the yield before sysmon's
+// limit (see yieldDue) on the thread it yielded on. Unlocked, it came back
+// on another one from every yield (see "The Go scheduler and MPI").
+func testMPIYield(t *testing.T, c *Comm, m *mpiBackend) {
+	const yields = 20
+	moved := 0
+	for range yields {
+		mpiState.Lock()
+		m.lastYield = -time.Hour // the next call yields
+		mpiState.Unlock()
+		tid := syscall.Gettid()
+		if err := c.Barrier(); err != nil {
+			t.Error(err)
+		}
+		mpiState.Lock()
+		yielded := m.lastYield >= 0
+		mpiState.Unlock()
+		if !yielded { // on every rank alike
+			t.Error("a call 1 h after the last yield did not yield")
+			return
+		}
+		if syscall.Gettid() != tid {
+			moved++
+		}
+	}
+	if moved != 0 {
+		t.Errorf("the goroutine came back from %d of %d yields on another thread", moved, yields)
+	}
+}
+
 func testMPIGoroutines(t *testing.T, c *Comm) {
 	var wg sync.WaitGroup
 	errs := make(chan error, 4)
