@@ -197,22 +197,31 @@ func TestMPIOverhead(t *testing.T) {
 			return v, Allreduce(c, v, v, Max)
 		}
 
-		// Warm both paths up, then size the windows from the Go path's speed.
+		// Warm both paths up, then size the windows from the Go path's speed
+		// over at least a fifth of a window: timed over 10 calls, one slow
+		// moment made 64 KiB windows of 4 ms, too short to get past the
+		// runtime's 20 µs polling after each C window (0.85× C).
 		if _, err := goLoop(10); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := cLoop(10); err != nil {
 			t.Fatal(err)
 		}
-		d, err := goLoop(10)
-		if err != nil {
-			t.Fatal(err)
+		calls, per := 10, 0.0
+		for ; ; calls *= 2 {
+			d, err := goLoop(calls)
+			if err != nil {
+				t.Fatal(err)
+			}
+			v, err := slowest(d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if per = v[0] / float64(calls); v[0] >= window.Seconds()/5 {
+				break
+			}
 		}
-		per, err := slowest(d)
-		if err != nil {
-			t.Fatal(err)
-		}
-		iters := max(5, int(window.Seconds()/(per[0]/10)))
+		iters := max(5, int(window.Seconds()/per))
 
 		var goVsC, aa, cTimes, goTimes []float64
 		spent := 0.0 // seconds, the slowest rank's: the same on every rank
@@ -231,10 +240,11 @@ func TestMPIOverhead(t *testing.T) {
 				if _, err := loop(iters); err != nil {
 					t.Fatal(err)
 				}
-				w[k], err = loop(iters)
+				d, err := loop(iters)
 				if err != nil {
 					t.Fatal(err)
 				}
+				w[k] = d
 			}
 			v, err := slowest(w[:]...)
 			if err != nil {
