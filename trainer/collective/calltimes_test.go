@@ -73,3 +73,51 @@ func TestYieldDue(t *testing.T) {
 		}
 	}
 }
+
+func TestClockSkip(t *testing.T) {
+	us := time.Microsecond
+	var s clockSkip
+	now := time.Duration(0)
+	// run makes calls of per each, reading the clock when due, and returns
+	// how many calls went unread between the reads it made.
+	run := func(calls int, per time.Duration) (gaps []int) {
+		gap := 0
+		for range calls {
+			now += per
+			if !s.due() {
+				gap++
+				continue
+			}
+			s.read(now)
+			gaps = append(gaps, gap)
+			gap = 0
+		}
+		return gaps
+	}
+	for _, c := range []struct {
+		name     string
+		calls    int
+		per      time.Duration
+		wantLast int // calls unread before the last read
+	}{
+		{"the first call reads", 1, time.Second, 0},
+		{"after a pause, calls over 100 µs read every time", 5, 150 * us, 0},
+		{"50 µs calls: 2 between reads", 20, 50 * us, 2},
+		{"10 µs calls: 10 between reads", 100, 10 * us, 10},
+		{"1 µs calls: the cap", 1000, us, mpiClockSkipMax},
+		{"a sudden 1 ms: every call reads once the cap's calls are by", 20, time.Millisecond, 0},
+		{"fast again", 1000, time.Nanosecond, mpiClockSkipMax},
+	} {
+		gaps := run(c.calls, c.per)
+		if len(gaps) == 0 || gaps[len(gaps)-1] != c.wantLast {
+			t.Errorf("%s: calls unread between reads %v, want the last %d", c.name, tail(gaps, 5), c.wantLast)
+		}
+		for _, g := range gaps {
+			if g > mpiClockSkipMax {
+				t.Errorf("%s: %d calls between reads, more than %d", c.name, g, mpiClockSkipMax)
+			}
+		}
+	}
+}
+
+func tail(v []int, n int) []int { return v[max(0, len(v)-n):] }

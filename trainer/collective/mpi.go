@@ -352,6 +352,7 @@ type mpiBackend struct {
 	rank, size int
 	lastYield  time.Duration // since mpiEpoch; under mpiState's lock
 	times      callTimes     // under mpiState's lock
+	clock      clockSkip     // under mpiState's lock
 	handoff    bool          // long calls go to the worker (BATCHKIT_MPI_HANDOFF=0: never)
 }
 
@@ -383,8 +384,9 @@ type mpiBackend struct {
 // 0.94-0.98×, and every 8 ms at 0.98-1.0× from 256 KiB to 4 MiB.
 //
 // Unlocked, the goroutine came back from every yield on the other thread
-// (observed with gettid: all of 300 yields), and the one or two calls after
-// each ran 80-120 µs slow at 1 MiB. So it yields locked to its thread (see
+// (gettid before and after each call: every one of ~40 yields in 600 calls
+// at 2 MiB), and the one or two calls after each ran 80-120 µs slow (calls
+// of ~300 µs). So it yields locked to its thread (see
 // call): the thread sleeps until the scheduler hands it its P back, and the
 // goroutine goes on where it was. In one process, alternating windows of
 // both ways with windows of C (2 ranks, 64 KiB to 4 MiB, 3-4 runs per MPI),
@@ -411,8 +413,8 @@ type mpiBackend struct {
 // mpiLongCall: half of sysmon's limit. Tests set 0 to send every call to
 // the worker. Calls under mpiHandoffMin bytes are quick unless they wait for
 // a straggler, and always stay on the caller's thread: they skip the clock
-// read that timing them would take (~20 ns, a fifth of the Go overhead of
-// an 8-byte allreduce).
+// read before the call that timing them would take, and most of them the
+// one after it too (see clockSkip).
 var (
 	mpiLongCall   = 5 * time.Millisecond
 	mpiHandoffMin = 64 << 10
@@ -624,16 +626,22 @@ func (m *mpiBackend) call(kind mpiKind, send, recv unsafe.Pointer, count int, t 
 	if !handedOff {
 		rc = C.bk_call(C.int(kind), m.comm, (*C.char)(send), (*C.char)(recv), C.int64_t(count), C.int(t), C.int(op), C.int(arg), C.int64_t(mpiMaxCount))
 	}
-	end := time.Since(mpiEpoch)
-	var took time.Duration // 0 when not timed
+	// The clock: after every timed call, after some of the quick ones.
+	var end, took time.Duration // took: 0 when not timed
+	read := m.clock.due() || timed
+	if read {
+		end = time.Since(mpiEpoch)
+		m.clock.read(end)
+	}
 	if timed {
 		took = end - start
 		m.times.observe(bytes, took)
 	}
 	yield := false
-	if handedOff {
+	switch {
+	case handedOff:
 		m.lastYield = end // the goroutine was parked: the scheduler has seen it
-	} else {
+	case read:
 		yield = m.yieldDue(end, took)
 	}
 	mpiState.Unlock()
