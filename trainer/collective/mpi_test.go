@@ -433,12 +433,10 @@ func testMPIChunking(t *testing.T, c *Comm, m *mpiBackend) {
 	}
 }
 
-// testMPIGoroutines: concurrent callers are serialised (MPI_THREAD_SERIALIZED
-// on whatever OS thread each goroutine runs). Every call has the same shape
-// and data, so however the ranks pair them up the result is the same.
 // testMPIYield: the goroutine comes back from the yield before sysmon's
 // limit (see yieldDue) on the thread it yielded on. Unlocked, it came back
-// on another one from every yield (see "The Go scheduler and MPI").
+// on another one from 1-14 of these 20 yields under mpirun -n 2 and -n 3
+// (see "The Go scheduler and MPI").
 func testMPIYield(t *testing.T, c *Comm, m *mpiBackend) {
 	const yields = 20
 	moved := 0
@@ -467,6 +465,9 @@ func testMPIYield(t *testing.T, c *Comm, m *mpiBackend) {
 	}
 }
 
+// testMPIGoroutines: concurrent callers are serialised (MPI_THREAD_SERIALIZED
+// on whatever OS thread each goroutine runs). Every call has the same shape
+// and data, so however the ranks pair them up the result is the same.
 func testMPIGoroutines(t *testing.T, c *Comm) {
 	var wg sync.WaitGroup
 	errs := make(chan error, 4)
