@@ -140,9 +140,9 @@ func BenchmarkMPIAllreduce8B(b *testing.B) {
 // most 2 % wide or the size has used its time budget
 // (BATCHKIT_MPI_OVERHEAD_BUDGET, default 10s; 0 stops at the minimum). The
 // stopping rule reads only the slowest-rank times every rank holds, so the
-// ranks stop together. In one process Go's 8-byte calls come out 0.17-0.21
-// µs slower than the C loop (make bench, 2 ranks, both MPIs). It runs only
-// when asked, under a launcher:
+// ranks stop together. In one process Go's 8-byte calls come out 0.18-0.22
+// µs slower than the C loop (two make bench runs, 2 ranks, both MPIs). It
+// runs only when asked, under a launcher:
 //
 //	BATCHKIT_MPI_OVERHEAD=1 mpirun.openmpi --allow-run-as-root --oversubscribe -n 2 -x BATCHKIT_MPI_OVERHEAD \
 //	    /tmp/coll_ompi.test -test.run TestMPIOverhead
