@@ -140,11 +140,11 @@ func BenchmarkMPIAllreduce8B(b *testing.B) {
 // most 1.5 % wide or the size has used its time budget
 // (BATCHKIT_MPI_OVERHEAD_BUDGET, default 20s; 0 stops at the minimum): with
 // 11 rounds and a 2 % interval, one size's median moved by up to 3 % between
-// runs, as much as the goal's margin. The
-// stopping rule reads only the slowest-rank times every rank holds, so the
-// ranks stop together. In one process Go's 8-byte calls come out 0.15-0.22
-// µs slower than the C loop (three make bench runs, 2 ranks, both MPIs). It
-// runs only when asked, under a launcher:
+// runs, as much as the goal's margin. The stopping rule reads only the
+// slowest-rank times every rank holds, so the ranks stop together. In one
+// process Go's 8-byte calls come out 0.15-0.22 µs slower than the C loop
+// (three make bench runs, 2 ranks, both MPIs). It runs only when asked,
+// under a launcher:
 //
 //	BATCHKIT_MPI_OVERHEAD=1 mpirun.openmpi --allow-run-as-root --oversubscribe -n 2 -x BATCHKIT_MPI_OVERHEAD \
 //	    /tmp/coll_ompi.test -test.run TestMPIOverhead
