@@ -83,9 +83,9 @@ done
 # the same calls looped in C, in alternating windows, so that both see the
 # same machine state. 8 B for the latency goal, then the bandwidth goal's
 # sizes; each size runs at least 21 rounds, then more until the median's 95 %
-# interval is 1.5 % wide or OVERHEAD_BUDGET is spent. The separate programs
-# above got 20 rounds when this had 10 s: it is the finer of the two
-# measurements, so it has the time now.
+# interval is 1.5 % wide or OVERHEAD_BUDGET is spent: this is the finer of
+# the two measurements, so it gets more of make bench's time than the
+# separate programs above.
 OVERHEAD_BUDGET=${OVERHEAD_BUDGET:-20s}
 for lib in openmpi mpich; do
 	echo "bench: in-process Go vs C ($lib)" >&2

@@ -388,10 +388,10 @@ type mpiBackend struct {
 // at 2 MiB), and the one or two calls after each ran 80-120 µs slow (calls
 // of ~300 µs). So it yields locked to its thread (see call): the thread
 // sleeps until the scheduler hands it its P back, and the goroutine goes on
-// where it was. In one process, alternating windows of
-// both ways with windows of C (2 ranks, 64 KiB to 4 MiB, 3-4 runs per MPI),
-// the locked yield was faster in 32 of 47 size-runs: by a median 0.6 %,
-// 1-2 % at 1-4 MiB, and never slower by more than 1.3 % (median per size).
+// where it was. In one process, alternating windows of both ways with
+// windows of C (2 ranks, 64 KiB to 4 MiB, 3-4 runs per MPI), the locked
+// yield was faster in 32 of 47 size-runs: by a median 0.6 %, 1-2 % at 1-4
+// MiB, and never slower by more than 1.3 % (median per size).
 //
 // Long calls are the other case: one that spans sysmon's 10 ms limit has its
 // P retaken, and every return from MPI then sets sysmon polling every 20 µs
