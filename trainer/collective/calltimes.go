@@ -31,6 +31,15 @@ func (c *callTimes) long(bytes int, limit time.Duration) bool {
 	return c.worker[k]
 }
 
+// timeEach reports whether every call of bytes' class is timed, given the
+// limit: while its last timed call took a quarter of the limit or more
+// (which is also how long a class stays on the worker). Other calls are
+// timed only when they read the clock anyway (clockSkip), so a class whose
+// calls turn long (a straggler) is seen within a few calls.
+func (c *callTimes) timeEach(bytes int, limit time.Duration) bool {
+	return c.took[sizeClass(bytes)] >= limit/4
+}
+
 // observe records that a call of bytes took d.
 func (c *callTimes) observe(bytes int, d time.Duration) { c.took[sizeClass(bytes)] = d }
 

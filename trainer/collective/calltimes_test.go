@@ -15,25 +15,29 @@ func TestCallTimes(t *testing.T) {
 		d        time.Duration
 		bytes    int
 		wantLong bool
+		wantEach bool // every call of the class timed
 	}{
-		{name: "nothing seen yet", bytes: 64 << 20, wantLong: false},
-		{name: "a long call", observe: 64 << 20, d: 40 * ms, bytes: 64 << 20, wantLong: true},
-		{name: "same class, smaller", bytes: 64<<20 + 1<<20, wantLong: true},
-		{name: "next class down", bytes: 32 << 20, wantLong: false},
-		{name: "next class up", bytes: 128 << 20, wantLong: false},
-		{name: "exactly the limit is long", observe: 16 << 20, d: limit, bytes: 16 << 20, wantLong: true},
-		{name: "on the worker, a call of half the limit stays", observe: 64 << 20, d: limit / 2, bytes: 64 << 20, wantLong: true},
-		{name: "and one of a quarter", observe: 64 << 20, d: limit / 4, bytes: 64 << 20, wantLong: true},
-		{name: "under a quarter comes back", observe: 64 << 20, d: limit/4 - 1, bytes: 64 << 20, wantLong: false},
-		{name: "back on the caller's thread, half the limit stays there", observe: 64 << 20, d: limit / 2, bytes: 64 << 20, wantLong: false},
-		{name: "a straggler at 8 bytes", observe: 8, d: 20 * ms, bytes: 8, wantLong: true},
-		{name: "then a normal one", observe: 8, d: time.Microsecond, bytes: 8, wantLong: false},
-		{name: "zero bytes is its own class", bytes: 0, wantLong: false},
-		{name: "the largest int", observe: int(^uint(0) >> 1), d: time.Second, bytes: int(^uint(0) >> 1), wantLong: true},
+		{name: "nothing seen yet", bytes: 64 << 20, wantLong: false, wantEach: false},
+		{name: "a long call", observe: 64 << 20, d: 40 * ms, bytes: 64 << 20, wantLong: true, wantEach: true},
+		{name: "same class, smaller", bytes: 64<<20 + 1<<20, wantLong: true, wantEach: true},
+		{name: "next class down", bytes: 32 << 20, wantLong: false, wantEach: false},
+		{name: "next class up", bytes: 128 << 20, wantLong: false, wantEach: false},
+		{name: "exactly the limit is long", observe: 16 << 20, d: limit, bytes: 16 << 20, wantLong: true, wantEach: true},
+		{name: "on the worker, a call of half the limit stays", observe: 64 << 20, d: limit / 2, bytes: 64 << 20, wantLong: true, wantEach: true},
+		{name: "and one of a quarter", observe: 64 << 20, d: limit / 4, bytes: 64 << 20, wantLong: true, wantEach: true},
+		{name: "under a quarter comes back", observe: 64 << 20, d: limit/4 - 1, bytes: 64 << 20, wantLong: false, wantEach: false},
+		{name: "back on the caller's thread, half the limit stays there", observe: 64 << 20, d: limit / 2, bytes: 64 << 20, wantLong: false, wantEach: true},
+		{name: "a straggler at 8 bytes", observe: 8, d: 20 * ms, bytes: 8, wantLong: true, wantEach: true},
+		{name: "then a normal one", observe: 8, d: time.Microsecond, bytes: 8, wantLong: false, wantEach: false},
+		{name: "zero bytes is its own class", bytes: 0, wantLong: false, wantEach: false},
+		{name: "the largest int", observe: int(^uint(0) >> 1), d: time.Second, bytes: int(^uint(0) >> 1), wantLong: true, wantEach: true},
 	}
 	for _, s := range steps {
 		if s.observe != 0 {
 			c.observe(s.observe, s.d)
+		}
+		if got := c.timeEach(s.bytes, limit); got != s.wantEach {
+			t.Errorf("%s: timeEach(%d) = %v, want %v", s.name, s.bytes, got, s.wantEach)
 		}
 		if got := c.long(s.bytes, limit); got != s.wantLong {
 			t.Errorf("%s: long(%d) = %v, want %v", s.name, s.bytes, got, s.wantLong)
@@ -42,6 +46,9 @@ func TestCallTimes(t *testing.T) {
 	var zero callTimes
 	if !zero.long(1<<20, 0) {
 		t.Error("with a limit of 0 every call is long (the tests' way to force the worker)")
+	}
+	if !zero.timeEach(1<<20, 0) {
+		t.Error("with a limit of 0 every call is timed, so that every one can go to the worker")
 	}
 }
 

@@ -412,9 +412,14 @@ type mpiBackend struct {
 
 // mpiLongCall: half of sysmon's limit. Tests set 0 to send every call to
 // the worker. Calls under mpiHandoffMin bytes are quick unless they wait for
-// a straggler, and always stay on the caller's thread: they skip the clock
-// read before the call that timing them would take, and most of them the
-// one after it too (see clockSkip).
+// a straggler, and always stay on the caller's thread, never timed. Larger
+// ones are timed (the clock read before and after) when clockSkip picks
+// them to read it, and every time while their class's calls take a quarter
+// of the limit or more (callTimes.timeEach). So calls of over ~100 µs are
+// timed every time, and the many short ones (64 KiB, ~23 µs here) only
+// now and then: timing each cost Go ~1 % of its bandwidth at 64 KiB in one
+// process (TestMPIOverhead, alternating launches), more than the ~60 ns of
+// the two reads alone.
 var (
 	mpiLongCall   = 5 * time.Millisecond
 	mpiHandoffMin = 64 << 10
@@ -616,7 +621,9 @@ func (m *mpiBackend) call(kind mpiKind, send, recv unsafe.Pointer, count int, t 
 	}
 	var rc C.int
 	var start time.Duration
-	handedOff, timed := false, m.handoff && bytes >= mpiHandoffMin
+	due := m.clock.due()
+	handedOff := false
+	timed := m.handoff && bytes >= mpiHandoffMin && (due || m.times.timeEach(bytes, mpiLongCall))
 	if timed {
 		start = time.Since(mpiEpoch)
 		if m.times.long(bytes, mpiLongCall) {
@@ -626,9 +633,9 @@ func (m *mpiBackend) call(kind mpiKind, send, recv unsafe.Pointer, count int, t 
 	if !handedOff {
 		rc = C.bk_call(C.int(kind), m.comm, (*C.char)(send), (*C.char)(recv), C.int64_t(count), C.int(t), C.int(op), C.int(arg), C.int64_t(mpiMaxCount))
 	}
-	// The clock: after every timed call, after some of the quick ones.
+	// The clock: after the calls clockSkip picks and every timed one.
 	var end, took time.Duration // took: 0 when not timed
-	read := m.clock.due() || timed
+	read := due || timed
 	if read {
 		end = time.Since(mpiEpoch)
 		m.clock.read(end)
