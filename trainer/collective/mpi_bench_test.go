@@ -3,6 +3,7 @@
 package collective
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"strconv"
@@ -130,11 +131,13 @@ func BenchmarkMPIAllreduce8B(b *testing.B) {
 // ~50 ms (at least 5 calls); the C window includes one hand-over to the
 // worker (10-20 µs).
 //
-// Rank 0 prints one JSON line per size: the median over the rounds of Go's
-// bus bandwidth relative to the mean of its two C windows (go_vs_c) with a
-// 95 % confidence interval (medianCI), and the same for the first C window
-// against the second (aa: the same code both times, so its distance from 1
-// is the method's own error). Window times at 8 MiB spread by ±10 % here
+// Rank 0 prints one JSON line per size (overhead): the median over the
+// rounds of Go's bus bandwidth relative to the mean of its two C windows
+// (go_vs_c) with a 95 % confidence interval (medianCI), the same for the
+// first C window against the second (aa: the same code both times, so its
+// distance from 1 is the method's own error), and every round's values, so
+// that make bench can pool the rounds of several launches
+// (TestMPIOverheadPool). Window times at 8 MiB spread by ±10 % here
 // even in one process, so rounds go on after the minimum
 // (BATCHKIT_MPI_OVERHEAD_ROUNDS, default 21) until the Go/C interval is at
 // most 1.5 % wide or the size has used its time budget
@@ -147,7 +150,7 @@ func BenchmarkMPIAllreduce8B(b *testing.B) {
 // under a launcher:
 //
 //	BATCHKIT_MPI_OVERHEAD=1 mpirun.openmpi --allow-run-as-root --oversubscribe -n 2 -x BATCHKIT_MPI_OVERHEAD \
-//	    /tmp/coll_ompi.test -test.run TestMPIOverhead
+//	    /tmp/coll_ompi.test -test.run '^TestMPIOverhead$'
 //
 // BATCHKIT_MPI_BENCH_MIN and _MAX (bytes, default 8 and 64 MiB) narrow the
 // sizes. It finalises MPI.
@@ -256,8 +259,8 @@ func TestMPIOverhead(t *testing.T) {
 			}
 			goVsC = append(goVsC, (v[0]+v[2])/2/v[1])
 			aa = append(aa, v[2]/v[0])
-			cTimes = append(cTimes, (v[0]+v[2])/2/float64(iters))
-			goTimes = append(goTimes, v[1]/float64(iters))
+			cTimes = append(cTimes, (v[0]+v[2])/2/float64(iters)*1e6)
+			goTimes = append(goTimes, v[1]/float64(iters)*1e6)
 			spent += 2 * (v[0] + v[1] + v[2]) // each after an untimed window like it
 			if r := len(goVsC); r >= maxRounds || r >= minRounds && (spent >= budget.Seconds() || narrow(goVsC)) {
 				break
@@ -271,13 +274,14 @@ func TestMPIOverhead(t *testing.T) {
 			}
 		}
 		if c.Rank() == 0 {
-			_, cMed, _ := medianCI(cTimes)
-			_, goMed, _ := medianCI(goTimes)
-			lo, med, hi := medianCI(goVsC)
-			aaLo, aaMed, aaHi := medianCI(aa)
-			fmt.Printf("{\"bytes\":%d,\"ranks\":%d,\"library\":%q,\"iters\":%d,\"rounds\":%d,\"c_us\":%.3f,\"go_us\":%.3f,"+
-				"\"go_vs_c\":%.4f,\"go_vs_c_lo\":%.4f,\"go_vs_c_hi\":%.4f,\"aa\":%.4f,\"aa_lo\":%.4f,\"aa_hi\":%.4f}\n",
-				b, n, MPIBuilt, iters, len(goVsC), cMed*1e6, goMed*1e6, med, lo, hi, aaMed, aaLo, aaHi)
+			o := overhead{Bytes: b, Ranks: n, Library: MPIBuilt, Iters: iters,
+				CUsRounds: cTimes, GoUsRounds: goTimes, GoVsCRounds: goVsC, AARounds: aa}
+			o.summarize()
+			line, err := json.Marshal(o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fmt.Printf("%s\n", line)
 		}
 	}
 }

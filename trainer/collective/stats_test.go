@@ -1,9 +1,15 @@
 package collective
 
 import (
+	"bufio"
+	"encoding/json"
+	"fmt"
 	"math"
+	"os"
 	"slices"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // Statistics for the opt-in measurements (mpi_bench_test.go). They live in
@@ -102,5 +108,204 @@ func TestBinomTail(t *testing.T) {
 		if got := binomTail(tc.n, tc.k); math.Abs(got-tc.want) > 1e-5 {
 			t.Errorf("binomTail(%d, %d) = %.7f, want %.7f", tc.n, tc.k, got, tc.want)
 		}
+	}
+}
+
+// overhead is TestMPIOverhead's result for one size, one JSON line: the
+// medians with their intervals and the rounds they come from, so that the
+// rounds of several launches can be pooled (poolOverhead).
+type overhead struct {
+	Bytes    int     `json:"bytes"`
+	Ranks    int     `json:"ranks"`
+	Library  string  `json:"library"`
+	Iters    int     `json:"iters"` // calls per window (the first launch's, pooled)
+	Rounds   int     `json:"rounds"`
+	Launches int     `json:"launches"`
+	CUs      float64 `json:"c_us"` // medians of the rounds' µs per call
+	GoUs     float64 `json:"go_us"`
+	GoVsC    float64 `json:"go_vs_c"` // Go's busbw relative to C: median, 95 % interval
+	GoVsCLo  float64 `json:"go_vs_c_lo"`
+	GoVsCHi  float64 `json:"go_vs_c_hi"`
+	AA       float64 `json:"aa"` // the second C window relative to the first
+	AALo     float64 `json:"aa_lo"`
+	AAHi     float64 `json:"aa_hi"`
+	// The launches' own go_vs_c medians, lowest and highest.
+	LaunchMin float64 `json:"launch_min"`
+	LaunchMax float64 `json:"launch_max"`
+	// Per round: µs per call of C (the mean of its two windows) and of Go,
+	// and the two ratios.
+	CUsRounds   []float64 `json:"c_us_rounds"`
+	GoUsRounds  []float64 `json:"go_us_rounds"`
+	GoVsCRounds []float64 `json:"go_vs_c_rounds"`
+	AARounds    []float64 `json:"aa_rounds"`
+}
+
+// summarize sets the medians and intervals from the rounds (at least one)
+// for one launch.
+func (o *overhead) summarize() {
+	o.Rounds, o.Launches = len(o.GoVsCRounds), 1
+	_, o.CUs, _ = medianCI(o.CUsRounds)
+	_, o.GoUs, _ = medianCI(o.GoUsRounds)
+	o.GoVsCLo, o.GoVsC, o.GoVsCHi = medianCI(o.GoVsCRounds)
+	o.AALo, o.AA, o.AAHi = medianCI(o.AARounds)
+	o.LaunchMin, o.LaunchMax = o.GoVsC, o.GoVsC
+}
+
+// poolOverhead pools the rounds of launches of TestMPIOverhead: one result
+// per library, world size and message size, in the order they first
+// appear, its medians and intervals over all of their rounds. A launch's
+// median moves by ~1 % from launch to launch here, more than its own
+// interval allows for (what each process gets of the machine differs), so
+// make bench measures each size in several launches, and pooling their
+// rounds weighs every launch by its rounds.
+func poolOverhead(launches []overhead) []overhead {
+	type key struct {
+		lib          string
+		ranks, bytes int
+	}
+	var out []overhead
+	at := map[key]int{}
+	for _, o := range launches {
+		k := key{o.Library, o.Ranks, o.Bytes}
+		i, seen := at[k]
+		if !seen {
+			i = len(out)
+			at[k] = i
+			out = append(out, overhead{Bytes: o.Bytes, Ranks: o.Ranks, Library: o.Library, Iters: o.Iters,
+				LaunchMin: math.Inf(1), LaunchMax: math.Inf(-1)})
+		}
+		p := &out[i]
+		p.Launches++
+		p.LaunchMin, p.LaunchMax = min(p.LaunchMin, o.GoVsC), max(p.LaunchMax, o.GoVsC)
+		p.CUsRounds = append(p.CUsRounds, o.CUsRounds...)
+		p.GoUsRounds = append(p.GoUsRounds, o.GoUsRounds...)
+		p.GoVsCRounds = append(p.GoVsCRounds, o.GoVsCRounds...)
+		p.AARounds = append(p.AARounds, o.AARounds...)
+	}
+	for i := range out {
+		p := &out[i]
+		lmin, lmax, n := p.LaunchMin, p.LaunchMax, p.Launches
+		p.summarize()
+		p.LaunchMin, p.LaunchMax, p.Launches = lmin, lmax, n
+	}
+	return out
+}
+
+// readOverhead reads TestMPIOverhead's JSON lines from path, skipping
+// lines that are not JSON objects (the test binary's own output).
+func readOverhead(path string) ([]overhead, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []overhead
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 16<<20)
+	for n := 1; sc.Scan(); n++ {
+		line := sc.Bytes()
+		if len(line) == 0 || line[0] != '{' {
+			continue
+		}
+		var o overhead
+		if err := json.Unmarshal(line, &o); err != nil {
+			return nil, fmt.Errorf("%s:%d: %w", path, n, err)
+		}
+		if len(o.GoVsCRounds) == 0 || len(o.AARounds) != len(o.GoVsCRounds) ||
+			len(o.CUsRounds) != len(o.GoVsCRounds) || len(o.GoUsRounds) != len(o.GoVsCRounds) {
+			return nil, fmt.Errorf("%s:%d: want four arrays of rounds of one length (TestMPIOverhead's output)", path, n)
+		}
+		out = append(out, o)
+	}
+	return out, sc.Err()
+}
+
+// TestMPIOverheadPool prints the pooled results (poolOverhead) of the
+// TestMPIOverhead launches whose JSON lines are in the file named by
+// BATCHKIT_MPI_OVERHEAD_POOL, one line per size (make bench). It needs no
+// launcher and no MPI.
+func TestMPIOverheadPool(t *testing.T) {
+	path := os.Getenv("BATCHKIT_MPI_OVERHEAD_POOL")
+	if path == "" {
+		t.Skip("set BATCHKIT_MPI_OVERHEAD_POOL to a file of TestMPIOverhead's JSON lines")
+	}
+	launches, err := readOverhead(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range poolOverhead(launches) {
+		line, err := json.Marshal(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Printf("%s\n", line)
+	}
+}
+
+func TestPoolOverhead(t *testing.T) {
+	launch := func(lib string, bytes int, goVsC ...float64) overhead {
+		o := overhead{Bytes: bytes, Ranks: 2, Library: lib, Iters: 10, GoVsCRounds: goVsC}
+		for _, r := range goVsC {
+			o.AARounds = append(o.AARounds, 1)
+			o.CUsRounds = append(o.CUsRounds, 10)
+			o.GoUsRounds = append(o.GoUsRounds, 10/r)
+		}
+		o.summarize()
+		return o
+	}
+	got := poolOverhead([]overhead{
+		launch("openmpi", 8, 0.8, 0.9, 0.7),
+		launch("openmpi", 65536, 0.96, 0.97, 0.95),
+		launch("openmpi", 8, 0.6),
+		launch("openmpi", 65536, 0.99, 1.00, 0.98, 1.01),
+		launch("mpich", 65536, 0.5),
+	})
+	type row struct {
+		Lib                   string
+		Bytes, Launches, N    int
+		GoVsC, LMin, LMax, AA float64
+	}
+	var rows []row
+	for _, o := range got {
+		rows = append(rows, row{o.Library, o.Bytes, o.Launches, o.Rounds, o.GoVsC, o.LaunchMin, o.LaunchMax, o.AA})
+	}
+	want := []row{
+		{"openmpi", 8, 2, 4, 0.75, 0.6, 0.8, 1},        // rounds 0.6 0.7 0.8 0.9
+		{"openmpi", 65536, 2, 7, 0.98, 0.96, 0.995, 1}, // the median of all 7 rounds, not of the launches
+		{"mpich", 65536, 1, 1, 0.5, 0.5, 0.5, 1},       // another library is another result
+	}
+	if diff := cmp.Diff(want, rows); diff != "" {
+		t.Errorf("pooled (-want +got):\n%s", diff)
+	}
+	if g := got[1]; len(g.GoVsCRounds) != 7 || g.GoVsCRounds[3] != 0.99 || g.GoUs != 10/0.98 {
+		t.Errorf("65 KiB pooled rounds %v, Go µs %v: want the launches' 7 rounds in order, median 10/0.98", g.GoVsCRounds, g.GoUs)
+	}
+}
+
+func TestReadOverhead(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		p := dir + "/" + name
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	good := `{"bytes":8,"ranks":2,"library":"mpich","go_vs_c":0.9,"c_us_rounds":[1],"go_us_rounds":[1.1],"go_vs_c_rounds":[0.9],"aa_rounds":[1]}`
+	o, err := readOverhead(write("good", "=== RUN   TestMPIOverhead\n"+good+"\nPASS\n"))
+	if err != nil || len(o) != 1 || o[0].Library != "mpich" || o[0].GoVsCRounds[0] != 0.9 {
+		t.Errorf("readOverhead: %+v, %v", o, err)
+	}
+	for name, text := range map[string]string{
+		"broken JSON":   `{"bytes":8,`,
+		"no rounds":     `{"bytes":8,"go_vs_c":0.9}`,
+		"uneven rounds": `{"bytes":8,"c_us_rounds":[1,2],"go_us_rounds":[1],"go_vs_c_rounds":[0.9],"aa_rounds":[1]}`,
+	} {
+		if _, err := readOverhead(write("bad", text+"\n")); err == nil {
+			t.Errorf("%s: no error", name)
+		}
+	}
+	if _, err := readOverhead(dir + "/missing"); err == nil {
+		t.Error("a missing file: no error")
 	}
 }
