@@ -120,6 +120,7 @@ type overhead struct {
 	Library  string  `json:"library"`
 	Iters    int     `json:"iters"` // calls per window (the first launch's, pooled)
 	Rounds   int     `json:"rounds"`
+	Resized  int     `json:"resized"` // rounds dropped for windows under half the length
 	Launches int     `json:"launches"`
 	CUs      float64 `json:"c_us"` // medians of the rounds' µs per call
 	GoUs     float64 `json:"go_us"`
@@ -140,15 +141,22 @@ type overhead struct {
 	AARounds    []float64 `json:"aa_rounds"`
 }
 
-// summarize sets the medians and intervals from the rounds (at least one)
-// for one launch.
+// launchOverhead is one launch's result from its rounds (at least one).
+func launchOverhead(bytes, ranks int, library string, iters int, cUs, goUs, goVsC, aa []float64) overhead {
+	o := overhead{Bytes: bytes, Ranks: ranks, Library: library, Iters: iters, Launches: 1,
+		CUsRounds: cUs, GoUsRounds: goUs, GoVsCRounds: goVsC, AARounds: aa}
+	o.summarize()
+	o.LaunchMin, o.LaunchMax = o.GoVsC, o.GoVsC
+	return o
+}
+
+// summarize sets the medians and intervals from the rounds.
 func (o *overhead) summarize() {
-	o.Rounds, o.Launches = len(o.GoVsCRounds), 1
+	o.Rounds = len(o.GoVsCRounds)
 	_, o.CUs, _ = medianCI(o.CUsRounds)
 	_, o.GoUs, _ = medianCI(o.GoUsRounds)
 	o.GoVsCLo, o.GoVsC, o.GoVsCHi = medianCI(o.GoVsCRounds)
 	o.AALo, o.AA, o.AAHi = medianCI(o.AARounds)
-	o.LaunchMin, o.LaunchMax = o.GoVsC, o.GoVsC
 }
 
 // poolOverhead pools the rounds of launches of TestMPIOverhead: one result
@@ -176,6 +184,7 @@ func poolOverhead(launches []overhead) []overhead {
 		}
 		p := &out[i]
 		p.Launches++
+		p.Resized += o.Resized
 		p.LaunchMin, p.LaunchMax = min(p.LaunchMin, o.GoVsC), max(p.LaunchMax, o.GoVsC)
 		p.CUsRounds = append(p.CUsRounds, o.CUsRounds...)
 		p.GoUsRounds = append(p.GoUsRounds, o.GoUsRounds...)
@@ -183,10 +192,7 @@ func poolOverhead(launches []overhead) []overhead {
 		p.AARounds = append(p.AARounds, o.AARounds...)
 	}
 	for i := range out {
-		p := &out[i]
-		lmin, lmax, n := p.LaunchMin, p.LaunchMax, p.Launches
-		p.summarize()
-		p.LaunchMin, p.LaunchMax, p.Launches = lmin, lmax, n
+		out[i].summarize()
 	}
 	return out
 }
@@ -244,22 +250,21 @@ func TestMPIOverheadPool(t *testing.T) {
 
 func TestPoolOverhead(t *testing.T) {
 	launch := func(lib string, bytes int, goVsC ...float64) overhead {
-		o := overhead{Bytes: bytes, Ranks: 2, Library: lib, Iters: 10, GoVsCRounds: goVsC}
+		var cUs, goUs, aa []float64
 		for _, r := range goVsC {
-			o.AARounds = append(o.AARounds, 1)
-			o.CUsRounds = append(o.CUsRounds, 10)
-			o.GoUsRounds = append(o.GoUsRounds, 10/r)
+			cUs, goUs, aa = append(cUs, 10), append(goUs, 10/r), append(aa, 1)
 		}
-		o.summarize()
-		return o
+		return launchOverhead(bytes, 2, lib, 10, cUs, goUs, goVsC, aa)
 	}
-	got := poolOverhead([]overhead{
+	launches := []overhead{
 		launch("openmpi", 8, 0.8, 0.9, 0.7),
 		launch("openmpi", 65536, 0.96, 0.97, 0.95),
 		launch("openmpi", 8, 0.6),
 		launch("openmpi", 65536, 0.99, 1.00, 0.98, 1.01),
 		launch("mpich", 65536, 0.5),
-	})
+	}
+	launches[1].Resized, launches[3].Resized = 2, 1
+	got := poolOverhead(launches)
 	type row struct {
 		Lib                   string
 		Bytes, Launches, N    int
@@ -277,8 +282,9 @@ func TestPoolOverhead(t *testing.T) {
 	if diff := cmp.Diff(want, rows); diff != "" {
 		t.Errorf("pooled (-want +got):\n%s", diff)
 	}
-	if g := got[1]; len(g.GoVsCRounds) != 7 || g.GoVsCRounds[3] != 0.99 || g.GoUs != 10/0.98 {
-		t.Errorf("65 KiB pooled rounds %v, Go µs %v: want the launches' 7 rounds in order, median 10/0.98", g.GoVsCRounds, g.GoUs)
+	if g := got[1]; len(g.GoVsCRounds) != 7 || g.GoVsCRounds[3] != 0.99 || g.GoUs != 10/0.98 || g.Resized != 3 {
+		t.Errorf("64 KiB pooled rounds %v, Go µs %v, %d resized: want the launches' 7 rounds in order, median 10/0.98, 3 resized",
+			g.GoVsCRounds, g.GoUs, g.Resized)
 	}
 }
 
