@@ -67,12 +67,36 @@ func needCluster(t *testing.T) {
 	up := 0
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		f := strings.Fields(line)
-		if len(f) == 2 && (f[0] == "node1" || f[0] == "node2") && (strings.HasPrefix(f[1], "idle") || strings.HasPrefix(f[1], "mix") || strings.HasPrefix(f[1], "alloc")) {
+		if len(f) == 2 && (f[0] == "node1" || f[0] == "node2") && nodeUp(f[1]) {
 			up++
 		}
 	}
 	if up < 2 {
 		requireOrSkip(t, fmt.Sprintf("local cluster nodes node1,node2 not both up: sinfo says %q", strings.TrimSpace(string(out))))
+	}
+}
+
+// nodeUp reports whether a node in sinfo's compact state (%t) can take a
+// job: idle, mixed, allocated, or completing (comp: the epilog of the job
+// before is still running, which a test right after another one sees),
+// whatever flags follow the state.
+func nodeUp(state string) bool {
+	for _, s := range []string{"idle", "mix", "alloc", "comp"} {
+		if strings.HasPrefix(state, s) {
+			return true
+		}
+	}
+	return false
+}
+
+func TestNodeUp(t *testing.T) {
+	for state, want := range map[string]bool{
+		"idle": true, "mix": true, "alloc": true, "comp": true, "idle*": true,
+		"down": false, "down*": false, "drain": false, "drng": false, "fail": false, "unk": false, "": false,
+	} {
+		if got := nodeUp(state); got != want {
+			t.Errorf("nodeUp(%q) = %v, want %v", state, got, want)
+		}
 	}
 }
 
