@@ -102,6 +102,19 @@ type tcpPeer struct {
 	tryN   int
 	tryErr error
 	tryFn  func(fd uintptr) bool
+
+	// alive's checks, one per direction: the caller's receive and the
+	// sender goroutine's send can wait on one peer at once.
+	peek [2]tcpPeek
+}
+
+// tcpPeek is one direction's liveness check of a peer's socket (alive):
+// the callback for RawConn.Read, made once so that a check allocates
+// nothing, and where it leaves its result.
+type tcpPeek struct {
+	fn  func(fd uintptr) bool
+	err error
+	buf [1]byte
 }
 
 func newPeer(rank int, c *net.TCPConn) (*tcpPeer, error) {
@@ -112,6 +125,20 @@ func newPeer(rank int, c *net.TCPConn) (*tcpPeer, error) {
 	p := &tcpPeer{rank: rank, conn: c, raw: raw, addr: c.RemoteAddr().String(),
 		sendq: make(chan sendReq, sendQueueLen), wake: make(chan struct{}, 1),
 		stage: make([]byte, hdrLen+inlineMax)}
+	for i := range p.peek {
+		k := &p.peek[i]
+		k.fn = func(fd uintptr) bool {
+			n, _, e := syscall.Recvfrom(int(fd), k.buf[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+			switch {
+			case e == syscall.EAGAIN || e == syscall.EINTR:
+			case e != nil:
+				k.err = e
+			case n == 0:
+				k.err = io.EOF
+			}
+			return true
+		}
+	}
 	p.tryFn = func(fd uintptr) bool {
 		for p.tryN < len(p.tryBuf) {
 			n, err := syscall.Write(int(fd), p.tryBuf[p.tryN:])

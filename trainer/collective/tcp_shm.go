@@ -5,10 +5,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"sync/atomic"
-	"syscall"
 	"time"
 	"unsafe"
 )
@@ -227,7 +225,7 @@ func (b *tcpBackend) shmWait(p *tcpPeer, r *shmRing, sending bool, need int) err
 		if err := b.failed(); err != nil {
 			return err
 		}
-		if err := p.alive(); err != nil {
+		if err := p.alive(sending); err != nil {
 			return b.linkError(p, sending, err)
 		}
 		if time.Now().After(deadline) {
@@ -237,25 +235,19 @@ func (b *tcpBackend) shmWait(p *tcpPeer, r *shmRing, sending bool, need int) err
 }
 
 // alive reports whether p's socket is still open, without reading from it:
-// a peer that exited, crashed or closed its communicator reads EOF.
-func (p *tcpPeer) alive() error {
-	var got error
-	var one [1]byte
-	err := p.raw.Read(func(fd uintptr) bool {
-		n, _, e := syscall.Recvfrom(int(fd), one[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
-		switch {
-		case e == syscall.EAGAIN || e == syscall.EINTR:
-		case e != nil:
-			got = e
-		case n == 0:
-			got = io.EOF
-		}
-		return true
-	})
-	if err != nil {
+// a peer that exited, crashed or closed its communicator reads EOF. sending
+// picks the direction's check (see tcpPeer.peek); it allocates nothing,
+// since the waits that call it must not either.
+func (p *tcpPeer) alive(sending bool) error {
+	k := &p.peek[0]
+	if sending {
+		k = &p.peek[1]
+	}
+	k.err = nil
+	if err := p.raw.Read(k.fn); err != nil {
 		return err
 	}
-	return got
+	return k.err
 }
 
 // shmPut writes all of buf, waiting for room (the sender goroutine's

@@ -868,6 +868,35 @@ func tcpAllocs(t *testing.T, tweak func(o *tcpOptions)) {
 	}
 }
 
+// TestTCPAliveAllocs: the liveness check that a wait on shared memory makes
+// every shmPoll allocates nothing. On a loaded machine waits that long
+// come in steady state too: a closure made per check once showed up in
+// TestTCPAllocs as an allocation per allreduce (4 ranks, 1 MiB, CI). The
+// check still tells a live peer from one that closed.
+func TestTCPAliveAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates")
+	}
+	bs := tcpWorld(t, 2, nil)
+	p := bs[0].peers[1]
+	for _, sending := range []bool{false, true} {
+		var err error
+		if n := testing.AllocsPerRun(100, func() { err = p.alive(sending) }); n != 0 || err != nil {
+			t.Errorf("alive(sending=%v): %v allocations, %v; want 0, nil", sending, n, err)
+		}
+	}
+	if err := bs[1].Close(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for p.alive(false) == nil {
+		if time.Now().After(deadline) {
+			t.Fatal("alive() still nil 5 s after the peer closed")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 // TestTCPMisconfiguredWorld: ranks that authenticate but do not fit the
 // world make rank 0 fail the rendezvous at once, saying why, instead of
 // timing out.
