@@ -264,7 +264,8 @@ func TestMPIOverhead(t *testing.T) {
 			// calls after a C window pay for sysmon's polling after the park,
 			// so short windows measure that, not the calls (64 KiB to 1 MiB
 			// windows of 5-18 ms: 0.85-0.98× C). Resize, and drop the round:
-			// every rank sees the same times, so all of them do.
+			// every rank sees the same times, so all of them do. Each resize
+			// at least doubles the windows, so this ends.
 			if mean := (v[0] + v[1] + v[2]) / 3; mean < window.Seconds()/2 {
 				iters = max(iters+1, int(float64(iters)*window.Seconds()/mean))
 				resized++
