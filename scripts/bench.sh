@@ -153,6 +153,6 @@ compare() {
 	compare "TCP backend against PyTorch gloo" gloo go-tcp
 	compare "TCP backend with every link on TCP (BATCHKIT_TCP_SHM=0) against PyTorch gloo" gloo go-tcp-noshm
 } | tee "$OUT/summary.txt"
-"$BK" bench --best --plot "$OUT/busbw.png" "$OUT"/c-openmpi.jsonl "$OUT"/go-openmpi.jsonl \
+"$BK" bench --best --force --plot "$OUT/busbw.png" "$OUT"/c-openmpi.jsonl "$OUT"/go-openmpi.jsonl \
 	"$OUT"/c-mpich.jsonl "$OUT"/go-mpich.jsonl "$OUT"/go-tcp.jsonl "$OUT"/go-tcp-noshm.jsonl "$OUT"/gloo.jsonl
 echo "bench: wrote $OUT/summary.txt and $OUT/busbw.png" >&2

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/urfave/cli/v2"
 
@@ -58,7 +59,8 @@ Examples:
 			&cli.StringFlag{Name: "dtype", Value: "float32", Usage: "element type: float32 or float64"},
 			&cli.StringFlag{Name: "format", Aliases: []string{"f"}, Value: string(bench.Text), Usage: "text or json"},
 			&cli.DurationFlag{Name: "timeout", Value: collective.DefaultTimeout, Usage: "how long a collective waits for a silent peer (tcp)"},
-			&cli.StringFlag{Name: "plot", Usage: "also write bus bandwidth against size to `FILE` (.png, .svg or .pdf; replaced if it exists)"},
+			&cli.StringFlag{Name: "plot", Usage: "also write bus bandwidth against size to `FILE` (.png, .svg or .pdf; an existing file is refused without --force)"},
+			&cli.BoolFlag{Name: "force", Usage: "let --plot replace an existing file"},
 			&cli.StringFlag{Name: "baseline", Usage: "compare with the results in `FILE`, size by size (same op, dtype and ranks)"},
 			&cli.BoolFlag{Name: "best", Usage: "with result files holding several runs of the same series: keep each size's fastest (best of N)"},
 			&cli.StringFlag{Name: "label", Usage: "name of this run in the JSON results and plot legends (default: the backend)"},
@@ -79,9 +81,15 @@ func benchAction(c *cli.Context) error {
 	}
 	plotPath := c.String("plot")
 	if c.IsSet("plot") {
-		if err := checkPlotPath(plotPath); err != nil {
+		inputs := c.Args().Slice()
+		if c.IsSet("baseline") {
+			inputs = append(inputs, c.String("baseline"))
+		}
+		if err := checkPlotPath(plotPath, inputs, c.Bool("force")); err != nil {
 			return err
 		}
+	} else if c.IsSet("force") {
+		return usagef("--force is for --plot: it lets the plot replace an existing file")
 	}
 	var baseline []bench.Result
 	if c.IsSet("baseline") {
@@ -202,17 +210,38 @@ func benchOptions(c *cli.Context, format bench.Format) (bench.Options, collectiv
 	return opts, kind, nil
 }
 
-// checkPlotPath refuses, before any run, a plot that could not be written.
-func checkPlotPath(path string) error {
+// checkPlotPath refuses, before any run, a plot that could not be written or
+// would replace a file without force (never one of the inputs: that would
+// lose the results it draws).
+func checkPlotPath(path string, inputs []string, force bool) error {
 	if _, err := bench.PlotFormat(path); err != nil {
 		return usagef("invalid --plot %v", err)
+	}
+	if fi, err := os.Stat(path); err == nil {
+		if fi.IsDir() {
+			return usagef("invalid --plot %q: is a directory", path)
+		}
+		for _, in := range inputs {
+			if ii, err := os.Stat(in); err == nil && os.SameFile(fi, ii) {
+				return usagef("invalid --plot %q: it is the result file %s, which the plot would replace", path, in)
+			}
+		}
+		if !force {
+			return usagef("invalid --plot %q: file exists (use --force to replace it)", path)
+		}
 	}
 	dir := filepath.Dir(path)
 	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
 		return usagef("invalid --plot %q: no directory %s", path, dir)
 	}
+	if err := syscall.Access(dir, accessWrite); err != nil {
+		return usagef("invalid --plot %q: cannot write in %s: %v", path, dir, err)
+	}
 	return nil
 }
+
+// accessWrite is access(2)'s W_OK.
+const accessWrite = 0x2
 
 // readResultFile reads JSON result lines from path, or from stdin for "-".
 func readResultFile(path string, stdin io.Reader) ([]bench.Result, error) {
@@ -251,7 +280,7 @@ func report(c *cli.Context, results, baseline []bench.Result, format bench.Forma
 		return nil
 	}
 	if plotPath != "" {
-		if err := bench.PlotFile(plotPath, append(results, baseline...)); err != nil {
+		if err := bench.PlotFile(plotPath, append(results, baseline...), c.Bool("force")); err != nil {
 			if !ran {
 				return badInput(fmt.Errorf("--plot %s: %w", plotPath, err))
 			}

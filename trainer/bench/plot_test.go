@@ -2,8 +2,10 @@ package bench
 
 import (
 	"bytes"
+	"errors"
 	"image"
 	"image/png"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -40,12 +42,18 @@ func decodePNG(t *testing.T, b []byte) image.Image {
 func TestPlotFile(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "busbw.png")
-	// An existing plot is replaced: it is an output the user asked for.
-	if err := os.WriteFile(path, []byte("old"), 0o644); err != nil {
+	results := append(append(readFile(t, "tcp.jsonl"), readFile(t, "gloo.jsonl")...), readFile(t, "mpi.jsonl")...)
+	// An existing file is kept unless replace is asked for.
+	if err := os.WriteFile(path, []byte("old"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	results := append(append(readFile(t, "tcp.jsonl"), readFile(t, "gloo.jsonl")...), readFile(t, "mpi.jsonl")...)
-	if err := PlotFile(path, results); err != nil {
+	if err := PlotFile(path, results, false); !errors.Is(err, fs.ErrExist) {
+		t.Errorf("plot over an existing file without replace: %v, want fs.ErrExist", err)
+	}
+	if b, _ := os.ReadFile(path); string(b) != "old" {
+		t.Errorf("existing file changed to %.20q", b)
+	}
+	if err := PlotFile(path, results, true); err != nil {
 		t.Fatal(err)
 	}
 	b, err := os.ReadFile(path)
@@ -59,10 +67,22 @@ func TestPlotFile(t *testing.T) {
 	if left, _ := filepath.Glob(filepath.Join(dir, ".*")); len(left) != 0 {
 		t.Errorf("temporary files left behind: %v", left)
 	}
+	// A new file, the same image.
+	fresh := filepath.Join(dir, "fresh.png")
+	if err := PlotFile(fresh, results, false); err != nil {
+		t.Fatal(err)
+	}
+	if b2, _ := os.ReadFile(fresh); !bytes.Equal(b, b2) {
+		t.Error("a new plot differs from the replaced one")
+	}
+	// Failing to replace names the file asked for, not the temporary one.
+	if err := PlotFile(filepath.Join(dir, "no/such/dir/p.png"), results, true); err == nil || !strings.Contains(err.Error(), "no/such/dir/p.png:") {
+		t.Errorf("replace into a missing directory: %v", err)
+	}
 
 	// One series of one size: the log axis must not reach 0.
 	one := filepath.Join(dir, "one.png")
-	if err := PlotFile(one, results[:1]); err != nil {
+	if err := PlotFile(one, results[:1], false); err != nil {
 		t.Fatal(err)
 	}
 	b, _ = os.ReadFile(one)
@@ -74,15 +94,15 @@ func TestPlotFile(t *testing.T) {
 		t.Errorf("svg plot: %v", err)
 	}
 	for _, bad := range []string{"busbw.gif", "busbw"} {
-		err := PlotFile(filepath.Join(dir, bad), results)
+		err := PlotFile(filepath.Join(dir, bad), results, false)
 		if err == nil || !strings.Contains(err.Error(), "want a file name ending in .png, .svg, .pdf") {
 			t.Errorf("PlotFile(%s) = %v", bad, err)
 		}
 	}
-	if err := PlotFile(filepath.Join(dir, "no/such/dir/p.png"), results); err == nil {
+	if err := PlotFile(filepath.Join(dir, "no/such/dir/p.png"), results, false); err == nil {
 		t.Error("plot into a missing directory: no error")
 	}
-	if err := PlotFile(filepath.Join(dir, "e.png"), nil); err == nil {
+	if err := PlotFile(filepath.Join(dir, "e.png"), nil, false); err == nil {
 		t.Error("plot of nothing: no error")
 	}
 }
