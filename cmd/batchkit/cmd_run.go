@@ -25,9 +25,11 @@ MASTER_PORT (a free port unless --master-port) set on top of the inherited envir
 BATCHKIT_JOB_TOKEN, a random secret shared by the ranks (kept if already set).
 
 Each output line is prefixed with its rank, "[3] ...": stdout to stdout, stderr to stderr.
-SIGINT and SIGTERM are forwarded to every rank's process group. When a rank exits non-zero
+SIGINT, SIGTERM, SIGHUP and SIGQUIT are forwarded to every rank's process group. When a rank exits non-zero
 or is killed, the others get SIGTERM, then SIGKILL after --grace, and batchkit exits with
-the failing rank's code (128+S for a rank killed by signal S).
+the failing rank's code (128+S for a rank killed by signal S). If batchkit itself is
+killed with SIGKILL, which it cannot catch, each rank gets SIGKILL too (Linux), but what
+a rank started in the background is left running.
 
 Examples:
    batchkit run -n 4 -- python3 train.py --epochs 3
@@ -65,7 +67,9 @@ Examples:
 			}
 
 			sigs := make(chan os.Signal, 4)
-			signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+			// SIGHUP: the terminal or ssh session closed; SIGQUIT: the
+			// user wants the ranks' own dumps, not the launcher's.
+			signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
 			defer signal.Stop(sigs)
 
 			code, err := local.Run(context.Background(), local.Options{

@@ -276,19 +276,37 @@ func (l *launch) start(id int, exits chan<- exitEvent, copied *sync.WaitGroup) e
 	}
 	r.pgid = r.cmd.Process.Pid
 	l.ranks = append(l.ranks, r)
+	var drains sync.WaitGroup
 	for i := range r.readers {
 		copied.Add(1)
+		drains.Add(1)
 		go func() {
 			defer copied.Done()
+			defer drains.Done()
 			drain(r.readers[i], r.writers[i])
 		}()
 	}
+	drained := make(chan struct{})
+	go func() {
+		drains.Wait()
+		close(drained)
+	}()
 	go func() {
 		r.cmd.Wait() //nolint:errcheck // the status is in ProcessState
+		// The rank's last words (why it failed) come before the launcher's
+		// line about its exit; a process it left behind may hold the pipes
+		// open, so the wait is short.
+		select {
+		case <-drained:
+		case <-time.After(exitDrainWait):
+		}
 		exits <- exitEvent{id, r.cmd.ProcessState}
 	}()
 	return nil
 }
+
+// exitDrainWait bounds how long a rank's exit is held back for its output.
+const exitDrainWait = 200 * time.Millisecond
 
 // drain copies a pipe into w until EOF or until the pipe is closed under it.
 func drain(f *os.File, w *lineWriter) {
