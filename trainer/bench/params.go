@@ -108,13 +108,17 @@ func Unit(op Op, dt collective.DType, ranks int) int64 {
 }
 
 // Sizes is the sweep min, 2·min, 4·min, ... up to max, each rounded down to
-// a multiple of Unit; sizes that round to 0, and repeats, are skipped.
+// a multiple of Unit, or up to one Unit when below it (so that 3..5 bytes of
+// float32 runs 4); sizes past max, and repeats, are skipped.
 func Sizes(op Op, dt collective.DType, ranks int, min, max int64) []int64 {
 	unit := Unit(op, dt, ranks)
 	var out []int64
 	for b := min; b > 0 && b <= max; b *= 2 {
 		s := b / unit * unit
-		if s > 0 && (len(out) == 0 || out[len(out)-1] != s) {
+		if s == 0 {
+			s = unit
+		}
+		if s <= max && (len(out) == 0 || out[len(out)-1] != s) {
 			out = append(out, s)
 		}
 		if b > math.MaxInt64/2 {

@@ -102,6 +102,9 @@ func TestSizes(t *testing.T) {
 		{"float64 skips 4 bytes", Allreduce, collective.Float64, 1, 4, 32, []int64{8, 16, 32}},
 		{"allgather 3 ranks", Allgather, collective.Float32, 3, 8, 1024, []int64{12, 24, 60, 120, 252, 504, 1020}},
 		{"reducescatter float64 2 ranks", ReduceScatter, collective.Float64, 2, 8, 64, []int64{16, 32, 64}},
+		{"below one element", Allreduce, collective.Float32, 2, 3, 5, []int64{4}},
+		{"below one element, float64", Allreduce, collective.Float64, 2, 6, 7, nil},
+		{"below one element, 1 byte", Allreduce, collective.Float32, 2, 1, 3, nil},
 		{"nothing fits", Allgather, collective.Float32, 4, 8, 8, nil},
 		{"min above max", Allreduce, collective.Float32, 1, 16, 8, nil},
 	} {
