@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -13,6 +14,7 @@ import (
 
 	"github.com/batchkit/batchkit/detect"
 	"github.com/batchkit/batchkit/internal/closed"
+	"github.com/batchkit/batchkit/topology"
 	"github.com/batchkit/batchkit/trainer/bench"
 	"github.com/batchkit/batchkit/trainer/collective"
 )
@@ -138,6 +140,10 @@ func benchAction(c *cli.Context) error {
 	if err != nil {
 		return badInput(err)
 	}
+	// Before Init: no rank allocates until every rank has passed this.
+	if err := checkMemory(c.String("max-bytes"), opts, topo, memAvailable()); err != nil {
+		return err
+	}
 	comm, err := collective.Init(collective.Config{
 		Topology: topo, Backend: kind, Getenv: os.Getenv, Timeout: c.Duration("timeout"),
 	})
@@ -242,6 +248,42 @@ func checkPlotPath(path string, inputs []string, force bool) error {
 
 // accessWrite is access(2)'s W_OK.
 const accessWrite = 0x2
+
+// checkMemory refuses a sweep whose buffers do not fit in the node's
+// available memory (avail bytes; 0 when unknown), shared by its ranks: the
+// OOM killer would end them without a word.
+func checkMemory(maxFlag string, opts bench.Options, topo topology.Topology, avail int64) error {
+	need := bench.BufferBytes(opts.Op, opts.DType, topo.WorldSize, opts.MinBytes, opts.MaxBytes)
+	node := need * int64(max(topo.LocalWorldSize, 1))
+	if avail <= 0 || node <= avail {
+		return nil
+	}
+	here := ""
+	if topo.LocalWorldSize > 1 {
+		here = fmt.Sprintf(", %s for the %d ranks on this node", bench.FormatSize(node), topo.LocalWorldSize)
+	}
+	return usagef("invalid --max-bytes %s: the %s buffers take %s per rank%s, and this node has %s available",
+		maxFlag, opts.Op, bench.FormatSize(need), here, bench.FormatSize(avail))
+}
+
+// memAvailable is MemAvailable from /proc/meminfo in bytes, 0 if unknown.
+func memAvailable() int64 {
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "MemAvailable:"); ok {
+			f := strings.Fields(rest)
+			if len(f) == 2 && f[1] == "kB" {
+				if kb, err := strconv.ParseInt(f[0], 10, 64); err == nil {
+					return kb << 10
+				}
+			}
+		}
+	}
+	return 0
+}
 
 // readResultFile reads JSON result lines from path, or from stdin for "-".
 func readResultFile(path string, stdin io.Reader) ([]bench.Result, error) {

@@ -128,6 +128,24 @@ func Sizes(op Op, dt collective.DType, ranks int, min, max int64) []int64 {
 	return out
 }
 
+// BufferBytes is what a run of the sweep allocates on each rank for its
+// buffers: the largest size's send and receive slices (Run allocates them
+// once), 0 for an empty sweep. The backend's own buffers come on top.
+func BufferBytes(op Op, dt collective.DType, ranks int, min, max int64) int64 {
+	sizes := Sizes(op, dt, ranks, min, max)
+	if len(sizes) == 0 {
+		return 0
+	}
+	b := sizes[len(sizes)-1]
+	switch op {
+	case Broadcast:
+		return b
+	case Allgather, ReduceScatter:
+		return b + b/int64(ranks)
+	}
+	return 2 * b
+}
+
 // MaxSize bounds --max-bytes: buffers of this size are allocated (twice for
 // out-of-place operations) on every rank.
 const MaxSize = 16 << 30

@@ -192,3 +192,27 @@ func TestParseClosedSets(t *testing.T) {
 		t.Errorf("ParseDType(float64) = %v, %v", dt, err)
 	}
 }
+
+func TestBufferBytes(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		op       Op
+		dt       collective.DType
+		ranks    int
+		min, max int64
+		want     int64
+	}{
+		{"allreduce: send and receive", Allreduce, collective.Float32, 2, 8, 64 << 20, 128 << 20},
+		{"broadcast: in place", Broadcast, collective.Float32, 4, 8, 1 << 20, 1 << 20},
+		{"allgather: a block and the whole", Allgather, collective.Float32, 4, 8, 1 << 20, 1<<20 + 1<<18},
+		{"reducescatter: the whole and a block", ReduceScatter, collective.Float64, 2, 8, 1 << 20, 1<<20 + 1<<19},
+		{"largest size of the sweep, not max", Allreduce, collective.Float32, 2, 8, 100, 128},
+		{"empty sweep", Allgather, collective.Float32, 4, 8, 8, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := BufferBytes(tc.op, tc.dt, tc.ranks, tc.min, tc.max); got != tc.want {
+				t.Errorf("BufferBytes = %d, want %d", got, tc.want)
+			}
+		})
+	}
+}
