@@ -61,6 +61,7 @@ Examples:
 			&cli.StringFlag{Name: "dtype", Value: "float32", Usage: "element type: float32 or float64"},
 			&cli.StringFlag{Name: "format", Aliases: []string{"f"}, Value: string(bench.Text), Usage: "text or json"},
 			&cli.DurationFlag{Name: "timeout", Value: collective.DefaultTimeout, Usage: "how long a collective waits for a silent peer (tcp)"},
+			&cli.DurationFlag{Name: "rendezvous-timeout", Value: collective.DefaultRendezvousTimeout, Usage: "how long the ranks wait for each other at start-up (tcp)"},
 			&cli.StringFlag{Name: "plot", Usage: "also write bus bandwidth against size to `FILE` (.png, .svg or .pdf; an existing file is refused without --force)"},
 			&cli.BoolFlag{Name: "force", Usage: "let --plot replace an existing file"},
 			&cli.StringFlag{Name: "baseline", Usage: "compare with the results in `FILE`, size by size (same op, dtype and ranks)"},
@@ -74,7 +75,7 @@ Examples:
 }
 
 // runOnlyFlags make no sense when bench only reads result files.
-var runOnlyFlags = []string{"op", "backend", "min-bytes", "max-bytes", "iters", "dtype", "timeout", "label"}
+var runOnlyFlags = []string{"op", "backend", "min-bytes", "max-bytes", "iters", "dtype", "timeout", "rendezvous-timeout", "label"}
 
 func benchAction(c *cli.Context) error {
 	format, err := bench.ParseFormat(c.String("format"))
@@ -145,7 +146,8 @@ func benchAction(c *cli.Context) error {
 		return err
 	}
 	comm, err := collective.Init(collective.Config{
-		Topology: topo, Backend: kind, Getenv: os.Getenv, Timeout: c.Duration("timeout"),
+		Topology: topo, Backend: kind, Getenv: os.Getenv,
+		Timeout: c.Duration("timeout"), RendezvousTimeout: c.Duration("rendezvous-timeout"),
 	})
 	var tokenErr *collective.TokenError
 	if errors.Is(err, collective.ErrNoMPI) || errors.As(err, &tokenErr) {
@@ -210,8 +212,10 @@ func benchOptions(c *cli.Context, format bench.Format) (bench.Options, collectiv
 			return opts, "", usagef("invalid --iters %d: must be at least 1", opts.Iters)
 		}
 	}
-	if t := c.Duration("timeout"); t <= 0 {
-		return opts, "", usagef("invalid --timeout %v: must be positive", t)
+	for _, f := range []string{"timeout", "rendezvous-timeout"} {
+		if t := c.Duration(f); t <= 0 {
+			return opts, "", usagef("invalid --%s %v: must be positive", f, t)
+		}
 	}
 	return opts, kind, nil
 }
