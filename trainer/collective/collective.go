@@ -36,8 +36,8 @@ type Op uint8
 const (
 	Sum Op = iota + 1
 	Avg    // Sum, then divided by the world size on every rank
-	Max    // NaN-propagating and commutative, like math.Max
-	Min    // NaN-propagating and commutative, like math.Min
+	Max    // math.Max: +Inf beats NaN beats the rest, +0 beats -0; a NaN result is math.NaN()
+	Min    // math.Min: -Inf beats NaN beats the rest, -0 beats +0; a NaN result is math.NaN()
 )
 
 var opNames = map[Op]string{Sum: "sum", Avg: "avg", Max: "max", Min: "min"}

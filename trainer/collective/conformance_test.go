@@ -62,6 +62,22 @@ func conformanceCases() []confCase {
 			)
 		}
 	}
+	for _, op := range []Op{Max, Min} {
+		for _, n := range []int{len(specials), 1<<17 + 3} {
+			cases = append(cases,
+				confCase{fmt.Sprintf("allreduce float32 %v NaN, Inf, ±0 len %d", op, n), func(c *Comm) error { return checkSpecials[float32](c, n, op, false) }},
+				confCase{fmt.Sprintf("allreduce float64 %v NaN, Inf, ±0 len %d", op, n), func(c *Comm) error { return checkSpecials[float64](c, n, op, false) }},
+				confCase{fmt.Sprintf("reducescatter float32 %v NaN, Inf, ±0 block %d", op, n), func(c *Comm) error { return checkSpecials[float32](c, n, op, true) }},
+				confCase{fmt.Sprintf("reducescatter float64 %v NaN, Inf, ±0 block %d", op, n), func(c *Comm) error { return checkSpecials[float64](c, n, op, true) }},
+			)
+		}
+	}
+	for _, n := range []int{1, 13, 1<<17 + 3} {
+		cases = append(cases,
+			confCase{fmt.Sprintf("allreduce float32 sum NaN len %d", n), func(c *Comm) error { return checkSumNaN[float32](c, n) }},
+			confCase{fmt.Sprintf("allreduce float64 sum NaN len %d", n), func(c *Comm) error { return checkSumNaN[float64](c, n) }},
+		)
+	}
 	cases = append(cases,
 		confCase{"barrier waits for the last rank", checkBarrier},
 		confCase{"bad arguments rejected locally", checkBadArguments},
@@ -249,6 +265,127 @@ func checkReduceScatter[T Float](c *Comm, k int, op Op) error {
 	}
 	off := c.Rank() * k
 	return compare("result", recv, func(i int) T { return want[T](op, c.Size(), off+i) })
+}
+
+// specials are rank r's value (of n ranks) in columns where Max and Min have
+// to rank NaN, infinities and signed zeros that sit on different ranks.
+var (
+	nanA     = math.Float64frombits(0x7ff8_0000_0000_0abc) // payloads other than math.NaN()'s
+	nanB     = math.Float64frombits(0xfff8_0000_0000_0123)
+	negZero  = math.Copysign(0, -1)
+	posInf   = math.Inf(1)
+	negInf   = math.Inf(-1)
+	first    = func(r int) bool { return r == 0 }
+	specials = []func(r, n int) float64{
+		func(r, n int) float64 { return pick(first(r), nanA, 1) },
+		func(r, n int) float64 { return pick(r == n-1, nanA, 1) },
+		func(r, n int) float64 { return pick(first(r), nanA, pick(r == n-1, nanB, 2)) },
+		func(r, n int) float64 { return pick(first(r), posInf, nanB) },
+		func(r, n int) float64 { return pick(r == n-1, posInf, nanB) },
+		func(r, n int) float64 { return pick(first(r), negInf, nanA) },
+		func(r, n int) float64 { return pick(r == n-1, negInf, nanA) },
+		func(r, n int) float64 { return pick(first(r), negZero, 0) },
+		func(r, n int) float64 { return pick(first(r), 0, negZero) },
+		func(r, n int) float64 { return pick(r%2 == 0, negZero, 0) },
+		func(r, n int) float64 { return negZero },
+		func(r, n int) float64 { return pick(r == n-1, nanB, negInf) },
+		func(r, n int) float64 { return pick(first(r), posInf, negInf) },
+	}
+)
+
+func pick(cond bool, a, b float64) float64 {
+	if cond {
+		return a
+	}
+	return b
+}
+
+// checkSpecials: Max and Min are math.Max and math.Min on every backend
+// (+Inf beats NaN for max, NaN beats the rest, +0 beats -0; mirrored for
+// min), a NaN result has math.NaN()'s bits, and every rank has the same bits
+// whichever rank held which value. Column i of a row is specials[i%len].
+func checkSpecials[T Float](c *Comm, n int, op Op, reduceScatter bool) error {
+	r, size := c.Rank(), c.Size()
+	value := func(rank, i int) T { return T(specials[i%len(specials)](rank, size)) }
+	wantAt := func(i int) T {
+		acc := float64(value(0, i))
+		for q := 1; q < size; q++ {
+			v := float64(value(q, i))
+			if op == Max {
+				acc = math.Max(acc, v)
+			} else {
+				acc = math.Min(acc, v)
+			}
+		}
+		return T(acc)
+	}
+	if !reduceScatter {
+		send, recv := make([]T, n), make([]T, n)
+		for i := range send {
+			send[i] = value(r, i)
+		}
+		if err := Allreduce(c, send, recv, op); err != nil {
+			return err
+		}
+		if err := compare("result", recv, wantAt); err != nil {
+			return err
+		}
+		return identical(c, recv)
+	}
+	send, recv := make([]T, n*size), make([]T, n)
+	for i := range send {
+		send[i] = value(r, i%n)
+	}
+	if err := ReduceScatter(c, send, recv, op); err != nil {
+		return err
+	}
+	if err := compare("result", recv, wantAt); err != nil {
+		return err
+	}
+	// Every block was the same: so is every rank's result.
+	return identical(c, recv)
+}
+
+// checkSumNaN: NaNs with a different payload on every rank sum to NaN in the
+// same places on every rank, the other elements exact. The TCP backend also
+// gives every rank the same NaN bits (it fixes the operand order); MPICH's
+// MPI_SUM adds in each rank's own order for short messages, and IEEE
+// addition keeps the first NaN operand's payload, so there only the NaNs'
+// places are compared (what a data-parallel step checks before applying a
+// gradient). A NaN-canonicalising MPI_Op would cost the common case.
+func checkSumNaN[T Float](c *Comm, n int) error {
+	r, size := c.Rank(), c.Size()
+	isNaNAt := func(i int) bool { return i%3 == 0 }
+	x := make([]T, n)
+	for i := range x {
+		x[i] = T(input(r, i))
+		if isNaNAt(i) {
+			x[i] = T(math.Float64frombits(0x7ff8_0000_0000_0000 | uint64(r+1)<<32))
+		}
+	}
+	if err := Allreduce(c, x, x, Sum); err != nil {
+		return err
+	}
+	canon := make([]T, n)
+	for i, v := range x {
+		canon[i] = v
+		if v != v {
+			canon[i] = T(math.NaN())
+		}
+	}
+	err := compare("result", canon, func(i int) T {
+		if isNaNAt(i) {
+			return T(math.NaN())
+		}
+		return want[T](Sum, size, i)
+	})
+	if err != nil {
+		return err
+	}
+	if c.Backend() == "mpi" {
+		return identical(c, canon)
+	}
+	return identical(c, x)
 }
 
 // checkBarrier: rank r arrives r×30 ms late; nobody may leave before the

@@ -75,21 +75,29 @@ func Init(cfg Config) (*Comm, error) {
 	if err := cfg.Topology.Validate(); err != nil {
 		return nil, fmt.Errorf("collective: topology: %w", err)
 	}
-	kind, err := choose(cfg)
-	if err != nil {
-		return nil, err
-	}
 	world.Lock()
 	defer world.Unlock()
 	if c := world.comm; c != nil {
-		if want := backendName(kind, cfg.Topology.WorldSize); want != c.b.Name() && kind != Auto {
-			return nil, fmt.Errorf("collective: already initialised with the %s backend, cannot switch to %s", c.b.Name(), kind)
+		// Auto takes whatever is open: a library that called Init with
+		// --backend mpi, then a helper with the default, share one world.
+		if cfg.Backend != "" && cfg.Backend != Auto {
+			kind, err := choose(cfg)
+			if err != nil {
+				return nil, err
+			}
+			if want := backendName(kind, cfg.Topology.WorldSize); want != c.b.Name() {
+				return nil, fmt.Errorf("collective: already initialised with the %s backend, cannot switch to %s", c.b.Name(), kind)
+			}
 		}
 		if c.b.Rank() != cfg.Topology.Rank || c.b.Size() != cfg.Topology.WorldSize {
 			return nil, fmt.Errorf("collective: already initialised as rank %d of %d, asked for rank %d of %d",
 				c.b.Rank(), c.b.Size(), cfg.Topology.Rank, cfg.Topology.WorldSize)
 		}
 		return c, nil
+	}
+	kind, err := choose(cfg)
+	if err != nil {
+		return nil, err
 	}
 	b, err := open(kind, cfg)
 	if err != nil {

@@ -36,6 +36,7 @@ package collective
 
 #include <mpi.h>
 #include <errno.h>
+#include <math.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -71,11 +72,97 @@ static inline MPI_Datatype bk_type(int t) {
 	return MPI_DATATYPE_NULL;
 }
 static inline size_t bk_size(int t) { return t == BK_F64 ? 8 : 4; }
+// Max and Min are Go's math.Max and math.Min, not MPI_MAX and MPI_MIN: those
+// leave NaN and -0 vs +0 to operand order (x > y ? x : y), which differs
+// between ranks, so ranks could end with different bits. Here +Inf beats NaN
+// beats everything for max (-Inf for min), +0 beats -0 (-0 for min), and a
+// NaN result is always math.NaN()'s bits, as in the TCP backend (reduce.go).
+static MPI_Op bk_max_op = MPI_OP_NULL, bk_min_op = MPI_OP_NULL;
+
+static inline double bk_nan64(void) { uint64_t u = 0x7FF8000000000001ULL; double d; memcpy(&d, &u, 8); return d; }
+static inline float bk_nan32(void) { uint32_t u = 0x7FC00000U; float f; memcpy(&f, &u, 4); return f; }
+
+// Equal values differ only as -0 and +0: max keeps x unless x is -0
+// (signbit set), min keeps x unless x is +0.
+static inline double bk_max64(double x, double y) {
+	if (x > y) return x;
+	if (y > x) return y;
+	if (x == INFINITY || y == INFINITY) return INFINITY;
+	if (x != x || y != y) return bk_nan64();
+	return signbit(x) ? y : x;
+}
+static inline double bk_min64(double x, double y) {
+	if (x < y) return x;
+	if (y < x) return y;
+	if (x == -INFINITY || y == -INFINITY) return -INFINITY;
+	if (x != x || y != y) return bk_nan64();
+	return signbit(x) ? x : y;
+}
+static inline float bk_max32(float x, float y) {
+	if (x > y) return x;
+	if (y > x) return y;
+	if (x == INFINITY || y == INFINITY) return INFINITY;
+	if (x != x || y != y) return bk_nan32();
+	return signbit(x) ? y : x;
+}
+static inline float bk_min32(float x, float y) {
+	if (x < y) return x;
+	if (y < x) return y;
+	if (x == -INFINITY || y == -INFINITY) return -INFINITY;
+	if (x != x || y != y) return bk_nan32();
+	return signbit(x) ? x : y;
+}
+
+// MPI_User_function: inout[i] = in[i] op inout[i]. Only MPI_FLOAT and
+// MPI_DOUBLE reach these (bk_type).
+static void bk_max_fn(void *in, void *inout, int *len, MPI_Datatype *dt) {
+	int n = *len;
+	if (*dt == MPI_FLOAT) {
+		float *a = in, *b = inout;
+		for (int i = 0; i < n; i++) b[i] = bk_max32(a[i], b[i]);
+	} else {
+		double *a = in, *b = inout;
+		for (int i = 0; i < n; i++) b[i] = bk_max64(a[i], b[i]);
+	}
+}
+static void bk_min_fn(void *in, void *inout, int *len, MPI_Datatype *dt) {
+	int n = *len;
+	if (*dt == MPI_FLOAT) {
+		float *a = in, *b = inout;
+		for (int i = 0; i < n; i++) b[i] = bk_min32(a[i], b[i]);
+	} else {
+		double *a = in, *b = inout;
+		for (int i = 0; i < n; i++) b[i] = bk_min64(a[i], b[i]);
+	}
+}
+
+// bk_create_ops makes the two ops (commutative) once MPI is initialised.
+static int bk_create_ops(void) {
+	int rc = MPI_Op_create(bk_max_fn, 1, &bk_max_op);
+	if (rc != MPI_SUCCESS)
+		return rc;
+	rc = MPI_Op_create(bk_min_fn, 1, &bk_min_op);
+	if (rc != MPI_SUCCESS) {
+		MPI_Op_free(&bk_max_op);
+		bk_max_op = MPI_OP_NULL;
+	}
+	return rc;
+}
+static int bk_free_ops(void) {
+	int rc = MPI_SUCCESS, rc2 = MPI_SUCCESS;
+	if (bk_max_op != MPI_OP_NULL)
+		rc = MPI_Op_free(&bk_max_op);
+	if (bk_min_op != MPI_OP_NULL)
+		rc2 = MPI_Op_free(&bk_min_op);
+	bk_max_op = bk_min_op = MPI_OP_NULL;
+	return rc != MPI_SUCCESS ? rc : rc2;
+}
+
 static inline MPI_Op bk_op(int op) {
 	switch (op) {
 	case BK_SUM: return MPI_SUM;
-	case BK_MAX: return MPI_MAX;
-	case BK_MIN: return MPI_MIN;
+	case BK_MAX: return bk_max_op;
+	case BK_MIN: return bk_min_op;
 	}
 	return MPI_OP_NULL;
 }
@@ -508,6 +595,11 @@ func newMPI(t topology.Topology) (Backend, error) {
 	if rc := C.bk_errors_return(m.comm); rc != C.MPI_SUCCESS {
 		err = mpiError("MPI_Comm_set_errhandler", rc)
 	}
+	if err == nil && mpiState.open == 0 {
+		if rc := C.bk_create_ops(); rc != C.MPI_SUCCESS {
+			err = mpiError("MPI_Op_create", rc)
+		}
+	}
 	if err != nil {
 		C.bk_comm_free(&m.comm)
 		return nil, err
@@ -542,6 +634,9 @@ func (m *mpiBackend) Close() error {
 	}
 	mpiState.open--
 	if mpiState.open == 0 {
+		if rc := C.bk_free_ops(); rc != C.MPI_SUCCESS {
+			errs = append(errs, mpiError("MPI_Op_free", rc))
+		}
 		mpiState.worker.stop()
 		mpiState.worker, mpiState.workerOff = nil, false
 	}

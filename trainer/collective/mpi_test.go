@@ -56,12 +56,19 @@ func TestMPI(t *testing.T) {
 		if err != nil || again != c {
 			t.Errorf("second Init = %p, %v; want the first communicator %p", again, err, c)
 		}
-		if topo.Launcher != "single" { // Auto picks MPI only under an MPI launcher
+		// Auto (and the zero value) take the open world, even where Auto
+		// alone would pick tcp (no launcher: a singleton).
+		for _, k := range []Kind{Auto, ""} {
 			auto := cfg
-			auto.Backend = Auto
+			auto.Backend = k
 			if again, err := Init(auto); err != nil || again != c {
-				t.Errorf("Init with Auto = %p, %v; want the first communicator %p", again, err, c)
+				t.Errorf("Init with Backend %q = %p, %v; want the first communicator %p", k, again, err, c)
 			}
+		}
+		tcp := cfg
+		tcp.Backend = TCP
+		if _, err := Init(tcp); err == nil || !strings.Contains(err.Error(), "cannot switch to tcp") {
+			t.Errorf("Init with tcp over an open mpi world: %v, want a refusal", err)
 		}
 		want := 1
 		if externallyInitialised {
