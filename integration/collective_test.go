@@ -195,6 +195,30 @@ func TestCollectiveMPI(t *testing.T) {
 			})
 		}
 	})
+	// A launcher whose process management the built library cannot use:
+	// auto picks tcp, and an explicit mpi is refused before MPI_Init with
+	// what to do (Open MPI would abort inside it, MPICH come up as
+	// singletons).
+	t.Run("openmpi build under srun --mpi=pmi2 picks tcp", func(t *testing.T) {
+		needCluster(t)
+		runWorld(t, 2, os.Environ(), "tcp", []string{"srun", "-N2", "-n2", "--mpi=pmi2", "--time=5"}, collectiveTest(t, "mpi"))
+	})
+	t.Run("mpich build under mpirun.openmpi picks tcp", func(t *testing.T) {
+		needTool(t, "mpirun.openmpi")
+		runWorld(t, 2, localEnv(), "tcp", []string{"mpirun.openmpi", "--allow-run-as-root", "--oversubscribe", "-n", "2"}, collectiveTest(t, "mpich"))
+	})
+	t.Run("openmpi build with --backend mpi under mpirun.mpich is refused", func(t *testing.T) {
+		needTool(t, "mpirun.mpich")
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, "mpirun.mpich", "-n", "2", collectiveTest(t, "mpi"), "-test.run", "^TestWorld$")
+		cmd.Env = append(localEnv(), "BATCHKIT_TEST_WORLD=mpi", "BATCHKIT_TEST_BACKEND=mpi")
+		out, err := cmd.CombinedOutput()
+		want := "the hydra launcher started 2 processes (this is rank 0), which this binary's MPI cannot join: this binary is built against Open MPI"
+		if err == nil || !strings.Contains(string(out), want) {
+			t.Fatalf("err = %v, want a failure saying %q:\n%s", err, want, out)
+		}
+	})
 }
 
 func withoutVar(env []string, name string) []string {

@@ -149,8 +149,11 @@ func benchAction(c *cli.Context) error {
 		Topology: topo, Backend: kind, Getenv: os.Getenv,
 		Timeout: c.Duration("timeout"), RendezvousTimeout: c.Duration("rendezvous-timeout"),
 	})
-	var tokenErr *collective.TokenError
-	if errors.Is(err, collective.ErrNoMPI) || errors.As(err, &tokenErr) {
+	var (
+		tokenErr *collective.TokenError
+		worldErr *collective.WorldError
+	)
+	if errors.Is(err, collective.ErrNoMPI) || errors.As(err, &tokenErr) || errors.As(err, &worldErr) {
 		return badInput(err)
 	}
 	if err != nil {

@@ -124,13 +124,18 @@ func choose(cfg Config) (Kind, error) {
 	kind := cfg.Backend
 	switch kind {
 	case "", Auto:
-		if MPIBuilt != "" && mpiLaunched(cfg.Topology, getenvOf(cfg)) {
+		// MPI when the launcher offers this binary's library a way to
+		// join the world: not Open MPI under srun --mpi=pmi2, say.
+		if MPIBuilt != "" && mpiOffered(MPIBuilt, cfg.Topology, getenvOf(cfg)) {
 			return MPI, nil
 		}
 		return TCP, nil
 	case MPI:
 		if MPIBuilt == "" {
 			return "", ErrNoMPI
+		}
+		if err := checkMPIWireUp(MPIBuilt, cfg.Topology, getenvOf(cfg)); err != nil {
+			return "", fmt.Errorf("collective: mpi backend: %w", err)
 		}
 		return MPI, nil
 	case TCP:
@@ -155,16 +160,6 @@ func (e *TokenError) Unwrap() error { return e.Err }
 
 // ErrNoMPI: --backend mpi on a binary built without MPI.
 var ErrNoMPI = errors.New("collective: this binary was built without MPI (build it with `make build-mpi MPI=openmpi` or `MPI=mpich`)")
-
-// mpiLaunched reports whether an MPI library could wire up this process:
-// an MPI launcher started it, or srun provided PMI/PMIx (srun --mpi=pmi2).
-func mpiLaunched(t topology.Topology, getenv topology.Getenv) bool {
-	switch t.Launcher {
-	case topology.OpenMPI, topology.Hydra, topology.MVAPICH, topology.PMIx, topology.PALS:
-		return true
-	}
-	return getenv("PMI_RANK") != "" || getenv("PMIX_RANK") != "" || getenv("PMI_FD") != ""
-}
 
 // backendName is the Name() the chosen kind produces.
 func backendName(k Kind, size int) string {

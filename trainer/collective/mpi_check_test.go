@@ -34,6 +34,10 @@ func TestMPICheckWorld(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := checkMPIWorld(tc.built, tc.mpiRank, tc.mpiSize, tc.t)
+			var we *WorldError
+			if err != nil && !errors.As(err, &we) {
+				t.Errorf("error %T, want *WorldError", err)
+			}
 			if tc.want == nil {
 				if err != nil {
 					t.Fatalf("unexpected error: %v", err)
@@ -77,5 +81,69 @@ func TestMPIErrorText(t *testing.T) {
 		if !errors.As(err, &me) || me.Call != tc.call || me.Code != 17 {
 			t.Errorf("errors.As: %#v", me)
 		}
+	}
+}
+
+func TestMPIWireUp(t *testing.T) {
+	topo := func(l topology.Launcher, size int) topology.Topology {
+		return topology.Topology{Launcher: l, WorldSize: size, LocalWorldSize: size, NumNodes: 1}
+	}
+	env := func(kv ...string) topology.Getenv {
+		m := map[string]string{}
+		for i := 0; i+1 < len(kv); i += 2 {
+			m[kv[i]] = kv[i+1]
+		}
+		return func(k string) string { return m[k] }
+	}
+	pmi2 := env("PMI_FD", "5", "PMI_RANK", "1", "PMI_SIZE", "2") // srun --mpi=pmi2
+	pmix := env("PMIX_RANK", "1", "PMIX_NAMESPACE", "slurm.pmix.7.0")
+	for _, tc := range []struct {
+		name    string
+		built   string
+		t       topology.Topology
+		getenv  topology.Getenv
+		offered bool
+	}{
+		{"openmpi under its mpirun", "openmpi", topo(topology.OpenMPI, 4), env("OMPI_COMM_WORLD_SIZE", "4", "PMIX_RANK", "0"), true},
+		{"openmpi under srun --mpi=pmix", "openmpi", topo(topology.Slurm, 2), pmix, true},
+		{"openmpi under a PMIx launcher", "openmpi", topo(topology.PMIx, 2), pmix, true},
+		{"openmpi under srun --mpi=pmi2", "openmpi", topo(topology.Slurm, 2), pmi2, false},
+		{"openmpi under srun without --mpi", "openmpi", topo(topology.Slurm, 2), env(), false},
+		{"openmpi under hydra", "openmpi", topo(topology.Hydra, 2), env("PMI_RANK", "0", "PMI_FD", "6"), false},
+		{"mpich under hydra", "mpich", topo(topology.Hydra, 2), env("PMI_RANK", "0", "PMI_FD", "6"), true},
+		{"mpich under srun --mpi=pmi2", "mpich", topo(topology.Slurm, 2), pmi2, true},
+		{"mpich with PMI_PORT", "mpich", topo(topology.Slurm, 2), env("PMI_PORT", "node1:4711"), true},
+		{"mpich under MVAPICH", "mpich", topo(topology.MVAPICH, 2), env(), true},
+		{"mpich under Cray PALS", "mpich", topo(topology.PALS, 2), env(), true},
+		{"mpich under srun --mpi=pmix", "mpich", topo(topology.PMIx, 2), pmix, false},
+		{"intel mpi pointed at libpmix", "mpich", topo(topology.PMIx, 2), env("PMIX_RANK", "1", "I_MPI_PMI_LIBRARY", "/usr/lib64/libpmix.so"), true},
+		{"mpich under open mpi's mpirun", "mpich", topo(topology.OpenMPI, 2), env("OMPI_COMM_WORLD_SIZE", "2", "PMIX_RANK", "0"), false},
+		{"mpich under torchrun", "mpich", topo(topology.Torchrun, 2), env("RANK", "0"), false},
+		{"no MPI built", "", topo(topology.OpenMPI, 2), env("OMPI_COMM_WORLD_SIZE", "2"), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := mpiOffered(tc.built, tc.t, tc.getenv); got != tc.offered {
+				t.Errorf("mpiOffered = %v, want %v", got, tc.offered)
+			}
+			err := checkMPIWireUp(tc.built, tc.t, tc.getenv)
+			if (err == nil) != tc.offered {
+				t.Fatalf("checkMPIWireUp = %v, want an error: %v", err, !tc.offered)
+			}
+			var we *WorldError
+			if err != nil && (!errors.As(err, &we) || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), "which this binary's MPI cannot join: ")) {
+				t.Errorf("checkMPIWireUp = %q: want a one-line *WorldError", err)
+			}
+			// A world of one is an MPI singleton: always joinable.
+			one := tc.t
+			one.WorldSize, one.LocalWorldSize = 1, 1
+			if !mpiCanWireUp(tc.built, one, tc.getenv) {
+				t.Error("a world of one is not joinable")
+			}
+		})
+	}
+	// The message says what to do.
+	err := checkMPIWireUp("openmpi", topo(topology.Slurm, 2), pmi2)
+	if err == nil || !strings.Contains(err.Error(), "--mpi=pmix (Open MPI)") {
+		t.Errorf("openmpi under srun --mpi=pmi2: %v", err)
 	}
 }
