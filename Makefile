@@ -18,17 +18,28 @@ build:
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/batchkit
 
 # The binary with the cgo MPI backend: MPI=openmpi (build tag mpi) or
-# MPI=mpich (tag mpich; the same binary runs with Intel MPI, which keeps
-# MPICH's ABI). Written to bin/batchkit-$(MPI).
+# MPI=mpich (tag mpich). Written to bin/batchkit-$(MPI).
+#
+# MPI=mpich-abi: the MPICH build for the MPICH ABI family (Intel MPI, Cray
+# MPICH, MVAPICH2, MPICH installed from source or Spack), whose library is
+# libmpi.so.12; Debian's MPICH names it libmpich.so.12, so the binary's
+# dependency is renamed with patchelf (run it here with LD_LIBRARY_PATH
+# pointing at a libmpi.so.12 link to Debian's library; see README).
 MPI ?=
 build-mpi:
 	@case '$(MPI)' in \
-	  openmpi) tag=mpi pc=ompi pkg=libopenmpi-dev ;; \
-	  mpich)   tag=mpich pc=mpich pkg=libmpich-dev ;; \
-	  *) echo "make build-mpi: set MPI=openmpi or MPI=mpich (got '$(MPI)')" >&2; exit 2 ;; \
+	  openmpi)   tag=mpi pc=ompi pkg=libopenmpi-dev ;; \
+	  mpich)     tag=mpich pc=mpich pkg=libmpich-dev ;; \
+	  mpich-abi) tag=mpich pc=mpich pkg=libmpich-dev ;; \
+	  *) echo "make build-mpi: set MPI=openmpi, MPI=mpich or MPI=mpich-abi (got '$(MPI)')" >&2; exit 2 ;; \
 	esac; \
 	pkg-config --exists $$pc || { echo "make build-mpi: pkg-config finds no '$$pc': apt-get install $$pkg" >&2; exit 2; }; \
-	set -x; $(GO) build -trimpath -tags $$tag -ldflags '$(LDFLAGS)' -o $(BIN)-$(MPI) ./cmd/batchkit
+	if [ '$(MPI)' = mpich-abi ]; then command -v patchelf >/dev/null || { echo "make build-mpi: MPI=mpich-abi needs patchelf: apt-get install patchelf" >&2; exit 2; }; fi; \
+	set -x; $(GO) build -trimpath -tags $$tag -ldflags '$(LDFLAGS)' -o $(BIN)-$(MPI) ./cmd/batchkit; \
+	{ set +x; } 2>/dev/null; \
+	if [ '$(MPI)' = mpich-abi ] && patchelf --print-needed $(BIN)-$(MPI) | grep -qx 'libmpich\.so\.12'; then \
+	  set -x; patchelf --replace-needed libmpich.so.12 libmpi.so.12 $(BIN)-$(MPI); \
+	fi
 
 # The main job. Until the trainer lands: the native collectives at work —
 # the pure-Go TCP allreduce benchmark on two local ranks (no Slurm, no MPI),
