@@ -171,6 +171,10 @@ func TestCollectiveMPI(t *testing.T) {
 					runRanks(t, atoi(n), localEnv(), append(append([]string{f.mpirun}, f.flags...), "-n", n), coll, "TestMPI")
 				})
 			}
+			// No launcher: the test starts its own MPI singleton, which aborts.
+			t.Run("TestMPIAbortLikeC", func(t *testing.T) {
+				runRanks(t, 1, localEnv(), nil, coll, "TestMPIAbortLikeC")
+			})
 			t.Run("TestMPIOverhead mpirun -n 2", func(t *testing.T) {
 				env := append(localEnv(), "BATCHKIT_MPI_OVERHEAD=1", "BATCHKIT_MPI_BENCH_MIN=65536",
 					"BATCHKIT_MPI_BENCH_MAX=131072", "BATCHKIT_MPI_OVERHEAD_ROUNDS=2", "BATCHKIT_MPI_OVERHEAD_BUDGET=0")

@@ -41,6 +41,7 @@ package collective
 #include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <stddef.h>
 #include <string.h>
 #include <unistd.h>
@@ -322,6 +323,9 @@ static int bk_wait_result(int fd) {
 // the request pipe).
 static void bk_join_worker(void) { pthread_join(bk_w.th, NULL); }
 
+// bk_abort is what an MPI library does on a fatal transport error (tests).
+static void bk_abort(void) { abort(); }
+
 // ---- errors.
 
 static int bk_error_string(int rc, char *buf) {
@@ -378,6 +382,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"os/signal"
 	"runtime"
 	"sync"
 	"syscall"
@@ -605,6 +610,7 @@ func newMPI(t topology.Topology) (Backend, error) {
 		return nil, err
 	}
 	mpiState.open++
+	abortLikeC()
 	m.handoff = os.Getenv("BATCHKIT_MPI_HANDOFF") != "0"
 	// See "The Go scheduler and MPI" above: a spare P keeps sysmon from
 	// handing off the P of every MPI call longer than 20 µs. An explicit
@@ -915,6 +921,30 @@ func (m *mpiBackend) cLoop(kind mpiKind, send, recv unsafe.Pointer, count int, t
 	}
 	return end - start, nil
 }
+
+// abortLikeC makes SIGABRT end the process as it ends a C program, by the
+// signal (status 134 in a shell), without a word from Go. MPI libraries
+// call abort() on fatal errors they cannot return (a peer gone mid-transfer,
+// UCX failures) after printing why; Go's runtime would bury that under a
+// dump of every goroutine and exit with status 2, the status batchkit gives
+// usage errors. abort() itself restores the default action and raises again
+// once the handler returns; a SIGABRT from kill(1) is re-raised here.
+var abortOnce sync.Once
+
+func abortLikeC() {
+	abortOnce.Do(func() {
+		ch := make(chan os.Signal, 1)
+		signal.Notify(ch, syscall.SIGABRT)
+		go func() {
+			<-ch
+			signal.Reset(syscall.SIGABRT)
+			syscall.Kill(os.Getpid(), syscall.SIGABRT) //nolint:errcheck // the process ends here
+		}()
+	})
+}
+
+// cAbort calls C's abort() from MPI's side of the process (tests).
+func cAbort() { C.bk_abort() }
 
 // mpiInitialized and mpiFinalized report MPI's own view (tests).
 func mpiInitialized() bool {

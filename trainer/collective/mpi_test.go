@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"runtime"
 	"strings"
 	"sync"
@@ -31,6 +32,7 @@ import (
 	"time"
 
 	"github.com/batchkit/batchkit/detect"
+	"github.com/batchkit/batchkit/topology"
 )
 
 func TestMPI(t *testing.T) {
@@ -595,4 +597,44 @@ func testMPIWorkerGC(t *testing.T, c *Comm) {
 		<-marked
 	}
 	runtime.KeepAlive(heap)
+}
+
+// An MPI library's abort() ends the process by SIGABRT, with the library's
+// own words and nothing from Go (no goroutine dump, no status 2). The test
+// runs itself again as a singleton that initialises MPI and aborts.
+func TestMPIAbortLikeC(t *testing.T) {
+	if os.Getenv("BATCHKIT_TEST_ABORT") == "1" {
+		topo := topology.Topology{Launcher: topology.Single, WorldSize: 1, LocalWorldSize: 1, NumNodes: 1}
+		if _, err := Init(Config{Topology: topo, Backend: MPI}); err != nil {
+			fmt.Fprintln(os.Stderr, "init:", err)
+			os.Exit(3)
+		}
+		fmt.Fprintln(os.Stderr, "the library's last words")
+		cAbort()
+		os.Exit(4) // not reached
+	}
+	cmd := exec.Command(os.Args[0], "-test.run", "^TestMPIAbortLikeC$")
+	// A singleton: none of the launcher's variables.
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "BATCHKIT_TEST_ABORT=1",
+		"PMIX_MCA_psec=native", "OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1"}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) {
+		t.Fatalf("child: %v, want it killed by SIGABRT\n%s", err, stderr.String())
+	}
+	ws := ee.Sys().(syscall.WaitStatus)
+	if !ws.Signaled() || ws.Signal() != syscall.SIGABRT {
+		t.Errorf("child ended with %v (exit status %d), want killed by SIGABRT", ee, ws.ExitStatus())
+	}
+	out := stderr.String()
+	if !strings.Contains(out, "the library's last words") {
+		t.Errorf("child's stderr lacks its own message:\n%s", out)
+	}
+	for _, goDump := range []string{"goroutine ", "SIGABRT: abort", "signal arrived during cgo execution"} {
+		if strings.Contains(out, goDump) {
+			t.Errorf("child's stderr has Go's crash report (%q):\n%s", goDump, out)
+		}
+	}
 }
