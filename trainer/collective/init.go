@@ -158,6 +158,15 @@ type TokenError struct{ Err error }
 func (e *TokenError) Error() string { return "collective: tcp backend: " + e.Err.Error() }
 func (e *TokenError) Unwrap() error { return e.Err }
 
+// SetupError: the job is set up wrongly (ranks with different tokens or
+// world sizes, two processes with one rank, MASTER_ADDR that does not
+// resolve, MASTER_PORT taken), not a failure while it ran: retrying the
+// same job cannot succeed.
+type SetupError struct{ Err error }
+
+func (e *SetupError) Error() string { return e.Err.Error() }
+func (e *SetupError) Unwrap() error { return e.Err }
+
 // ErrNoMPI: --backend mpi on a binary built without MPI.
 var ErrNoMPI = errors.New("collective: this binary was built without MPI (build it with `make build-mpi MPI=openmpi` or `MPI=mpich`)")
 

@@ -63,23 +63,37 @@ func setupConn(c *net.TCPConn) {
 
 // acceptor accepts and authenticates connections in the background; a
 // connection that fails the handshake is logged and dropped while the
-// listener keeps accepting, so it cannot take a rank's slot.
+// listener keeps accepting, so it cannot take a rank's slot. Accept errors
+// (out of file descriptors, say, under a flood of connections) are retried
+// after a pause, and at most maxPending handshakes are in flight: a flood of
+// silent connections cannot stop the rank from accepting its peers, which
+// retry their dials until the rendezvous deadline.
 type acceptor struct {
-	ln       *net.TCPListener
-	o        *tcpOptions
-	purpose  uint8
-	extraLen int
-	out      chan *peerHello
-	stop     chan struct{}
-	wg       sync.WaitGroup
-	mu       sync.Mutex
-	pending  map[*net.TCPConn]struct{} // handshakes in flight
-	stopped  bool
+	ln         *net.TCPListener
+	o          *tcpOptions
+	purpose    uint8
+	extraLen   int
+	out        chan *peerHello
+	stop       chan struct{}
+	wg         sync.WaitGroup
+	mu         sync.Mutex
+	pending    map[*net.TCPConn]struct{} // handshakes in flight
+	maxPending int
+	refused    int // connections that failed the handshake or were over maxPending
+	stopped    bool
 }
+
+// acceptRetryMax bounds the pause between accept attempts after errors.
+const acceptRetryMax = time.Second
+
+// maxPendingSpare is how many handshakes beyond the world size an acceptor
+// runs at once (a variable for tests).
+var maxPendingSpare = 256
 
 func startAcceptor(ln *net.TCPListener, o *tcpOptions, purpose uint8, extraLen int, deadline time.Time) *acceptor {
 	a := &acceptor{ln: ln, o: o, purpose: purpose, extraLen: extraLen,
-		out: make(chan *peerHello), stop: make(chan struct{}), pending: map[*net.TCPConn]struct{}{}}
+		out: make(chan *peerHello), stop: make(chan struct{}), pending: map[*net.TCPConn]struct{}{},
+		maxPending: maxPendingSpare + o.Size}
 	a.wg.Add(1)
 	go a.loop(deadline)
 	return a
@@ -87,19 +101,34 @@ func startAcceptor(ln *net.TCPListener, o *tcpOptions, purpose uint8, extraLen i
 
 func (a *acceptor) loop(deadline time.Time) {
 	defer a.wg.Done()
+	var pause time.Duration
 	for {
 		c, err := a.ln.AcceptTCP()
 		if err != nil {
-			if !a.isStopped() && !errors.Is(err, net.ErrClosed) {
-				a.o.Logf("collective: rank %d: accept: %v", a.o.Rank, err)
+			if a.isStopped() || errors.Is(err, net.ErrClosed) {
+				return
 			}
-			return
+			pause = min(max(2*pause, 5*time.Millisecond), acceptRetryMax)
+			a.o.Logf("collective: rank %d: accept: %v (retrying in %v)", a.o.Rank, err, pause)
+			select {
+			case <-time.After(pause):
+			case <-a.stop:
+				return
+			}
+			continue
 		}
+		pause = 0
 		a.mu.Lock()
 		if a.stopped {
 			a.mu.Unlock()
 			c.Close()
 			return
+		}
+		if len(a.pending) >= a.maxPending {
+			a.refused++
+			a.mu.Unlock()
+			c.Close()
+			continue
 		}
 		a.pending[c] = struct{}{}
 		a.mu.Unlock()
@@ -117,7 +146,10 @@ func (a *acceptor) handshake(c *net.TCPConn, deadline time.Time) {
 		// handshake then is our own doing.
 		var hio *handshakeIOError
 		if !errors.As(err, &hio) || !a.isStopped() {
-			a.o.Logf("refused connection from %s: %v", c.RemoteAddr(), err)
+			a.o.Logf("collective: rank %d refused a connection from %s: %v", a.o.Rank, c.RemoteAddr(), err)
+			a.mu.Lock()
+			a.refused++
+			a.mu.Unlock()
 		}
 		a.drop(c)
 		return
@@ -130,6 +162,13 @@ func (a *acceptor) handshake(c *net.TCPConn, deadline time.Time) {
 	case <-a.stop:
 		c.Close()
 	}
+}
+
+// refusedCount is how many connections the acceptor has turned away.
+func (a *acceptor) refusedCount() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.refused
 }
 
 func (a *acceptor) drop(c *net.TCPConn) {
@@ -193,7 +232,7 @@ func rendezvousRoot(o *tcpOptions, deadline time.Time) (conns []*net.TCPConn, er
 	hostport := o.masterHostPort()
 	l, err := net.Listen("tcp", ":"+strconv.Itoa(o.MasterPort))
 	if err != nil {
-		return nil, fmt.Errorf("rendezvous: rank 0 cannot listen on port %d: %w (another job or service may hold it: set MASTER_PORT to a free port)", o.MasterPort, err)
+		return nil, &SetupError{fmt.Errorf("rendezvous: rank 0 cannot listen on port %d: %w (another job or service may hold it: set MASTER_PORT to a free port)", o.MasterPort, err)}
 	}
 	acc := startAcceptor(l.(*net.TCPListener), o, purposeRendezv, joinLen, deadline)
 	defer acc.close()
@@ -218,8 +257,12 @@ func rendezvousRoot(o *tcpOptions, deadline time.Time) (conns []*net.TCPConn, er
 				missing = append(missing, r)
 			}
 		}
-		return abort(fmt.Sprintf("rendezvous at %s timed out after %v: %s %s",
-			hostport, o.RendezvousTimeout, rankList(missing, o.Size), what))
+		msg := fmt.Sprintf("rendezvous at %s timed out after %v: %s %s",
+			hostport, o.RendezvousTimeout, rankList(missing, o.Size), what)
+		if n := acc.refusedCount(); n > 0 {
+			msg += fmt.Sprintf(" (%d connection(s) refused meanwhile: a wrong job token, or not a batchkit rank; see the log)", n)
+		}
+		return abort(msg)
 	}
 
 	for n := 1; n < o.Size; {
@@ -228,7 +271,7 @@ func rendezvousRoot(o *tcpOptions, deadline time.Time) (conns []*net.TCPConn, er
 			r := int(p.rank)
 			if reason := checkPeer(&p.hello, o, purposeRendezv); reason != "" {
 				refuse(p.conn, reason)
-				return nil, abort("rendezvous: " + reason)
+				return nil, &SetupError{abort("rendezvous: " + reason)}
 			}
 			if conns[r] != nil && gone(conns[r]) { // it gave up on us and retried
 				conns[r].Close()
@@ -239,7 +282,7 @@ func rendezvousRoot(o *tcpOptions, deadline time.Time) (conns []*net.TCPConn, er
 				reason := fmt.Sprintf("rendezvous: rank %d joined twice, from %s and from %s: two processes were given the same rank",
 					r, conns[r].RemoteAddr(), p.conn.RemoteAddr())
 				refuse(p.conn, reason)
-				return nil, abort(reason)
+				return nil, &SetupError{abort(reason)}
 			}
 			p.conn.SetWriteDeadline(deadline)
 			if err := writeMsg(p.conn, tcpMsgAccept, nil); err != nil {
@@ -342,6 +385,9 @@ func dialPeer(o *tcpOptions, addr string, want int, purpose uint8, extra func(lo
 		}
 		d := net.Dialer{Timeout: min(left, handshakeTimeout), KeepAlive: keepAlivePeriod}
 		c, err := d.Dial("tcp", addr)
+		if badAddress(err) {
+			return nil, &authError{err} // no retry makes the name resolve
+		}
 		if err == nil {
 			tc := c.(*net.TCPConn)
 			setupConn(tc)
@@ -365,6 +411,15 @@ func dialPeer(o *tcpOptions, addr string, want int, purpose uint8, extra func(lo
 	}
 }
 
+// badAddress reports a dial error that retrying cannot fix: an address
+// that does not parse, or a host name the resolver says does not exist
+// (a resolver that cannot be reached is retried).
+func badAddress(err error) bool {
+	var ae *net.AddrError
+	var de *net.DNSError
+	return errors.As(err, &ae) || (errors.As(err, &de) && de.IsNotFound)
+}
+
 func rendezvousPeer(o *tcpOptions, deadline time.Time) ([]*net.TCPConn, error) {
 	hostport := o.masterHostPort()
 	ln, err := net.ListenTCP("tcp", &net.TCPAddr{}) // all interfaces, ephemeral port
@@ -381,9 +436,12 @@ func rendezvousPeer(o *tcpOptions, deadline time.Time) ([]*net.TCPConn, error) {
 	}
 	c0, err := dialPeer(o, hostport, 0, purposeRendezv, join, deadline)
 	if err != nil {
+		if badAddress(err) {
+			return nil, &SetupError{fmt.Errorf("rendezvous: MASTER_ADDR %q: %w", o.MasterAddr, err)}
+		}
 		var ae *authError
 		if errors.As(err, &ae) {
-			return nil, fmt.Errorf("rendezvous at %s: %w", hostport, err)
+			return nil, &SetupError{fmt.Errorf("rendezvous at %s: %w", hostport, err)}
 		}
 		return nil, fmt.Errorf("rendezvous: could not reach rank 0 at %s within %v: %w", hostport, o.RendezvousTimeout, err)
 	}
@@ -476,7 +534,7 @@ func rendezvousPeer(o *tcpOptions, deadline time.Time) ([]*net.TCPConn, error) {
 				reason = fmt.Sprintf("rank %d already has a link from rank %d", o.Rank, r)
 			}
 			if reason != "" {
-				o.Logf("refused connection from %s: %s", p.conn.RemoteAddr(), reason)
+				o.Logf("collective: rank %d refused a connection from %s: %s", o.Rank, p.conn.RemoteAddr(), reason)
 				refuse(p.conn, reason)
 				continue
 			}

@@ -674,10 +674,36 @@ func TestTCPRendezvousTimeout(t *testing.T) {
 		}
 		defer l.Close()
 		_, errs := tcpStartRanks(2, port, []int{0}, short)
-		if errs[0] == nil || !strings.Contains(errs[0].Error(), "port "+strconv.Itoa(port)) || !strings.Contains(errs[0].Error(), "MASTER_PORT") {
-			t.Errorf("got %v, want the port and a MASTER_PORT hint", errs[0])
+		var se *SetupError
+		if errs[0] == nil || !strings.Contains(errs[0].Error(), "port "+strconv.Itoa(port)) || !strings.Contains(errs[0].Error(), "MASTER_PORT") || !errors.As(errs[0], &se) {
+			t.Errorf("got %v (%T), want the port and a MASTER_PORT hint, a *SetupError", errs[0], errs[0])
 		}
 	})
+	// An address that cannot work fails at once, not after the timeout:
+	// one that does not parse, and a name the resolver says does not exist
+	// (checked only where the resolver answers so).
+	for _, addr := range []string{"[::1", "no-such-host.invalid"} {
+		t.Run("bad address "+addr, func(t *testing.T) {
+			if _, err := net.LookupHost(addr); addr == "no-such-host.invalid" {
+				var de *net.DNSError
+				if !errors.As(err, &de) || !de.IsNotFound {
+					t.Skipf("the resolver does not say %s does not exist: %v", addr, err)
+				}
+			}
+			start := time.Now()
+			_, errs := tcpStartRanks(2, port, []int{1}, func(o *tcpOptions) {
+				o.RendezvousTimeout = 5 * time.Second
+				o.MasterAddr = addr
+			})
+			var se *SetupError
+			if want := fmt.Sprintf("rendezvous: MASTER_ADDR %q: ", addr); errs[1] == nil || !strings.HasPrefix(errs[1].Error(), want) || !errors.As(errs[1], &se) {
+				t.Errorf("got %v (%T), want %q..., a *SetupError", errs[1], errs[1], want)
+			}
+			if d := time.Since(start); d > 2*time.Second {
+				t.Errorf("took %v, want an immediate failure", d)
+			}
+		})
+	}
 }
 
 func TestTCPWrongTokenRank(t *testing.T) {
@@ -694,11 +720,12 @@ func TestTCPWrongTokenRank(t *testing.T) {
 			b.Close()
 		}
 	}
-	if errs[1] == nil || !strings.Contains(errs[1].Error(), "job tokens differ") {
-		t.Errorf("rank 1: got %v, want a token error", errs[1])
+	var se *SetupError
+	if errs[1] == nil || !strings.Contains(errs[1].Error(), "job tokens differ") || !errors.As(errs[1], &se) {
+		t.Errorf("rank 1: got %v (%T), want a token error, a *SetupError", errs[1], errs[1])
 	}
-	if errs[0] == nil || !strings.Contains(errs[0].Error(), "rank 1 of 2 never connected") {
-		t.Errorf("rank 0: got %v, want rank 1 missing", errs[0])
+	if errs[0] == nil || !strings.Contains(errs[0].Error(), "rank 1 of 2 never connected (1 connection(s) refused meanwhile: a wrong job token") {
+		t.Errorf("rank 0: got %v, want rank 1 missing and the refusal counted", errs[0])
 	}
 	if len(logs.grep("bad job token")) == 0 {
 		t.Errorf("rank 0 did not log the refusal; logs: %q", logs.lines)
@@ -811,7 +838,8 @@ func TestTCPRogueConnections(t *testing.T) {
 		{0, "not a batchkit collective peer"},
 		{2, "bad job token"},
 	} {
-		if got := logs[c.rank].grep(c.want); len(got) == 0 || !strings.HasPrefix(got[0], "refused connection from 127.0.0.1:") {
+		prefix := fmt.Sprintf("collective: rank %d refused a connection from 127.0.0.1:", c.rank)
+		if got := logs[c.rank].grep(c.want); len(got) == 0 || !strings.HasPrefix(got[0], prefix) {
 			t.Errorf("rank %d: no %q refusal logged; logs: %q", c.rank, c.want, logs[c.rank].lines)
 		}
 	}
@@ -933,6 +961,11 @@ func TestTCPMisconfiguredWorld(t *testing.T) {
 			wg.Wait()
 			if d := time.Since(start); d > 5*time.Second {
 				t.Errorf("took %v: rank 0 should fail at once", d)
+			}
+			// Rank 0, which found the problem, calls it the job's setup.
+			var se *SetupError
+			if !errors.As(errs[0], &se) {
+				t.Errorf("rank 0: %T, want a *SetupError", errs[0])
 			}
 			for i, err := range errs {
 				t.Logf("process %d: %v", i, err)

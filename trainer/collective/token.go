@@ -105,7 +105,16 @@ func loadOrCreateSecret(path string) ([]byte, error) {
 	if err := os.Link(tmp.Name(), path); err != nil && !errors.Is(err, fs.ErrExist) {
 		return nil, fmt.Errorf("creating job secret %s: %w", path, err)
 	}
-	return readSecret(path)
+	secret, err = readSecret(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		// Only a link to nothing both exists (for link(2)) and does not
+		// (for stat(2)).
+		if target, lerr := os.Readlink(path); lerr == nil {
+			return nil, fmt.Errorf("job secret %s is a symbolic link to %s, which does not exist: remove the link, or create what it points to", path, target)
+		}
+		return nil, fmt.Errorf("reading job secret: %w", err)
+	}
+	return secret, err
 }
 
 // readSecret insists the file is private: a secret others can read would let

@@ -95,6 +95,23 @@ func TestResolveToken(t *testing.T) {
 			t.Fatalf("err = %v, want one naming %s", err, p)
 		}
 	})
+	t.Run("link to nothing", func(t *testing.T) {
+		xdg := t.TempDir()
+		p := filepath.Join(xdg, SecretFile)
+		os.MkdirAll(filepath.Dir(p), 0o700)
+		gone := filepath.Join(xdg, "moved-away")
+		if err := os.Symlink(gone, p); err != nil {
+			t.Fatal(err)
+		}
+		_, err := ResolveToken(topology.MapEnv(map[string]string{"XDG_CONFIG_HOME": xdg}), world)
+		want := "job secret " + p + " is a symbolic link to " + gone + ", which does not exist"
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("err = %v, want %q", err, want)
+		}
+		if _, err := os.Lstat(gone); err == nil {
+			t.Error("the link's target was created: the secret must not land where a link points")
+		}
+	})
 }
 
 func TestDeriveTokenStable(t *testing.T) {

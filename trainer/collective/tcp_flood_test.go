@@ -1,0 +1,140 @@
+//go:build linux
+
+package collective
+
+import (
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// A flood of connections during the rendezvous, enough to run rank 0's
+// process out of file descriptors, must not stop rank 0 from accepting:
+// once the flood is gone, a real rank still joins. (Rank 0 used to stop
+// accepting at the first accept error, and rank 1 then waited out the
+// rendezvous.) The test runs itself again with a limit of 64 descriptors.
+func TestTCPAcceptOutOfFiles(t *testing.T) {
+	if os.Getenv("BATCHKIT_TEST_EMFILE") != "1" {
+		cmd := exec.Command(os.Args[0], "-test.run", "^TestTCPAcceptOutOfFiles$", "-test.v")
+		cmd.Env = append(os.Environ(), "BATCHKIT_TEST_EMFILE=1")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("child: %v\n%s", err, out)
+		}
+		return
+	}
+	lim := syscall.Rlimit{Cur: 64, Max: 64}
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		t.Skip("cannot lower RLIMIT_NOFILE:", err)
+	}
+	port := tcpFreePort(t)
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	var logs tcpLog
+	tweak := func(o *tcpOptions) {
+		o.RendezvousTimeout = 20 * time.Second
+		o.Logf = logs.logf
+	}
+	type result struct {
+		b   []*tcpBackend
+		err []error
+	}
+	root := make(chan result, 1)
+	go func() {
+		bs, errs := tcpStartRanks(2, port, []int{0}, tweak)
+		root <- result{bs, errs}
+	}()
+	// Flood until this process has no descriptor left (both ends of every
+	// connection are ours), hold the flood a moment, then let it go.
+	var flood []net.Conn
+	deadline := time.Now().Add(5 * time.Second)
+	for len(flood) < 200 && time.Now().Before(deadline) {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err != nil {
+			time.Sleep(5 * time.Millisecond)
+			if len(flood) > 0 {
+				break // out of descriptors
+			}
+			continue // rank 0 not listening yet
+		}
+		flood = append(flood, c)
+	}
+	time.Sleep(300 * time.Millisecond)
+	for _, c := range flood {
+		c.Close()
+	}
+	if len(logs.grep("too many open files")) == 0 {
+		t.Fatalf("the flood of %d connections never ran rank 0 out of descriptors; logs %q", len(flood), logs.lines)
+	}
+	start := time.Now()
+	bs, errs := tcpStartRanks(2, port, []int{1}, tweak)
+	r := <-root
+	for _, b := range []*tcpBackend{r.b[0], bs[1]} {
+		if b != nil {
+			defer b.Close()
+		}
+	}
+	if r.err[0] != nil || errs[1] != nil {
+		t.Fatalf("after the flood: rank 0 %v, rank 1 %v; logs %q", r.err[0], errs[1], logs.lines)
+	}
+	t.Logf("%d flood connections; rank 1 joined %v after the flood", len(flood), time.Since(start).Round(time.Millisecond))
+}
+
+// At most maxPending handshakes run at once: connections beyond that are
+// closed at once, so silent ones cannot hold rank 0's descriptors, and a
+// real rank joins as soon as they are gone.
+func TestTCPAcceptCap(t *testing.T) {
+	old := maxPendingSpare
+	maxPendingSpare = 2 // 2 + world size 2 = 4 handshakes
+	defer func() { maxPendingSpare = old }()
+	port := tcpFreePort(t)
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	tweak := func(o *tcpOptions) { o.RendezvousTimeout = 20 * time.Second }
+	type result struct {
+		b   []*tcpBackend
+		err []error
+	}
+	root := make(chan result, 1)
+	go func() {
+		bs, errs := tcpStartRanks(2, port, []int{0}, tweak)
+		root <- result{bs, errs}
+	}()
+	var silent []net.Conn
+	for len(silent) < 10 {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err != nil {
+			time.Sleep(5 * time.Millisecond) // rank 0 not listening yet
+			continue
+		}
+		silent = append(silent, c)
+		time.Sleep(5 * time.Millisecond) // in order: the first ones get the slots
+	}
+	// The ones over the cap are closed by rank 0 (EOF), the others wait.
+	closed := 0
+	for _, c := range silent {
+		c.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+		if _, err := c.Read(make([]byte, 1)); err == io.EOF {
+			closed++
+		}
+	}
+	if closed < 6 || closed == len(silent) {
+		t.Errorf("%d of %d silent connections closed by rank 0, want those over the cap of 4", closed, len(silent))
+	}
+	for _, c := range silent {
+		c.Close()
+	}
+	bs, errs := tcpStartRanks(2, port, []int{1}, tweak)
+	r := <-root
+	for _, b := range []*tcpBackend{r.b[0], bs[1]} {
+		if b != nil {
+			defer b.Close()
+		}
+	}
+	if r.err[0] != nil || errs[1] != nil {
+		t.Fatalf("rank 0 %v, rank 1 %v", r.err[0], errs[1])
+	}
+}
