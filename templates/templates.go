@@ -14,8 +14,10 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"text/template"
+	"unicode"
 
 	"mvdan.cc/sh/v3/syntax"
 )
@@ -71,10 +73,30 @@ func DirectiveValue(s string) (string, error) {
 	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(s) + `"`, nil
 }
 
+// Comment makes s safe to print inside a shell comment line: control
+// characters (a line break would end the comment and start a command) are
+// written as Go escapes, "\n".
+func Comment(s string) string {
+	if !strings.ContainsFunc(s, unicode.IsControl) {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if unicode.IsControl(r) {
+			q := strconv.QuoteRune(r)
+			b.WriteString(q[1 : len(q)-1])
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
 var funcs = template.FuncMap{
 	"q":         Quote,
 	"qargs":     QuoteArgs,
 	"directive": DirectiveValue,
+	"comment":   Comment,
 }
 
 // Set is a loaded set of templates.

@@ -134,3 +134,44 @@ func TestSbatchTemplateSyntax(t *testing.T) {
 		}
 	}
 }
+
+// A profile named with a line break (a file name may hold one) cannot break
+// out of the script's comment into a command.
+func TestProfileNameStaysInTheComment(t *testing.T) {
+	s, err := Load("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := map[string]any{
+		"Profile":    "./evil\ntouch PWNED\r\x1b.toml",
+		"Directives": []map[string]string{},
+		"Modules":    []string{}, "Sources": []map[string]any{}, "Env": []map[string]string{},
+		"Launch": []string{"true"},
+	}
+	out, err := s.Render(Sbatch, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(out, "\n") {
+		if strings.Contains(line, "touch PWNED") && !strings.HasPrefix(line, "# ") {
+			t.Errorf("the profile name left the comment: %q", line)
+		}
+	}
+	if want := `from profile ./evil\ntouch PWNED\r\x1b.toml.`; !strings.Contains(out, want) {
+		t.Errorf("rendered script lacks %q:\n%s", want, out)
+	}
+}
+
+func TestComment(t *testing.T) {
+	for in, want := range map[string]string{
+		"plain name.toml": "plain name.toml",
+		"a\nb":            `a\nb`,
+		"tab\there":       `tab\there`,
+		"ünïcode $(x)":    "ünïcode $(x)",
+		"nul\x00":         `nul\x00`,
+	} {
+		if got := Comment(in); got != want {
+			t.Errorf("Comment(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/batchkit/batchkit/profile"
+	"github.com/batchkit/batchkit/templates"
 )
 
 func profileCommand() *cli.Command {
@@ -139,7 +140,7 @@ Examples:
 				return err
 			}
 			w := c.App.Writer
-			fmt.Fprintf(w, "# profile %s from %s\n", r.Name, r.Path)
+			fmt.Fprintf(w, "# profile %s from %s\n", templates.Comment(r.Name), templates.Comment(r.Path))
 			for _, f := range r.Chain[1:] {
 				fmt.Fprintf(w, "# extends %s from %s\n", f.Name, f.Path)
 			}
