@@ -45,7 +45,7 @@ func SbatchScript(req SbatchRequest) (slurm.Script, error) {
 			*f.dst = f.def
 		}
 	}
-	job.Extra = append(append([]string{}, p.Slurm.ExtraSbatch...), job.Extra...)
+	job.SiteExtra = append(append([]string{}, p.Slurm.ExtraSbatch...), job.SiteExtra...)
 	directives, err := job.Directives()
 	if err != nil {
 		return slurm.Script{}, err

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -60,7 +61,11 @@ type JobOptions struct {
 	Signal        string
 	Dependency    string
 	Requeue       bool
-	Extra         []string // raw "--flag=value" or "--flag", from --sbatch-arg and profiles
+	// SiteExtra (a profile's extra_sbatch) come before the named options,
+	// Extra (--sbatch-arg) after them: sbatch takes the last of repeated
+	// directives, and the user's flags beat the site's defaults.
+	SiteExtra []string // raw "--flag=value" or "--flag"
+	Extra     []string
 }
 
 var (
@@ -71,17 +76,6 @@ var (
 // Directives turns options into #SBATCH directives, in a fixed order.
 func (o JobOptions) Directives() ([]Directive, error) {
 	var ds []Directive
-	add := func(flag, value string) {
-		if value != "" {
-			ds = append(ds, Directive{flag, value})
-		}
-	}
-	num := func(n int) string {
-		if n == 0 {
-			return ""
-		}
-		return fmt.Sprint(n)
-	}
 	for _, n := range []struct {
 		name string
 		v    int
@@ -90,36 +84,71 @@ func (o JobOptions) Directives() ([]Directive, error) {
 			return nil, fmt.Errorf("%s %d: must not be negative", n.name, n.v)
 		}
 	}
-	add("job-name", o.JobName)
-	add("nodes", o.Nodes)
-	add("ntasks", num(o.NTasks))
-	add("ntasks-per-node", num(o.NTasksPerNode))
-	add("cpus-per-task", num(o.CPUsPerTask))
-	add("gpus", o.GPUs)
-	add("time", o.Time)
-	add("partition", o.Partition)
-	add("account", o.Account)
-	add("qos", o.QOS)
-	add("constraint", o.Constraint)
-	add("output", o.Output)
-	add("error", o.Error)
-	add("array", o.Array)
+	if o.Nodes != "" && !validNodes(o.Nodes) {
+		return nil, fmt.Errorf("--nodes %q: want a number of nodes N or a range MIN-MAX, at least 1", o.Nodes)
+	}
+	extra := func(raws []string) error {
+		for _, raw := range raws {
+			d, err := ParseDirective(raw)
+			if err != nil {
+				return err
+			}
+			ds = append(ds, d)
+		}
+		return nil
+	}
+	if err := extra(o.SiteExtra); err != nil {
+		return nil, err
+	}
+	num := func(n int) string {
+		if n == 0 {
+			return ""
+		}
+		return fmt.Sprint(n)
+	}
+	for _, d := range []Directive{
+		{"job-name", o.JobName}, {"nodes", o.Nodes}, {"ntasks", num(o.NTasks)},
+		{"ntasks-per-node", num(o.NTasksPerNode)}, {"cpus-per-task", num(o.CPUsPerTask)}, {"gpus", o.GPUs},
+		{"time", o.Time}, {"partition", o.Partition}, {"account", o.Account}, {"qos", o.QOS},
+		{"constraint", o.Constraint}, {"output", o.Output}, {"error", o.Error}, {"array", o.Array},
+	} {
+		if d.Value != "" {
+			ds = append(ds, d)
+		}
+	}
 	if o.Exclusive {
 		ds = append(ds, Directive{Flag: "exclusive"})
 	}
-	add("signal", o.Signal)
-	add("dependency", o.Dependency)
+	for _, d := range []Directive{{"signal", o.Signal}, {"dependency", o.Dependency}} {
+		if d.Value != "" {
+			ds = append(ds, d)
+		}
+	}
 	if o.Requeue {
 		ds = append(ds, Directive{Flag: "requeue"})
 	}
-	for _, raw := range o.Extra {
-		d, err := ParseDirective(raw)
-		if err != nil {
-			return nil, err
+	if err := extra(o.Extra); err != nil {
+		return nil, err
+	}
+	// An #SBATCH line ends at a line break: say which option held one here,
+	// not in the template's words at render time.
+	for _, d := range ds {
+		if strings.ContainsAny(d.Value, "\n\r\x00") {
+			return nil, fmt.Errorf("--%s %q: contains a line break or NUL, which an #SBATCH line cannot carry", d.Flag, d.Value)
 		}
-		ds = append(ds, d)
 	}
 	return ds, nil
+}
+
+// validNodes: "N" or "MIN-MAX" with 1 <= MIN <= MAX, as sbatch --nodes.
+func validNodes(s string) bool {
+	lo, hi, isRange := strings.Cut(s, "-")
+	if !isRange {
+		hi = lo
+	}
+	a, err1 := strconv.Atoi(lo)
+	b, err2 := strconv.Atoi(hi)
+	return err1 == nil && err2 == nil && a >= 1 && b >= a && lo[0] != '+' && hi[0] != '+'
 }
 
 // ParseDirective parses "--flag=value", "--flag value" or "--flag" as given
@@ -132,11 +161,12 @@ func ParseDirective(raw string) (Directive, error) {
 		return Directive{}, fmt.Errorf("sbatch directive %q: want the long form --flag=value", raw)
 	}
 	s = s[2:]
-	flag, value, hasValue := strings.Cut(s, "=")
-	if !hasValue {
-		flag, value, _ = strings.Cut(s, " ")
+	// The name ends at the first '=' or blank: "--comment key=val" is
+	// comment = "key=val".
+	flag, value := s, ""
+	if i := strings.IndexAny(s, "= \t"); i >= 0 {
+		flag, value = s[:i], strings.TrimSpace(s[i+1:])
 	}
-	value = strings.TrimSpace(value)
 	if !flagName.MatchString(flag) {
 		return Directive{}, fmt.Errorf("sbatch directive %q: %q is not an option name", raw, flag)
 	}

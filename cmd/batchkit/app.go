@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/batchkit/batchkit/slurm"
 )
 
 // version is set at build time: -ldflags "-X main.version=...".
@@ -36,6 +38,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 		// urfave/cli call os.Exit on its own.
 		ExitErrHandler: func(*cli.Context, error) {},
 		OnUsageError:   onUsageError,
+		Action:         unknownCommand,
 		Commands: []*cli.Command{
 			envCommand(),
 			execCommand(),
@@ -50,11 +53,32 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 	}
 }
 
+// unknownCommand is the action of the app and of commands that only group
+// subcommands: without arguments it shows the help; with an unknown
+// command it is a usage error (urfave/cli would say "No help topic" and
+// exit 3).
+func unknownCommand(c *cli.Context) error {
+	if !c.Args().Present() {
+		if c.Command != nil && len(c.Command.Subcommands) > 0 {
+			return cli.ShowSubcommandHelp(c)
+		}
+		return cli.ShowAppHelp(c)
+	}
+	where := "batchkit"
+	if c.Command != nil && c.Command.Name != "" && c.Command.Name != c.App.Name {
+		where = "batchkit " + c.Command.Name
+	}
+	return usagef("unknown command %q: see '%s --help'", c.Args().First(), where)
+}
+
 // oneLineUsageErrors gives every command the app's usage-error handler: a
 // flag value that does not parse is one line on stderr and exit 2, not the
-// whole help on stdout.
+// whole help on stdout; and every group of subcommands unknownCommand.
 func oneLineUsageErrors(cmds []*cli.Command) {
 	for _, c := range cmds {
+		if len(c.Subcommands) > 0 && c.Action == nil {
+			c.Action = unknownCommand
+		}
 		if c.OnUsageError == nil {
 			c.OnUsageError = onUsageError
 		}
@@ -104,6 +128,7 @@ func exitCode(err error) int {
 	var (
 		ue *usageError
 		ce *childExit
+		se *slurm.SubmitError
 		ee *exec.ExitError
 		ec cli.ExitCoder
 	)
@@ -112,6 +137,8 @@ func exitCode(err error) int {
 		return exitOK
 	case errors.As(err, &ce):
 		return ce.code
+	case errors.As(err, &se) && se.Code > 0:
+		return se.Code // sbatch's own, as its message says
 	case errors.As(err, &ue):
 		return exitUsage
 	case errors.As(err, &ee):

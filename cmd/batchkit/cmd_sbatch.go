@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
+	"slices"
 
 	"github.com/urfave/cli/v2"
 
@@ -51,7 +53,9 @@ Examples:
 			&cli.StringFlag{Name: "signal", Usage: "signal before the time limit, e.g. USR1@120"},
 			&cli.StringFlag{Name: "dependency", Aliases: []string{"d"}, Usage: "job dependencies"},
 			&cli.BoolFlag{Name: "requeue", Usage: "allow requeueing"},
-			&cli.StringSliceFlag{Name: "sbatch-arg", Usage: "any other directive, e.g. --sbatch-arg=--mail-type=END (repeatable)"},
+			// Not a StringSliceFlag: that splits at commas, and
+			// --mail-type=END,FAIL is one directive.
+			&cli.GenericFlag{Name: "sbatch-arg", Value: &stringList{}, Usage: "any other directive, e.g. --sbatch-arg=--mail-type=END,FAIL (repeatable)"},
 			&cli.StringFlag{Name: "batchkit", Usage: "path of batchkit on the compute nodes (default: this binary)"},
 			&cli.BoolFlag{Name: "dry-run", Usage: "print the script, submit nothing"},
 			&cli.StringFlag{Name: "write", Usage: "write the script to `FILE`, submit nothing"},
@@ -77,14 +81,25 @@ func profileFlags() []cli.Flag {
 // top, as the last layer.
 func loadProfile(c *cli.Context, overrides map[string]string) (*profile.Resolved, error) {
 	name := c.String("profile")
+	fromEnv := name == "" && os.Getenv("BATCHKIT_PROFILE") != ""
 	if name == "" {
 		name = profile.DefaultName(os.Getenv)
 	}
 	r, err := profile.NewLoader(os.Getenv).Resolve(name)
 	if err != nil {
+		if fromEnv {
+			err = fmt.Errorf("BATCHKIT_PROFILE=%s: %w", name, err)
+		}
 		return nil, badInput(err)
 	}
-	for flag, key := range overrides {
+	// In a fixed order, so that of two bad flags the same one is named.
+	flags := make([]string, 0, len(overrides))
+	for flag := range overrides {
+		flags = append(flags, flag)
+	}
+	slices.Sort(flags)
+	for _, flag := range flags {
+		key := overrides[flag]
 		if c.IsSet(flag) {
 			if err := r.Set(key, c.String(flag), profile.CommandLine); err != nil {
 				return nil, badInput(fmt.Errorf("--%s: %w", flag, err))
@@ -120,6 +135,17 @@ func sbatchAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	// One of: print, write, submit (and wait).
+	switch {
+	case c.IsSet("write") && c.String("write") == "":
+		return usagef("--write: empty file name")
+	case c.Bool("dry-run") && c.IsSet("write"):
+		return usagef("--dry-run and --write: choose one (--dry-run prints the script, --write saves it)")
+	case c.Bool("wait") && (c.Bool("dry-run") || c.IsSet("write")):
+		return usagef("--wait is for a submitted job: it has no effect with --dry-run or --write")
+	case c.Bool("force") && !c.IsSet("write"):
+		return usagef("--force is for --write: it lets it replace an existing file")
+	}
 	r, err := loadProfile(c, sbatchOverrides)
 	if err != nil {
 		return err
@@ -135,7 +161,7 @@ func sbatchAction(c *cli.Context) error {
 		NTasksPerNode: c.Int("ntasks-per-node"), CPUsPerTask: c.Int("cpus-per-task"), GPUs: c.String("gpus"),
 		Output: c.String("output"), Error: c.String("error"), Array: c.String("array"),
 		Exclusive: c.Bool("exclusive"), Signal: c.String("signal"), Dependency: c.String("dependency"),
-		Requeue: c.Bool("requeue"), Extra: c.StringSlice("sbatch-arg"),
+		Requeue: c.Bool("requeue"), Extra: []string(*c.Generic("sbatch-arg").(*stringList)),
 	}
 	script, err := launch.SbatchScript(launch.SbatchRequest{
 		ProfileName: r.Name, Profile: r.Profile, Job: job, Program: program, Batchkit: self,
@@ -156,7 +182,7 @@ func sbatchAction(c *cli.Context) error {
 	case c.Bool("dry-run"):
 		_, err := fmt.Fprint(c.App.Writer, text)
 		return err
-	case c.String("write") != "":
+	case c.IsSet("write"):
 		return writeNew(c.String("write"), text, c.Bool("force"))
 	}
 	_, code, err := slurm.Submit(c.Context, "sbatch", text, c.Bool("wait"), func(id string) {
@@ -172,22 +198,44 @@ func sbatchAction(c *cli.Context) error {
 }
 
 // writeNew writes a file that must not exist yet, unless force: a user's
-// script is never overwritten by surprise.
+// script is never overwritten by surprise. A replaced file is swapped in
+// whole by a rename, so a failed write leaves the old one as it was.
 func writeNew(path, text string, force bool) error {
-	flags := os.O_WRONLY | os.O_CREATE | os.O_EXCL
-	if force {
-		flags = os.O_WRONLY | os.O_CREATE | os.O_TRUNC
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		return usagef("--write %s: is a directory", path)
 	}
-	f, err := os.OpenFile(path, flags, 0o755)
-	if errors.Is(err, fs.ErrExist) {
-		return usagef("--write %s: file exists (use --force to overwrite)", path)
+	if !force {
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o755)
+		if errors.Is(err, fs.ErrExist) {
+			return usagef("--write %s: file exists (use --force to overwrite)", path)
+		}
+		if err != nil {
+			return badInput(fmt.Errorf("--write: %w", err))
+		}
+		if _, err := f.WriteString(text); err != nil {
+			f.Close()
+			os.Remove(path) // ours: created just now
+			return err
+		}
+		return f.Close()
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return badInput(fmt.Errorf("--write %s: %w", path, err))
+	}
+	defer os.Remove(tmp.Name()) // after a successful rename, a no-op
+	_, err = tmp.WriteString(text)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(tmp.Name(), 0o755)
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
 	}
 	if err != nil {
-		return badInput(fmt.Errorf("--write: %w", err))
+		return fmt.Errorf("--write %s: %w", path, err)
 	}
-	if _, err := f.WriteString(text); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	return nil
 }

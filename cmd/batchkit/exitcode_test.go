@@ -17,6 +17,10 @@ func TestExitCodes(t *testing.T) {
 		code int
 	}{
 		{"help", nil, []string{"--help"}, 0},
+		{"no command: help", nil, nil, 0},
+		{"unknown command", nil, []string{"bogus"}, 2},
+		{"unknown subcommand", nil, []string{"profile", "bogus"}, 2},
+		{"group without subcommand: help", nil, []string{"hostlist"}, 0},
 		{"unknown flag", nil, []string{"env", "--bogus"}, 2},
 		{"unknown format", nil, []string{"env", "--format", "xml"}, 2},
 		{"bad variable", map[string]string{"PMI_RANK": "x", "PMI_SIZE": "2"}, []string{"env"}, 2},
