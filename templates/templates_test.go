@@ -128,7 +128,9 @@ func TestSbatchTemplateSyntax(t *testing.T) {
 		t.Fatalf("bash -n: %v\n%s\n%s", err, stderr.String(), out)
 	}
 	for _, want := range []string{"#SBATCH --job-name=\"x y\"\n", "#SBATCH --exclusive\n", "module load intel/oneapi\n",
-		"source /opt/intel/oneapi/setvars.sh --force\n", "export A='$(x)'\n", "srun batchkit exec -- python3 train.py\n"} {
+		"source /opt/intel/oneapi/setvars.sh --force\n", "batchkit_had_A=${A+1} batchkit_was_A=${A-}\n",
+		"if [ -n \"$batchkit_had_A\" ]; then A=$batchkit_was_A; else A='$(x)'; fi; export A\n",
+		"srun batchkit exec -- python3 train.py\n"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("rendered script lacks %q:\n%s", want, out)
 		}
@@ -172,6 +174,50 @@ func TestComment(t *testing.T) {
 	} {
 		if got := Comment(in); got != want {
 			t.Errorf("Comment(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// The profile's variables beat what an environment script sets, but the
+// value the job already had when it was submitted (sbatch exports the
+// submitting shell's environment) is kept, whatever the scripts do: the
+// script runs in real bash.
+func TestProfileVariablesKeepTheUsers(t *testing.T) {
+	s, err := Load("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	vendor := filepath.Join(dir, "setvars.sh")
+	if err := os.WriteFile(vendor, []byte("export CCL_WORKER_COUNT=vendor FI_PROVIDER=vendor\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	data := map[string]any{
+		"Profile": "p", "Directives": []map[string]string{}, "Modules": []string{},
+		"Sources": []map[string]any{{"Path": vendor, "Args": []string{}}},
+		"Env":     []map[string]string{{"Name": "CCL_WORKER_COUNT", "Value": "1"}, {"Name": "FI_PROVIDER", "Value": "psm3"}, {"Name": "I_MPI_PIN_DOMAIN", "Value": "socket"}},
+		"Launch":  []string{"sh", "-c", `echo "$CCL_WORKER_COUNT $FI_PROVIDER $I_MPI_PIN_DOMAIN"`},
+	}
+	script, err := s.Render(Sbatch, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		env  []string
+		want string
+	}{
+		{nil, "1 psm3 socket"},
+		{[]string{"CCL_WORKER_COUNT=4"}, "4 psm3 socket"},
+		{[]string{"FI_PROVIDER=", "I_MPI_PIN_DOMAIN=core"}, "1  core"}, // set, even empty, is the user's
+	} {
+		cmd := exec.Command("bash", "-c", script)
+		cmd.Env = append([]string{"PATH=" + os.Getenv("PATH")}, tc.env...)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("env %q: %v\n%s", tc.env, err, out)
+		}
+		if got := strings.TrimSuffix(string(out), "\n"); got != tc.want {
+			t.Errorf("env %q: the program saw %q, want %q", tc.env, got, tc.want)
 		}
 	}
 }
