@@ -66,7 +66,7 @@ func parse(name, path, dir string, src []byte) (*File, problems) {
 	if err != nil {
 		var pe toml.ParseError
 		if errors.As(err, &pe) {
-			d.ps.add(path, pos{pe.Position.Line, max(pe.Position.Col, 1)}, "%s", pe.Message)
+			d.ps.add(path, parseErrorPos(string(src), pe), "%s", pe.Message)
 		} else {
 			d.ps.add(path, pos{1, 1}, "%v", err)
 		}
@@ -334,6 +334,21 @@ func (d *decoder) unknown(path, k string, t reflect.Type, table string) {
 		}
 	}
 	d.report(path, true, "%s", msg)
+}
+
+var duplicateRE = regexp.MustCompile(`^Key '(.*)' has already been defined\.$`)
+
+// parseErrorPos is where a syntax error is. The toml package reports a
+// duplicate key where its parser stopped, which can be past the end of the
+// line; the key being redefined is what to point at.
+func parseErrorPos(src string, pe toml.ParseError) pos {
+	at := pos{pe.Position.Line, max(pe.Position.Col, 1)}
+	if m := duplicateRE.FindStringSubmatch(pe.Message); m != nil {
+		if p, ok := scanPositions(src).redefinition(m[1], at); ok {
+			return p
+		}
+	}
+	return at
 }
 
 // tomlMessage is the short message of an error from the toml package, without

@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/batchkit/batchkit/mpirun"
+	siteconfigs "github.com/batchkit/batchkit/site-configs"
 )
 
 const siteTOML = `description = "the site"
@@ -176,6 +177,8 @@ func TestSet(t *testing.T) {
 		{key: "env.source", value: "/a.sh --x,/b.sh", want: func(p *Profile) any { return p.Env.Source },
 			wantVal: []Script{{Script: "/a.sh", Args: []string{"--x"}}, {Script: "/b.sh", Args: []string{}}}},
 		{key: "env.vars.FOO", value: "bar", want: func(p *Profile) any { return p.Env.Vars["FOO"] }, wantVal: "bar"},
+		{key: "env.vars.FOO", value: "a\nb", want: func(p *Profile) any { return p.Env.Vars["FOO"] }, wantVal: "a\nb"},
+		{key: "templates", value: os.TempDir(), want: func(p *Profile) any { return p.Templates }, wantVal: os.TempDir()},
 
 		{key: "mpi.flavor", value: "openmp", err: `command line: mpi.flavor: unknown MPI flavor "openmp"`},
 		{key: "mpi.launcher", value: "torchrun", err: `command line: mpi.launcher: unknown launcher "torchrun"`},
@@ -191,6 +194,9 @@ func TestSet(t *testing.T) {
 		{key: "env.source", value: "rel.sh", err: `env.source[0].script: "rel.sh": want an absolute path`},
 		{key: "mpi.bootstrap", value: "carrier-pigeon", err: "unknown bootstrap"},
 		{key: "slurm.modules", value: 3, err: "want an array of strings, got int"},
+		{key: "slurm.extra_sbatch", value: "-x", err: `command line: slurm.extra_sbatch[0]: sbatch directive "-x": want the long form --flag=value`},
+		{key: "env.vars.FOO", value: "a\x00b", err: `command line: env.vars.FOO: "a\u0000b" contains a NUL byte`},
+		{key: "templates", value: "/no/such/dir", err: "command line: templates: directory /no/such/dir does not exist"},
 	}
 	for _, tt := range tests {
 		r := Merge()
@@ -433,4 +439,84 @@ func TestExtendsPathsAndCycles(t *testing.T) {
 	if err == nil || err.Error() != want {
 		t.Errorf("cycle: %v, want %s", err, want)
 	}
+}
+
+// srun's --mpi plugin goes with launcher srun: a layer that switches to
+// another launcher drops an inherited one, a switch to srun keeps it, and a
+// plugin left under another launcher is an error at the plugin.
+func TestSrunMPIFollowsLauncher(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "to-mpirun.toml", "extends = \"mpich\"\n[mpi]\nlauncher = \"mpirun\"\n")
+	write(t, dir, "plugin.toml", "[mpi]\nflavor = \"mpich\"\nsrun_mpi = \"pmix\"\n")
+	write(t, dir, "to-srun.toml", "extends = \"plugin\"\n[mpi]\nlauncher = \"srun\"\n")
+	write(t, dir, "stray.toml", "extends = \"local\"\n[mpi]\nsrun_mpi = \"pmix\"\n")
+	loader := &Loader{Dirs: []string{dir}, Embedded: siteconfigs.FS}
+
+	tests := []struct {
+		name    string
+		profile string
+		set     [][2]string // flags, in order
+		want    string      // the merged srun_mpi
+		err     string      // Validate's error, with the profiles' directory as DIR
+	}{
+		{name: "mpich as shipped", profile: "mpich", want: "pmi2"},
+		{name: "--launcher mpirun", profile: "mpich", set: [][2]string{{"mpi.launcher", "mpirun"}}},
+		{name: "--launcher mpiexec", profile: "mpich", set: [][2]string{{"mpi.launcher", "mpiexec"}}},
+		{name: "--launcher srun again", profile: "mpich", set: [][2]string{{"mpi.launcher", "srun"}}, want: "pmi2"},
+		{name: "extends, launcher mpirun", profile: "to-mpirun"},
+		{name: "extends, launcher srun", profile: "to-srun", want: "pmix"},
+		{name: "plugin on the command line too", profile: "mpich",
+			set:  [][2]string{{"mpi.srun_mpi", "pmix"}, {"mpi.launcher", "mpirun"}},
+			want: "pmix", err: "command line: mpi.srun_mpi: srun's --mpi plugin needs launcher srun (launcher mpirun from command line)"},
+		{name: "plugin with the default launcher", profile: "plugin", want: "pmix",
+			err: "DIR/plugin.toml:3:1: mpi.srun_mpi: srun's --mpi plugin needs launcher srun (launcher mpirun from built-in default)"},
+		{name: "plugin under an inherited launcher", profile: "stray", want: "pmix",
+			err: "DIR/stray.toml:3:1: mpi.srun_mpi: srun's --mpi plugin needs launcher srun (launcher mpirun from embedded:local.toml:15:1)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			chain, err := loadChain(loader, tt.profile)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := Merge(chain...)
+			for _, kv := range tt.set {
+				if err := r.Set(kv[0], kv[1], CommandLine); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got := r.Profile.MPI.SrunMPI; got != tt.want {
+				t.Errorf("srun_mpi = %q, want %q", got, tt.want)
+			}
+			if _, ok := r.Origin("mpi.srun_mpi"); ok != (tt.want != "") {
+				t.Errorf("srun_mpi has an origin: %v, want %v", ok, tt.want != "")
+			}
+			got := ""
+			if err := r.Validate(); err != nil {
+				got = strings.ReplaceAll(err.Error(), dir, "DIR")
+			}
+			if got != tt.err {
+				t.Errorf("Validate = %q, want %q", got, tt.err)
+			}
+		})
+	}
+}
+
+// loadChain reads a profile and the ones it extends without Resolve's
+// validation, which is what the test checks.
+func loadChain(l *Loader, name string) ([]*File, error) {
+	e, err := l.Find(name)
+	var chain []*File
+	for err == nil {
+		var f *File
+		if f, err = l.Load(e); err != nil {
+			break
+		}
+		chain = append(chain, f)
+		if f.Profile.Extends == "" {
+			return chain, nil
+		}
+		e, err = l.findBase(f.Profile.Extends, e)
+	}
+	return nil, err
 }

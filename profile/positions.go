@@ -18,6 +18,33 @@ type pos struct{ line, col int }
 type positions struct {
 	key map[string]pos // where the key is written
 	val map[string]pos // where its value starts
+
+	// defs is every place a key or table is written, in document order,
+	// repeats and the implicit tables of dotted keys included: the first
+	// position of a key is not where it is redefined.
+	defs []def
+}
+
+type def struct {
+	path string // with array indices
+	at   pos
+}
+
+// redefinition returns where key (a path without array indices, as the toml
+// package names it) is written last at or before the position at which the
+// parser gave up on it: the definition being parsed then.
+func (p positions) redefinition(key string, before pos) (pos, bool) {
+	var at pos
+	found := false
+	for _, d := range p.defs {
+		if d.at.line > before.line || d.at.line == before.line && d.at.col > before.col {
+			break
+		}
+		if indexRE.ReplaceAllString(d.path, "") == key {
+			at, found = d.at, true
+		}
+	}
+	return at, found
 }
 
 // lookup returns the position of path's value (or key), falling back to the
@@ -182,6 +209,12 @@ func (s *posScanner) record(path string, key, val pos) {
 	}
 }
 
+// define notes that a key or table header writes path at at (array
+// elements are values, not definitions).
+func (s *posScanner) define(path string, at pos) {
+	s.p.defs = append(s.p.defs, def{path, at})
+}
+
 func (s *posScanner) document() {
 	for !s.eof() {
 		start := s.i
@@ -221,6 +254,7 @@ func (s *posScanner) header() {
 	path := ""
 	for j, k := range segs {
 		path = joinPath(path, k)
+		s.define(path, at)
 		n, isArray := s.arrayNext[path]
 		switch {
 		case j == len(segs)-1 && array:
@@ -254,9 +288,11 @@ func (s *posScanner) keyValue(table string) {
 	for _, k := range segs[:len(segs)-1] {
 		path = joinPath(path, k)
 		s.record(path, at, at) // implicit tables of a dotted key
+		s.define(path, at)
 	}
 	path = joinPath(path, segs[len(segs)-1])
 	s.record(path, at, s.here())
+	s.define(path, at)
 	s.value(path)
 }
 

@@ -140,3 +140,33 @@ args = "b"
 		t.Errorf("got %v", err)
 	}
 }
+
+// A key defined twice is reported at its second definition, not where the
+// toml parser stopped (which can be past the end of the line).
+func TestDuplicateKeyPosition(t *testing.T) {
+	tests := []struct {
+		name, src, want string
+	}{
+		{"scalar", "[mpi]\nflavor = \"openmpi\"\nflavor = \"mpich\"\n", "p.toml:3:1: Key 'mpi.flavor' has already been defined."},
+		{"indented", "[mpi]\n  flavor = \"openmpi\"\n  flavor = \"mpich\"\n", "p.toml:3:3: Key 'mpi.flavor' has already been defined."},
+		{"array value", "[mpi]\nargs = []\nargs = [\n  \"-v\",\n]\n", "p.toml:3:1: Key 'mpi.args' has already been defined."},
+		{"dotted", "mpi.flavor = \"openmpi\"\n[mpi]\nflavor = \"mpich\"\n", "p.toml:3:1: Key 'mpi.flavor' has already been defined."},
+		{"table", "[mpi]\nflavor = \"mpich\"\n[mpi]\n", "p.toml:3:2: Key 'mpi' has already been defined."},
+		{"scalar then table", "slurm = 1\nslurm.time = \"1\"\n", "p.toml:2:1: Key 'slurm' has already been defined."},
+		{"inline table", "[env]\nvars = { A = \"1\", A = \"2\" }\n", "p.toml:2:19: Key 'env.vars.A' has already been defined."},
+		{"array of tables", "[[env.source]]\nscript = \"/a\"\n[[env.source]]\nscript = \"/b\"\nscript = \"/c\"\n", "p.toml:5:1: Key 'env.source.script' has already been defined."},
+		{"quoted", "[env.vars]\n\"A\" = \"1\"\n\"A\" = \"2\"\n", "p.toml:3:1: Key 'env.vars.A' has already been defined."},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := ParseFile("p.toml", []byte(tt.src))
+			var got []string
+			for _, e := range Problems(err) {
+				got = append(got, e.Error())
+			}
+			if diff := cmp.Diff([]string{tt.want}, got); diff != "" {
+				t.Errorf("problems (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -109,15 +109,16 @@ func TestShippedProfileValues(t *testing.T) {
 // careless -update cannot lose it.
 func TestBrokenProfiles(t *testing.T) {
 	must := map[string][]string{
-		"syntax.toml":          {"testdata/broken/syntax.toml:4:19: strings cannot contain newlines"},
-		"unknown-key.toml":     {`unknown-key.toml:4:1: unknown key "slurm.partiton": did you mean "slurm.partition"?`, `unknown-key.toml:5:1: unknown key "slurm.qso": did you mean "slurm.qos"?`, `unknown-key.toml:9:1: unknown key "mpi.flavour": did you mean "mpi.flavor"?`},
-		"wrong-type.toml":      {"wrong-type.toml:3:17: mpi.oversubscribe: want a boolean", "wrong-type.toml:4:8: mpi.args: want an array of strings, got string", "wrong-type.toml:7:8: rendezvous.port: want an integer, got string"},
-		"unknown-flavor.toml":  {`unknown-flavor.toml:2:10: mpi.flavor: unknown MPI flavor "openmp"`},
-		"bad-time.toml":        {`bad-time.toml:5:8: slurm.time: invalid time "1h"`},
-		"cycle-a.toml":         {"cycle-b.toml:2:11: extends cycle: cycle-a → cycle-b → cycle-a"},
-		"extends-missing.toml": {`extends-missing.toml:2:11: extends: profile "intel-onecl" not found in testdata/broken, the embedded profiles: did you mean "intel-oneccl"?`},
-		"cross.toml":           {"cross.toml:5:12: mpi.srun_mpi: Open MPI under srun needs --mpi=pmix", "cross.toml:6:13: mpi.bootstrap: \"ssh\" is not an Open MPI plm component", "cross.toml:6:13: mpi.bootstrap: srun takes no bootstrap"},
-		"no-flavor.toml":       {"testdata/broken/no-flavor.toml: no MPI flavor"},
+		"syntax.toml":            {"testdata/broken/syntax.toml:4:19: strings cannot contain newlines"},
+		"unknown-key.toml":       {`unknown-key.toml:4:1: unknown key "slurm.partiton": did you mean "slurm.partition"?`, `unknown-key.toml:5:1: unknown key "slurm.qso": did you mean "slurm.qos"?`, `unknown-key.toml:9:1: unknown key "mpi.flavour": did you mean "mpi.flavor"?`},
+		"wrong-type.toml":        {"wrong-type.toml:3:17: mpi.oversubscribe: want a boolean", "wrong-type.toml:4:8: mpi.args: want an array of strings, got string", "wrong-type.toml:7:8: rendezvous.port: want an integer, got string"},
+		"unknown-flavor.toml":    {`unknown-flavor.toml:2:10: mpi.flavor: unknown MPI flavor "openmp"`},
+		"bad-time.toml":          {`bad-time.toml:5:8: slurm.time: invalid time "1h"`},
+		"cycle-a.toml":           {"cycle-b.toml:2:11: extends cycle: cycle-a → cycle-b → cycle-a"},
+		"extends-missing.toml":   {`extends-missing.toml:2:11: extends: profile "intel-onecl" not found in testdata/broken, the embedded profiles: did you mean "intel-oneccl"?`},
+		"cross.toml":             {"cross.toml:5:12: mpi.srun_mpi: Open MPI under srun needs --mpi=pmix", "cross.toml:6:13: mpi.bootstrap: \"ssh\" is not an Open MPI plm component", "cross.toml:6:13: mpi.bootstrap: srun takes no bootstrap"},
+		"no-flavor.toml":         {"testdata/broken/no-flavor.toml: no MPI flavor"},
+		"srun-mpi-launcher.toml": {"srun-mpi-launcher.toml:5:12: mpi.srun_mpi: srun's --mpi plugin needs launcher srun, and this profile's launcher is mpirun"},
 		"many.toml": {
 			`many.toml:3:1: unknown key "partition": did you mean "slurm.partition"?`,
 			`many.toml:6:8: slurm.time: invalid time "25:61:00"`,
@@ -337,7 +338,16 @@ func TestREADMEExamples(t *testing.T) {
 		t.Errorf("[[env.source]] example: %v", err)
 	}
 	dir := t.TempDir()
-	write(t, dir, "ourcluster.toml", blocks[1])
+	// The templates directory must exist; this machine has no /etc/batchkit.
+	const etcTemplates = "/etc/batchkit/templates/ourcluster"
+	if !strings.Contains(blocks[1], etcTemplates) {
+		t.Fatalf("ourcluster example has no templates = %q", etcTemplates)
+	}
+	templates := filepath.Join(dir, "templates")
+	if err := os.Mkdir(templates, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write(t, dir, "ourcluster.toml", strings.Replace(blocks[1], etcTemplates, templates, 1))
 	write(t, dir, "mine.toml", blocks[2])
 	r, err := (&Loader{Dirs: []string{dir}, Embedded: siteconfigs.FS}).Resolve("mine")
 	if err != nil {
@@ -355,7 +365,7 @@ func TestREADMEExamples(t *testing.T) {
 			t.Errorf("%s from %v, want %s", key, o, from)
 		}
 	}
-	if r.Profile.Templates != "/etc/batchkit/templates/ourcluster" {
+	if r.Profile.Templates != templates {
 		t.Errorf("templates = %q", r.Profile.Templates)
 	}
 }
@@ -387,6 +397,9 @@ extra_sbatch = []
 "WEIRD_1" = "line1\nline2"
 EMPTY = ""
 `)
+	if err := os.Mkdir(filepath.Join(dir, "tmpl"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	loader := &Loader{Dirs: []string{dir}, Embedded: siteconfigs.FS}
 	for _, name := range []string{"local", "generic-openmpi", "intel-oneccl", "mpich", "odd"} {
 		t.Run(name, func(t *testing.T) {
@@ -434,6 +447,9 @@ func TestKeysAreCaseSensitive(t *testing.T) {
 
 func TestTemplatesRelativeToProfile(t *testing.T) {
 	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "tmpl"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	p := write(t, dir, "site.toml", "templates = \"tmpl\"\n[mpi]\nflavor = \"mpich\"\n")
 	src, _ := os.ReadFile(p)
 	f, err := ParseFile(p, src)
@@ -465,4 +481,61 @@ func TestProfileFieldsHaveTags(t *testing.T) {
 	}
 	check(reflect.TypeOf(Profile{}))
 	check(reflect.TypeOf(Script{}))
+}
+
+// The checks of one file catch what the sbatch command would otherwise
+// refuse later, without a file and line to point at.
+func TestFileChecks(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "tmpl"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write(t, dir, "plain-file", "")
+	const mpi = "[mpi]\nflavor = \"mpich\"\n"
+	tests := []struct {
+		name string
+		src  string
+		want []string // problems, with the profile's directory as DIR
+	}{
+		{"extra_sbatch long forms", mpi + "[slurm]\nextra_sbatch = [\"--exclusive\", \"--gres=gpu:1\", \"--comment hi\"]\n", nil},
+		{"extra_sbatch short form", mpi + "[slurm]\nextra_sbatch = [\"-x\"]\n", []string{
+			`DIR/p.toml:4:17: slurm.extra_sbatch[0]: sbatch directive "-x": want the long form --flag=value`,
+		}},
+		{"extra_sbatch no option name", mpi + "[slurm]\nextra_sbatch = [\"--exclusive\", \"--=x\"]\n", []string{
+			`DIR/p.toml:4:32: slurm.extra_sbatch[1]: sbatch directive "--=x": "" is not an option name`,
+		}},
+		{"extra_sbatch NUL", mpi + "[slurm]\nextra_sbatch = [\"--comment=a\\u0000b\"]\n", []string{
+			`DIR/p.toml:4:17: slurm.extra_sbatch[0]: "--comment=a\u0000b" contains a NUL byte, which an #SBATCH line cannot carry`,
+		}},
+		{"templates relative dir", "templates = \"tmpl\"\n" + mpi, nil},
+		{"templates missing", "templates = \"no-such-dir\"\n" + mpi, []string{
+			"DIR/p.toml:1:13: templates: directory DIR/no-such-dir does not exist",
+		}},
+		{"templates not a directory", "templates = \"plain-file\"\n" + mpi, []string{
+			"DIR/p.toml:1:13: templates: DIR/plain-file is not a directory",
+		}},
+		{"var with a line break", mpi + "[env.vars]\nA = \"x\\ny\"\n", nil},
+		{"var with NUL", mpi + "[env.vars]\nA = \"ok\"\nB = \"a\\u0000b\"\n", []string{
+			`DIR/p.toml:5:5: env.vars.B: "a\u0000b" contains a NUL byte, which no program can receive`,
+		}},
+		{"srun_mpi with srun", mpi + "launcher = \"srun\"\nsrun_mpi = \"pmi2\"\n", nil},
+		{"srun_mpi with mpirun", mpi + "launcher = \"mpirun\"\nsrun_mpi = \"pmi2\"\n", []string{
+			"DIR/p.toml:4:12: mpi.srun_mpi: srun's --mpi plugin needs launcher srun, and this profile's launcher is mpirun",
+		}},
+		// Without a launcher in the file, the merged profile decides
+		// (TestSrunMPIFollowsLauncher).
+		{"srun_mpi alone", mpi + "srun_mpi = \"pmi2\"\n", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := ParseFile(filepath.Join(dir, "p.toml"), []byte(tt.src))
+			var got []string
+			for _, e := range Problems(err) {
+				got = append(got, strings.ReplaceAll(e.Error(), dir, "DIR"))
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("problems (-want +got):\n%s", diff)
+			}
+		})
+	}
 }

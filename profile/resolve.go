@@ -83,8 +83,11 @@ func Merge(chain ...*File) *Resolved {
 // layer that changes mpi.launcher or mpi.flavor without setting them drops
 // the values from the layers below. (A bootstrap is Hydra's -bootstrap or
 // Open MPI's plm, and srun takes none; srun plugins suit some flavors.)
+// srun_mpi is bound to srun alone: a switch to srun keeps it, since it can
+// only have been meant for srun.
 var (
 	launcherBound = []string{"mpi.binary", "mpi.args", "mpi.bootstrap"}
+	srunBound     = []string{"mpi.srun_mpi"}
 	flavorBound   = []string{"mpi.binary", "mpi.args", "mpi.bootstrap", "mpi.srun_mpi"}
 )
 
@@ -94,6 +97,9 @@ func (r *Resolved) apply(keys []string, src *Profile, origin func(string) Origin
 	var drop []string
 	if slices.Contains(keys, "mpi.launcher") && src.MPI.Launcher != cur.MPI.Launcher {
 		drop = append(drop, launcherBound...)
+		if src.MPI.Launcher != LauncherSrun {
+			drop = append(drop, srunBound...)
+		}
 	}
 	if slices.Contains(keys, "mpi.flavor") && cur.MPI.Flavor != "" && src.MPI.Flavor != cur.MPI.Flavor {
 		drop = append(drop, flavorBound...)
@@ -125,7 +131,8 @@ func (r *Resolved) Origin(key string) (Origin, bool) {
 // The value itself is checked as in a file; rules between keys are checked
 // by Validate, after all flags are set. A flag that changes mpi.launcher or
 // mpi.flavor drops the profile's binary, args and bootstrap (and srun_mpi
-// for a flavor) unless they are set on the command line too, before or after.
+// for a flavor, or a launcher other than srun) unless they are set on the
+// command line too, before or after.
 func (r *Resolved) Set(key string, value any, source string) error {
 	fail := func(format string, a ...any) error {
 		return &Problem{File: source, Msg: key + ": " + fmt.Sprintf(format, a...)}
@@ -152,6 +159,12 @@ func (r *Resolved) Set(key string, value any, source string) error {
 	setLeaf(&tmp, key, v)
 	if issues := checkLeaf(&tmp, key); len(issues) > 0 {
 		return &Problem{File: source, Msg: key + issues[0].sub + ": " + issues[0].msg}
+	}
+	if key == "templates" {
+		// Relative to the working directory, as the sbatch command reads it.
+		if err := checkTemplatesDir(tmp.Templates); err != nil {
+			return fail("%v", err)
+		}
 	}
 	r.apply([]string{key}, &tmp, func(string) Origin { return Origin{Source: source} })
 	return nil
@@ -213,10 +226,11 @@ func convert(value any, t reflect.Type) (reflect.Value, error) {
 }
 
 // Validate checks the rules between keys of the merged profile: a flavor is
-// set, srun's --mpi plugin suits the flavor, and the bootstrap suits the
-// flavor and launcher. Open MPI's allow_run_as_root and oversubscribe are
-// ignored under another flavor rather than wrong here: they come from a
-// layer written for Open MPI (checks of a single file do reject them).
+// set, srun's --mpi plugin is given only to srun and suits the flavor, and
+// the bootstrap suits the flavor and launcher. Open MPI's allow_run_as_root
+// and oversubscribe are ignored under another flavor rather than wrong here:
+// they come from a layer written for Open MPI (checks of a single file do
+// reject them).
 func (r *Resolved) Validate() error {
 	var ps problems
 	p := &r.Profile
@@ -227,6 +241,10 @@ func (r *Resolved) Validate() error {
 	flavor := p.MPI.Flavor
 	if flavor == "" {
 		ps = append(ps, &Problem{File: r.Path, Msg: fmt.Sprintf("no MPI flavor: set mpi.flavor to one of %s", closed.Join(mpirun.Flavors))})
+	}
+	// The launch line would refuse the plugin, with no file to point at.
+	if p.MPI.SrunMPI != "" && p.MPI.Launcher != LauncherSrun {
+		at("mpi.srun_mpi", "mpi.srun_mpi: srun's --mpi plugin needs launcher srun (launcher %s from %s)", p.MPI.Launcher, r.origins["mpi.launcher"])
 	}
 	if p.MPI.Launcher == LauncherSrun && flavor != "" {
 		plugin := p.MPI.SrunMPI

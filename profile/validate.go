@@ -1,7 +1,10 @@
 package profile
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -9,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/batchkit/batchkit/mpirun"
+	"github.com/batchkit/batchkit/slurm"
 	"github.com/batchkit/batchkit/topology"
 )
 
@@ -31,7 +35,10 @@ var (
 // checkLeaf validates the value of one leaf key of p beyond its type.
 func checkLeaf(p *Profile, key string) []issue {
 	if name, ok := strings.CutPrefix(key, VarsKey+"."); ok {
-		return checkVar(name)
+		if out := checkVar(name); len(out) > 0 {
+			return out
+		}
+		return checkVarValue(p.Env.Vars[name])
 	}
 	var out []issue
 	noSpace := func(s string) {
@@ -77,8 +84,15 @@ func checkLeaf(p *Profile, key string) []issue {
 				out = append(out, issuef(sub, "%s: write the option without \"#SBATCH\": %s", quoteTOML(s), quoteTOML(strings.TrimSpace(strings.TrimPrefix(s, "#SBATCH")))))
 			case strings.ContainsAny(s, "\n\r"):
 				out = append(out, issuef(sub, "%s spans lines: one option per entry", quoteTOML(s)))
+			case strings.ContainsRune(s, 0):
+				out = append(out, issuef(sub, "%s contains a NUL byte, which an #SBATCH line cannot carry", quoteTOML(s)))
 			case !strings.HasPrefix(s, "-"):
 				out = append(out, issuef(sub, "%s is not an sbatch option: want e.g. \"--exclusive\"", quoteTOML(s)))
+			default:
+				// The same parse the batch script's directives go through.
+				if _, err := slurm.ParseDirective(s); err != nil {
+					out = append(out, issuef(sub, "%v", err))
+				}
 			}
 		}
 	case "slurm.modules":
@@ -158,6 +172,34 @@ func checkVar(name string) []issue {
 	return nil
 }
 
+// checkVarValue rejects what no exported variable can hold: a NUL byte.
+// A line break is fine: the batch script exports it as $'...'.
+func checkVarValue(v string) []issue {
+	if strings.ContainsRune(v, 0) {
+		return []issue{issuef("", "%s contains a NUL byte, which no program can receive", quoteTOML(v))}
+	}
+	return nil
+}
+
+// checkTemplatesDir reports a templates directory that the sbatch command
+// could not read, where the profile names it rather than at render time.
+func checkTemplatesDir(dir string) error {
+	fi, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("directory %s does not exist", dir)
+	case err != nil:
+		return fmt.Errorf("%s: %v", dir, unwrapPathError(err))
+	case !fi.IsDir():
+		return fmt.Errorf("%s is not a directory", dir)
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("%s: %v", dir, unwrapPathError(err))
+	}
+	return d.Close()
+}
+
 // CheckTime validates a Slurm time limit: minutes, MM:SS, HH:MM:SS, D-HH,
 // D-HH:MM, D-HH:MM:SS, or UNLIMITED (also INFINITE), as sbatch --time
 // accepts them.
@@ -232,8 +274,13 @@ func (d *decoder) checkValues() {
 			d.problem(posPath(key)+is.sub, is.atKey, "%s%s: %s", key, is.sub, is.msg)
 		}
 	}
-	if f.Has("templates") && strings.HasPrefix(f.Path, embeddedPrefix) && !filepath.IsAbs(f.Profile.Templates) {
-		d.problem("templates", false, "templates: an embedded profile needs an absolute path")
+	if f.Has("templates") && len(checkLeaf(&f.Profile, "templates")) == 0 {
+		if strings.HasPrefix(f.Path, embeddedPrefix) && !filepath.IsAbs(f.Profile.Templates) {
+			d.problem("templates", false, "templates: an embedded profile needs an absolute path")
+		} else if err := checkTemplatesDir(f.Profile.Templates); err != nil {
+			// Already relative to the profile's directory (resolvePaths).
+			d.problem("templates", false, "templates: %v", err)
+		}
 	}
 	if f.Profile.Extends != "" || hasKey(f, extendsKey) {
 		if strings.TrimSpace(f.Profile.Extends) == "" {
@@ -284,5 +331,8 @@ func (d *decoder) checkFile() {
 	}
 	if f.Has("mpi.launcher") && p.MPI.Launcher == LauncherSrun && f.Has("mpi.bootstrap") {
 		d.problem("mpi.bootstrap", false, "mpi.bootstrap: srun takes no bootstrap; it is for mpirun and mpiexec")
+	}
+	if f.Has("mpi.launcher") && p.MPI.Launcher != LauncherSrun && f.Has("mpi.srun_mpi") {
+		d.problem("mpi.srun_mpi", false, "mpi.srun_mpi: srun's --mpi plugin needs launcher srun, and this profile's launcher is %s", p.MPI.Launcher)
 	}
 }
