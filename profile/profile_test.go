@@ -507,6 +507,10 @@ func TestFileChecks(t *testing.T) {
 		{"extra_sbatch NUL", mpi + "[slurm]\nextra_sbatch = [\"--comment=a\\u0000b\"]\n", []string{
 			`DIR/p.toml:4:17: slurm.extra_sbatch[0]: "--comment=a\u0000b" contains a NUL byte, which an #SBATCH line cannot carry`,
 		}},
+		{"setvars.sh with --force", mpi + "[env]\nsource = [{ script = \"/opt/intel/oneapi/setvars.sh\", args = [\"--config\", \"c.txt\", \"--force\"] }]\n", nil},
+		{"setvars.sh without --force", mpi + "[env]\nsource = [{ script = \"/opt/intel/oneapi/setvars.sh\" }]\n", []string{
+			`DIR/p.toml:4:22: env.source[0].script: "/opt/intel/oneapi/setvars.sh" needs args = ["--force"]: without it, a job submitted from a shell that already sourced oneAPI (SETVARS_COMPLETED=1) stops at this line`,
+		}},
 		{"templates relative dir", "templates = \"tmpl\"\n" + mpi, nil},
 		{"templates missing", "templates = \"no-such-dir\"\n" + mpi, []string{
 			"DIR/p.toml:1:13: templates: directory DIR/no-such-dir does not exist",

@@ -138,6 +138,11 @@ func checkLeaf(p *Profile, key string) []issue {
 				out = append(out, issuef(sub+".script", "%s: want an absolute path", quoteTOML(s.Script)))
 			case strings.ContainsAny(s.Script, "\n\r"):
 				out = append(out, issuef(sub+".script", "%s spans lines", quoteTOML(s.Script)))
+			case filepath.Base(s.Script) == "setvars.sh" && !slices.Contains(s.Args, "--force"):
+				// setvars.sh returns 3 without doing anything when
+				// SETVARS_COMPLETED=1, which sbatch brings along from a login
+				// shell that sourced oneAPI; under set -e that ends the job.
+				out = append(out, issuef(sub+".script", "%s needs args = [\"--force\"]: without it, a job submitted from a shell that already sourced oneAPI (SETVARS_COMPLETED=1) stops at this line", quoteTOML(s.Script)))
 			}
 			for j, a := range s.Args {
 				if strings.ContainsAny(a, "\n\r") {
