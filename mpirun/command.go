@@ -37,6 +37,10 @@ type Spec struct {
 	PPN      int    // ranks per node; 0: the launcher decides
 	Hosts    []Host // hosts on the command line; exclusive with Hostfile
 	Hostfile string // path of a hostfile in a format the launcher reads
+	// HostfileSlots says the hostfile's lines carry slot counts (host:N):
+	// a launcher whose hostfile option ignores counts (Intel MPI's -f)
+	// then gets it through the option that honours them (-machinefile).
+	HostfileSlots bool
 	// Env is exported to every rank with the flavor's own mechanism, in
 	// sorted key order. Its values are on the launcher's command line, which
 	// every user of the machine can read (ps): no secrets.
@@ -98,6 +102,9 @@ type syntax struct {
 	hosts     string // {HOSTS}: entries joined by ","
 	hostSlots bool   // an entry may carry slots as {H}:{S}
 	hostfile  string
+	// slotsFile is the hostfile option when the file's lines carry slot
+	// counts and hostfile's option ignores them; "": hostfile reads them.
+	slotsFile string
 	line      string // hostfile line of a host with slots; without slots a line is just the name
 	reads     []lineStyle
 	env       string
@@ -114,6 +121,7 @@ type syntax struct {
 	anyDashes     bool // options may be written with any number of leading dashes (Hydra)
 	bootstrap     string
 	allocBoot     string // bootstrap inside a Slurm allocation when none is given
+	slurmBoot     string // the bootstrap that starts daemons through Slurm: only inside an allocation
 	allowRoot     string
 	oversubscribe string
 	srunMPI       string
@@ -136,6 +144,7 @@ var (
 		// remote ranks get no variable of mpirun's environment.
 		forward:       "-x {K}",
 		bootstrap:     "--mca plm {B}",
+		slurmBoot:     "slurm",
 		allowRoot:     "--allow-run-as-root",
 		oversubscribe: "--oversubscribe",
 	}
@@ -165,13 +174,18 @@ var (
 		anyDashes: true,
 		bootstrap: "-bootstrap {B}",
 		allocBoot: "slurm",
+		slurmBoot: "slurm",
 	}
 	// Intel MPI's Hydra: as MPICH's, but -hosts is documented as plain
-	// names only; per-host slots go through a hostfile (-f, host:N lines).
+	// names only, and so is -f/-hostfile ("if a host name is repeated, this
+	// name is used only once": host:N counts are ignored, -ppn places the
+	// ranks). Per-host slots go through a machine file: -machinefile,
+	// host:N lines.
 	intelSyntax = func() syntax {
 		s := hydraSyntax
 		s.name = "Intel MPI mpiexec.hydra"
 		s.hostSlots = false
+		s.slotsFile = "-machinefile {F}"
 		return s
 	}()
 	// MVAPICH2's mpirun_rsh: hosts only in a hostfile (positional hosts
@@ -190,6 +204,7 @@ var (
 		env:       "{K}={V}",
 		envAt:     envBeforeProgram,
 		bootstrap: "-launcher {B}",
+		slurmBoot: "srun",
 	}
 	// srun: environment through srun's own environment and --export=ALL
 	// (a --export=ALL,K=V list would break on commas in values), which
@@ -310,13 +325,20 @@ func expand(tmpl string, vals ...string) []string {
 	return out
 }
 
-// slotsOf is how many ranks host h takes: its own slots, else ppn.
+// slotsOf is how many ranks host h takes: ppn when given (an explicit
+// ranks-per-node wins over a host's own slots, as in DefaultNP, so that a
+// launcher told to place ppn ranks on every node has the slots for them),
+// else the host's own slots.
 func slotsOf(h Host, ppn int) int {
-	if h.Slots > 0 {
-		return h.Slots
+	if ppn > 0 {
+		return ppn
 	}
-	return ppn
+	return h.Slots
 }
+
+// perHostSlots reports whether the hosts' own slot counts decide the
+// placement: some host has slots and no ranks per node overrides them.
+func (s Spec) perHostSlots() bool { return s.PPN == 0 && hasSlots(s.Hosts) }
 
 func hasSlots(hosts []Host) bool {
 	for _, h := range hosts {
@@ -344,7 +366,16 @@ func NeedsHostfile(spec Spec) bool {
 	if err != nil || len(spec.Hosts) == 0 || r.syntax.hostfile == "" {
 		return false
 	}
-	return r.syntax.hosts == "" || (!r.syntax.hostSlots && hasSlots(spec.Hosts))
+	return r.syntax.hosts == "" || (!r.syntax.hostSlots && spec.perHostSlots())
+}
+
+// BootstrapNeedsAllocation reports whether bootstrap b of spec's launcher
+// starts the launcher's daemons through Slurm (Hydra -bootstrap slurm, Open
+// MPI --mca plm slurm, mpirun_rsh -launcher srun), which works only inside
+// a Slurm allocation.
+func BootstrapNeedsAllocation(spec Spec, b string) bool {
+	r, err := spec.row()
+	return err == nil && b != "" && b == r.syntax.slurmBoot
 }
 
 // Command builds the launcher's argv for spec. It is a pure function:
@@ -420,7 +451,11 @@ func Command(spec Spec) ([]string, error) {
 		argv = append(argv, expand(sx.hosts, "{HOSTS}", strings.Join(entries, ","))...)
 	}
 	if spec.Hostfile != "" {
-		argv = append(argv, expand(sx.hostfile, "{F}", spec.Hostfile)...)
+		opt := sx.hostfile
+		if spec.HostfileSlots && sx.slotsFile != "" {
+			opt = sx.slotsFile
+		}
+		argv = append(argv, expand(opt, "{F}", spec.Hostfile)...)
 	}
 	if sx.envAt == envFlags {
 		argv = append(argv, envArgs()...)
@@ -467,7 +502,7 @@ func (s Spec) validate(sx *syntax) error {
 	if len(s.Hosts) > 0 && sx.hosts == "" {
 		return fmt.Errorf("%s takes hosts only in a hostfile", sx.name)
 	}
-	if len(s.Hosts) > 0 && !sx.hostSlots && hasSlots(s.Hosts) && sx.hostfile != "" {
+	if len(s.Hosts) > 0 && !sx.hostSlots && s.perHostSlots() && sx.hostfile != "" {
 		return fmt.Errorf("%s cannot take per-host slots on the command line: use a hostfile", sx.name)
 	}
 	for k, v := range s.Env {

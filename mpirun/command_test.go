@@ -39,6 +39,10 @@ func TestCommand(t *testing.T) {
 			withProg("mpirun.openmpi", "--allow-run-as-root", "--oversubscribe", "-np", "4", "--hostfile", "/h")},
 		{"openmpi/allocation", Spec{Flavor: OpenMPI, NP: 4, Hosts: twoNodes, InAllocation: true},
 			withProg("mpirun.openmpi", "-np", "4", "--host", "node1:2,node2:2")},
+		// salloc -N2 -n2 gives each node 1 slot; --ppn 2 must win, or
+		// Open MPI finds "not enough slots" for ppr:2:node.
+		{"openmpi/allocation ppn wins", Spec{Flavor: OpenMPI, NP: 4, PPN: 2, Hosts: []Host{{"node1", 1}, {"node2", 1}}, InAllocation: true},
+			withProg("mpirun.openmpi", "-np", "4", "--map-by", "ppr:2:node", "--host", "node1:2,node2:2")},
 		{"openmpi/srun", Spec{Flavor: OpenMPI, Launcher: LauncherSrun, NP: 4, PPN: 2, InAllocation: true},
 			withProg("srun", "--mpi=pmix", "-n", "4", "--ntasks-per-node=2", "--export=ALL")},
 		{"openmpi/env", Spec{Flavor: OpenMPI, NP: 2, Env: env, ExtraArgs: []string{"--bind-to", "none"}, Bootstrap: "ssh"},
@@ -55,6 +59,9 @@ func TestCommand(t *testing.T) {
 			withProg("mpirun.mpich", "-n", "4", "-ppn", "2", "-hosts", "n1:2,n2:2")},
 		{"mpich/hostfile", Spec{Flavor: MPICH, NP: 4, Hostfile: "/h", AllowRunAsRoot: true, Oversubscribe: true},
 			withProg("mpirun.mpich", "-n", "4", "-f", "/h")},
+		// MPICH's -f reads host:N counts.
+		{"mpich/hostfile slots", Spec{Flavor: MPICH, NP: 5, Hostfile: "/h", HostfileSlots: true},
+			withProg("mpirun.mpich", "-n", "5", "-f", "/h")},
 		{"mpich/allocation", Spec{Flavor: MPICH, NP: 4, Hosts: twoNodes, InAllocation: true},
 			withProg("mpirun.mpich", "-bootstrap", "slurm", "-n", "4", "-hosts", "node1:2,node2:2")},
 		{"mpich/allocation ssh", Spec{Flavor: MPICH, NP: 4, InAllocation: true, Bootstrap: "ssh"},
@@ -77,6 +84,12 @@ func TestCommand(t *testing.T) {
 			withProg("mpirun", "-n", "4", "-ppn", "2", "-hosts", "n1,n2")},
 		{"intelmpi/hostfile", Spec{Flavor: IntelMPI, NP: 4, Hostfile: "/h"},
 			withProg("mpirun", "-n", "4", "-f", "/h")},
+		// Intel MPI's -f takes names only (counts ignored): host:N lines
+		// go through -machinefile.
+		{"intelmpi/hostfile slots", Spec{Flavor: IntelMPI, NP: 5, Hostfile: "/h", HostfileSlots: true},
+			withProg("mpirun", "-n", "5", "-machinefile", "/h")},
+		{"intelmpi/hosts ppn wins over slots", Spec{Flavor: IntelMPI, NP: 4, PPN: 2, Hosts: []Host{{"n1", 1}, {"n2", 3}}},
+			withProg("mpirun", "-n", "4", "-ppn", "2", "-hosts", "n1,n2")},
 		{"intelmpi/allocation", Spec{Flavor: IntelMPI, NP: 4, Hostfile: "/h", InAllocation: true},
 			withProg("mpirun", "-bootstrap", "slurm", "-n", "4", "-f", "/h")},
 		{"intelmpi/srun", Spec{Flavor: IntelMPI, Launcher: LauncherSrun, NP: 4, SrunMPI: "pmi2", Hosts: twoNodes},
@@ -260,6 +273,7 @@ func TestNeedsHostfile(t *testing.T) {
 		{"mpich slots", Spec{Flavor: MPICH, Hosts: twoNodes}, false},
 		{"intel slots", Spec{Flavor: IntelMPI, Hosts: twoNodes}, true},
 		{"intel bare", Spec{Flavor: IntelMPI, Hosts: []Host{{Name: "a"}}, PPN: 2}, false},
+		{"intel slots under ppn", Spec{Flavor: IntelMPI, Hosts: twoNodes, PPN: 2}, false},
 		{"mvapich", Spec{Flavor: MVAPICH, Hosts: []Host{{Name: "a"}}}, true},
 		{"mvapich mpiexec", Spec{Flavor: MVAPICH, Launcher: LauncherMpiexec, Hosts: twoNodes}, false},
 		{"srun slots", Spec{Launcher: LauncherSrun, Hosts: twoNodes}, false},
@@ -272,10 +286,34 @@ func TestNeedsHostfile(t *testing.T) {
 	}
 }
 
+// A profile's bootstrap through Slurm makes sense only in an allocation.
+func TestBootstrapNeedsAllocation(t *testing.T) {
+	got := map[string]bool{}
+	for _, f := range Flavors {
+		for _, l := range Launchers {
+			for _, b := range []string{"slurm", "srun", "ssh", ""} {
+				if BootstrapNeedsAllocation(Spec{Flavor: f, Launcher: l}, b) {
+					got[string(f)+"/"+l+"/"+b] = true
+				}
+			}
+		}
+	}
+	want := map[string]bool{
+		"openmpi/mpirun/slurm": true, "openmpi/mpiexec/slurm": true,
+		"mpich/mpirun/slurm": true, "mpich/mpiexec/slurm": true,
+		"intelmpi/mpirun/slurm": true, "intelmpi/mpiexec/slurm": true,
+		"mvapich/mpirun/srun": true, "mvapich/mpiexec/slurm": true,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("BootstrapNeedsAllocation (-want +got):\n%s", diff)
+	}
+}
+
 // PlaceHosts then Command: the route each launcher's hosts take.
 func TestPlaceHosts(t *testing.T) {
 	ompiFile := "# Open MPI\nnode1 slots=2\nnode2 slots=2 max_slots=4\n"
 	hydraFile := "node1:2\nnode2:2\n"
+	oneSlot := []Host{{"node1", 1}, {"node2", 1}}
 	tests := []struct {
 		name      string
 		spec      Spec
@@ -288,16 +326,23 @@ func TestPlaceHosts(t *testing.T) {
 		{"none", Spec{Flavor: OpenMPI}, nil, "", "", Placement{}, ""},
 		{"openmpi hosts", Spec{Flavor: OpenMPI}, twoNodes, "", "", Placement{Hosts: twoNodes}, ""},
 		{"intel hosts with slots", Spec{Flavor: IntelMPI}, twoNodes, "", "",
-			Placement{Generated: "node1:2\nnode2:2\n"}, ""},
+			Placement{Generated: "node1:2\nnode2:2\n", HostfileSlots: true}, ""},
 		{"intel hosts without slots", Spec{Flavor: IntelMPI, PPN: 2}, []Host{{Name: "a"}}, "", "",
 			Placement{Hosts: []Host{{Name: "a"}}}, ""},
-		{"mvapich hosts, ppn fills slots", Spec{Flavor: MVAPICH, PPN: 3}, []Host{{Name: "a"}, {Name: "b", Slots: 1}}, "", "",
-			Placement{Generated: "a:3\nb:1\n"}, ""},
-		{"openmpi file passes", Spec{Flavor: OpenMPI}, twoNodes, "/h", ompiFile, Placement{Hostfile: "/h"}, ""},
-		{"openmpi file to hydra", Spec{Flavor: MPICH}, twoNodes, "/h", ompiFile, Placement{Generated: hydraFile}, ""},
-		{"hydra file passes", Spec{Flavor: IntelMPI}, twoNodes, "/h", hydraFile, Placement{Hostfile: "/h"}, ""},
+		{"intel hosts with slots under ppn", Spec{Flavor: IntelMPI, PPN: 2}, oneSlot, "", "",
+			Placement{Hosts: oneSlot}, ""},
+		{"mvapich hosts, ppn wins over slots", Spec{Flavor: MVAPICH, PPN: 3}, []Host{{Name: "a"}, {Name: "b", Slots: 1}}, "", "",
+			Placement{Generated: "a:3\nb:3\n", HostfileSlots: true}, ""},
+		{"mvapich bare hosts", Spec{Flavor: MVAPICH}, []Host{{Name: "a"}}, "", "", Placement{Generated: "a\n"}, ""},
+		{"openmpi file passes", Spec{Flavor: OpenMPI}, twoNodes, "/h", ompiFile, Placement{Hostfile: "/h", HostfileSlots: true}, ""},
+		{"openmpi file agreeing with ppn passes", Spec{Flavor: OpenMPI, PPN: 2}, twoNodes, "/h", ompiFile,
+			Placement{Hostfile: "/h", HostfileSlots: true}, ""},
+		{"openmpi file rewritten for ppn", Spec{Flavor: OpenMPI, PPN: 2}, oneSlot, "/h", "node1 slots=1\nnode2 slots=1\n",
+			Placement{Generated: "node1 slots=2\nnode2 slots=2\n", HostfileSlots: true}, ""},
+		{"openmpi file to hydra", Spec{Flavor: MPICH}, twoNodes, "/h", ompiFile, Placement{Generated: hydraFile, HostfileSlots: true}, ""},
+		{"hydra file passes", Spec{Flavor: IntelMPI}, twoNodes, "/h", hydraFile, Placement{Hostfile: "/h", HostfileSlots: true}, ""},
 		{"hydra file to openmpi", Spec{Flavor: OpenMPI}, twoNodes, "/h", hydraFile,
-			Placement{Generated: "node1 slots=2\nnode2 slots=2\n"}, ""},
+			Placement{Generated: "node1 slots=2\nnode2 slots=2\n", HostfileSlots: true}, ""},
 		{"bare file passes everywhere", Spec{Flavor: MVAPICH}, []Host{{Name: "a"}}, "/h", "a\n", Placement{Hostfile: "/h"}, ""},
 		{"srun file becomes nodelist", Spec{Launcher: LauncherSrun}, twoNodes, "/h", hydraFile, Placement{Hosts: twoNodes}, ""},
 		{"bad file", Spec{Flavor: OpenMPI}, twoNodes, "/h", "a b\n", Placement{}, "hostfile line 1"},
@@ -321,7 +366,7 @@ func TestPlaceHosts(t *testing.T) {
 			// Whatever the placement, the launcher accepts it.
 			spec := tt.spec
 			spec.NP, spec.Program = 4, prog
-			spec.Hosts, spec.Hostfile = got.Hosts, got.Hostfile
+			spec.Hosts, spec.Hostfile, spec.HostfileSlots = got.Hosts, got.Hostfile, got.HostfileSlots
 			if got.Generated != "" {
 				spec.Hostfile = "/tmp/generated"
 			}
@@ -387,22 +432,33 @@ func TestDryRunGolden(t *testing.T) {
 	}
 	program := []string{"/opt/batchkit/bin/batchkit", "exec", "--", "python3", "-c", "import sys; print(sys.argv)", "--lr=1e-3", "a b", ""}
 	tok := []string{"BATCHKIT_JOB_TOKEN"}
-	specs := map[string]Spec{
-		"openmpi":         {Flavor: OpenMPI, AllowRunAsRoot: true, Oversubscribe: true, ExtraArgs: []string{"--bind-to", "none"}, ForwardEnv: tok},
-		"mpich":           {Flavor: MPICH, InAllocation: true, ForwardEnv: tok},
-		"intelmpi":        {Flavor: IntelMPI, InAllocation: true, ExtraArgs: []string{"-genv", "I_MPI_DEBUG", "5"}, ForwardEnv: tok},
-		"mvapich":         {Flavor: MVAPICH},
-		"mvapich-mpiexec": {Flavor: MVAPICH, Launcher: LauncherMpiexec, InAllocation: true, ForwardEnv: tok},
-		"srun":            {Flavor: MPICH, Launcher: LauncherSrun, InAllocation: true, ForwardEnv: tok},
+	// 4 ranks, 2 per node, unless a case gives NP (then no ranks per node:
+	// the hosts' own slots place them).
+	uneven := []Host{{Name: "node1", Slots: 2}, {Name: "node2", Slots: 3}}
+	specs := map[string]struct {
+		spec  Spec
+		hosts []Host
+	}{
+		"openmpi":         {Spec{Flavor: OpenMPI, AllowRunAsRoot: true, Oversubscribe: true, ExtraArgs: []string{"--bind-to", "none"}, ForwardEnv: tok}, twoNodes},
+		"mpich":           {Spec{Flavor: MPICH, InAllocation: true, ForwardEnv: tok}, twoNodes},
+		"intelmpi":        {Spec{Flavor: IntelMPI, InAllocation: true, ExtraArgs: []string{"-genv", "I_MPI_DEBUG", "5"}, ForwardEnv: tok}, twoNodes},
+		"intelmpi-slots":  {Spec{Flavor: IntelMPI, NP: 5, InAllocation: true, ForwardEnv: tok}, uneven},
+		"mvapich":         {Spec{Flavor: MVAPICH}, twoNodes},
+		"mvapich-mpiexec": {Spec{Flavor: MVAPICH, Launcher: LauncherMpiexec, InAllocation: true, ForwardEnv: tok}, twoNodes},
+		"srun":            {Spec{Flavor: MPICH, Launcher: LauncherSrun, InAllocation: true, ForwardEnv: tok}, twoNodes},
 	}
-	for name, spec := range specs {
+	for name, c := range specs {
 		t.Run(name, func(t *testing.T) {
-			spec.NP, spec.PPN, spec.Env, spec.Program = 4, 2, env, program
-			place, err := PlaceHosts(spec, twoNodes, "", "")
+			spec := c.spec
+			if spec.NP == 0 {
+				spec.NP, spec.PPN = 4, 2
+			}
+			spec.Env, spec.Program = env, program
+			place, err := PlaceHosts(spec, c.hosts, "", "")
 			if err != nil {
 				t.Fatal(err)
 			}
-			spec.Hosts, spec.Hostfile = place.Hosts, place.Hostfile
+			spec.Hosts, spec.Hostfile, spec.HostfileSlots = place.Hosts, place.Hostfile, place.HostfileSlots
 			if place.Generated != "" {
 				spec.Hostfile = "batchkit.hostfile"
 			}

@@ -13,4 +13,6 @@ type Defaults struct {
 	AllowRunAsRoot bool
 	Oversubscribe  bool
 	MasterPort     int // a fixed MASTER_PORT (profile port_policy "fixed"); 0: none
+	// Env is exported to every rank, under --env (the profile's [env.vars]).
+	Env map[string]string
 }

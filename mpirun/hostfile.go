@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/batchkit/batchkit/slurm"
 )
 
 // maxSlots bounds a host's slot count: far above any node, far below overflow.
@@ -133,21 +135,69 @@ func parseSlots(s string) (int, error) {
 	return n, nil
 }
 
-// ParseHosts reads a --hosts list: "h1,h2" or "h1:2,h2:2".
+// ParseHosts reads a --hosts list: "h1,h2", "h1:2,h2:2", or Slurm hostlist
+// expressions such as "node[1-4]" or "gpu[01,03]:4,login1". The list is
+// split on the commas outside brackets; each entry is a hostlist
+// expression, optionally followed by ":N", which gives every host the entry
+// expands to N slots ("node[1-2]:2" is node1:2,node2:2).
 func ParseHosts(list string) ([]Host, error) {
 	var hosts []Host
-	for _, item := range strings.Split(list, ",") {
+	for _, item := range splitOutsideBrackets(list) {
 		item = strings.TrimSpace(item)
 		if item == "" {
 			return nil, fmt.Errorf("host list %q has an empty entry", list)
 		}
-		h, _, err := parseHostEntry(item)
-		if err != nil {
-			return nil, err
+		expr, slots, colon := strings.Cut(item, ":")
+		n := 0
+		if colon {
+			var err error
+			if n, err = parseSlots(slots); err != nil {
+				return nil, fmt.Errorf("host %s: %w", expr, err)
+			}
 		}
-		hosts = append(hosts, h)
+		names := []string{expr}
+		if strings.ContainsAny(expr, "[]") {
+			// ExpandHostlist would split on blanks as well.
+			if strings.ContainsAny(expr, " \t") {
+				return nil, fmt.Errorf("host list entry %q: blank inside a hostlist expression", expr)
+			}
+			var err error
+			if names, err = slurm.ExpandHostlist(expr); err != nil {
+				return nil, err
+			}
+		}
+		for _, name := range names {
+			if err := checkHostName(name); err != nil {
+				return nil, err
+			}
+			hosts = append(hosts, Host{Name: name, Slots: n})
+		}
 	}
 	return hosts, nil
+}
+
+// splitOutsideBrackets splits s on the commas that are not inside a
+// hostlist's brackets ("a[1,2],b" is "a[1,2]" and "b"). An unbalanced
+// bracket is left for ExpandHostlist to report.
+func splitOutsideBrackets(s string) []string {
+	var out []string
+	depth, start := 0, 0
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '[':
+			depth++
+		case ']':
+			if depth > 0 {
+				depth--
+			}
+		case ',':
+			if depth == 0 {
+				out = append(out, s[start:i])
+				start = i + 1
+			}
+		}
+	}
+	return append(out, s[start:])
 }
 
 // checkHostName accepts host names and IPv4 addresses: letters, digits, '.',
@@ -179,6 +229,9 @@ type Placement struct {
 	Hosts     []Host
 	Hostfile  string // the user's hostfile, passed through as is
 	Generated string // hostfile text to write; "" when none
+	// HostfileSlots: the hostfile's lines carry slot counts; goes to
+	// Spec.HostfileSlots.
+	HostfileSlots bool
 }
 
 // PlaceHosts decides how hosts reach spec's launcher. userFile and
@@ -187,7 +240,9 @@ type Placement struct {
 // else rewritten in the launcher's format (an Open MPI "slots=" file given
 // to Hydra, say). Hosts a launcher cannot take on its command line (mpirun_rsh,
 // or per-host slots for Intel MPI) go to a generated hostfile; srun, which
-// reads no hostfile, gets them as a node list.
+// reads no hostfile, gets them as a node list. With ranks per node
+// (spec.PPN) every host takes that many ranks: a user's hostfile that says
+// otherwise is rewritten.
 func PlaceHosts(spec Spec, hosts []Host, userFile, userText string) (Placement, error) {
 	r, err := spec.row()
 	if err != nil {
@@ -210,16 +265,31 @@ func PlaceHosts(spec Spec, hosts []Host, userFile, userText string) (Placement, 
 			}
 			readable = readable && ok
 		}
-		if readable {
-			return Placement{Hostfile: userFile}, nil
+		if readable && !(spec.PPN > 0 && slotsDiffer(hosts, spec.PPN)) {
+			return Placement{Hostfile: userFile, HostfileSlots: styles[styleColon] || styles[styleSlots]}, nil
 		}
-		return Placement{Generated: hostfileText(sx, hosts, spec.PPN)}, nil
+		return generated(sx, hosts, spec.PPN), nil
 	}
 	spec.Hosts, spec.Hostfile = hosts, ""
 	if NeedsHostfile(spec) {
-		return Placement{Generated: hostfileText(sx, hosts, spec.PPN)}, nil
+		return generated(sx, hosts, spec.PPN), nil
 	}
 	return Placement{Hosts: hosts}, nil
+}
+
+func generated(sx *syntax, hosts []Host, ppn int) Placement {
+	slots := ppn > 0 || hasSlots(hosts)
+	return Placement{Generated: hostfileText(sx, hosts, ppn), HostfileSlots: slots}
+}
+
+// slotsDiffer reports whether some host has slots other than ppn.
+func slotsDiffer(hosts []Host, ppn int) bool {
+	for _, h := range hosts {
+		if h.Slots > 0 && h.Slots != ppn {
+			return true
+		}
+	}
+	return false
 }
 
 // DefaultNP is the rank count implied by hosts and ranks per node: ppn on

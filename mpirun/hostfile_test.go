@@ -124,17 +124,56 @@ func TestParseHosts(t *testing.T) {
 		t.Errorf("ParseHosts (-want +got):\n%s", diff)
 	}
 	for in, want := range map[string]string{
-		"":        "empty entry",
-		"a,,b":    "empty entry",
-		"a,":      "empty entry",
-		"a:0":     `slot count "0"`,
-		"a b":     "invalid character",
-		"-x":      "starts with '-'",
-		"a:2:2":   `slot count "2:2"`,
-		"a;touch": "invalid character ';'",
+		"":         "empty entry",
+		"a,,b":     "empty entry",
+		"a,":       "empty entry",
+		"a:0":      `slot count "0"`,
+		"a b":      "invalid character",
+		"-x":       "starts with '-'",
+		"a:2:2":    `slot count "2:2"`,
+		"a;touch":  "invalid character ';'",
+		"n[1-":     "n[1-",
+		"n[1-2]x":  "n[1-2]x",
+		"n[2-1]":   "n[2-1]",
+		"n[1, 2]":  "blank inside a hostlist expression",
+		"n[1-2]:0": `host n[1-2]: slot count "0"`,
+		"n[a-b]":   "n[a-b]",
+		"-n[1-2]":  "starts with '-'",
+		"x;n[1-2]": "invalid character ';'",
+		"n[1:2]":   "n[1",
 	} {
-		if _, err := ParseHosts(in); err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("ParseHosts(%q) error %v, want %q", in, err, want)
+		hosts, err := ParseHosts(in)
+		if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("ParseHosts(%q) error %v, want one line containing %q", in, err, want)
+		}
+		if hosts != nil {
+			t.Errorf("ParseHosts(%q) = %v with an error", in, hosts)
+		}
+	}
+}
+
+// --hosts takes Slurm hostlist expressions: commas inside brackets do not
+// split the list, and a :N suffix gives every host of its entry N slots.
+func TestParseHostsHostlist(t *testing.T) {
+	tests := []struct {
+		in   string
+		want []Host
+	}{
+		{"node[1-2]", []Host{{"node1", 0}, {"node2", 0}}},
+		{"node[1,2]", []Host{{"node1", 0}, {"node2", 0}}},
+		{"node[1-2]:2", []Host{{"node1", 2}, {"node2", 2}}},
+		{"gpu[01,03-04]:4,login1", []Host{{"gpu01", 4}, {"gpu03", 4}, {"gpu04", 4}, {"login1", 0}}},
+		{"a:1, r[1-2]-n[1-2] ,b", []Host{{"a", 1}, {"r1-n1", 0}, {"r1-n2", 0}, {"r2-n1", 0}, {"r2-n2", 0}, {"b", 0}}},
+		{"10.0.0.[1-2]:3", []Host{{"10.0.0.1", 3}, {"10.0.0.2", 3}}},
+	}
+	for _, tt := range tests {
+		got, err := ParseHosts(tt.in)
+		if err != nil {
+			t.Errorf("ParseHosts(%q): %v", tt.in, err)
+			continue
+		}
+		if diff := cmp.Diff(tt.want, got); diff != "" {
+			t.Errorf("ParseHosts(%q) (-want +got):\n%s", tt.in, diff)
 		}
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -50,6 +52,9 @@ mpirun.openmpi, mpirun.mpich, mpirun (asked for --version) ... on PATH.
 
 With --profile (or $BATCHKIT_PROFILE) the site profile's [mpi] settings are the defaults under
 these flags; a --flavor or --launcher other than the profile's drops its binary, args and bootstrap.
+A profile's bootstrap through Slurm (Hydra -bootstrap slurm) applies only inside an allocation.
+The profile's [env] variables reach every rank like --env (which wins); its source scripts
+(setvars.sh) cannot be sourced by mpirun: source them in your shell first.
 
 Every rank gets BATCHKIT_JOB_TOKEN (kept if set, else new) via the launcher's environment, never argv (mpirun_rsh: none).
 
@@ -64,14 +69,14 @@ Examples:
    batchkit mpirun --dry-run --flavor mpich -n 2 -- python3 train.py`,
 		Flags: []cli.Flag{
 			&cli.IntFlag{Name: "np", Aliases: []string{"n"}, Usage: "number of ranks (default: --ppn times the hosts, or the hosts' slots, or the allocation's tasks)"},
-			&cli.IntFlag{Name: "ppn", Usage: "ranks per node"},
-			&cli.StringFlag{Name: "hosts", Usage: "comma-separated hosts, each optionally with :SLOTS"},
+			&cli.IntFlag{Name: "ppn", Usage: "ranks per node (wins over per-host slots)"},
+			&cli.StringFlag{Name: "hosts", Usage: "comma-separated hosts or Slurm hostlists (node[1-4]), each optionally with :SLOTS for each of its hosts"},
 			&cli.StringFlag{Name: "hostfile", Usage: "hostfile: `host slots=N`, `host:N` or `host` lines"},
 			&cli.StringFlag{Name: "profile", Usage: "site profile `NAME` or file for the defaults below (default: $BATCHKIT_PROFILE; none: detect the MPI on PATH)"},
 			&cli.StringFlag{Name: "flavor", Usage: "MPI flavor: openmpi, mpich, intelmpi or mvapich"},
 			&cli.StringFlag{Name: "mpirun", Usage: "launcher binary (`PATH` or name on PATH)"},
 			&cli.StringFlag{Name: "launcher", Usage: "mpirun, mpiexec or srun (default mpirun)"},
-			&cli.GenericFlag{Name: "env", Value: &stringList{}, Usage: "`K=V` exported to every rank (repeatable)"},
+			&cli.GenericFlag{Name: "env", Value: &stringList{}, Usage: "`K=V` exported to every rank (repeatable; not RANK, WORLD_SIZE ..., which batchkit exec sets per rank)"},
 			&cli.GenericFlag{Name: "mpi-arg", Value: &stringList{}, Usage: "`ARG` passed to the launcher as is (repeatable)"},
 			&cli.BoolFlag{Name: "allow-run-as-root", Usage: "Open MPI: --allow-run-as-root"},
 			&cli.BoolFlag{Name: "oversubscribe", Usage: "Open MPI: --oversubscribe"},
@@ -131,12 +136,63 @@ func mpirunDefaults(c *cli.Context) (mpirun.Defaults, error) {
 	d := mpirun.Defaults{
 		Flavor: m.Flavor, Launcher: string(m.Launcher), Binary: m.Binary, Args: m.Args,
 		Bootstrap: m.Bootstrap, SrunMPI: m.SrunMPI, AllowRunAsRoot: m.AllowRunAsRoot, Oversubscribe: m.Oversubscribe,
+		Env: r.Profile.Env.Vars,
 	}
 	if r.Profile.Rendezvous.PortPolicy == profile.PortFixed {
 		d.MasterPort = r.Profile.Rendezvous.Port
 	}
+	if w := sourceWarning(r.Name, r.Profile.Env.Source, os.Getenv); w != "" {
+		fmt.Fprintln(c.App.ErrWriter, w)
+	}
 	return d, nil
 }
+
+// sourcedMarkers tell a profile's source script that has already run in
+// this shell by a variable it exports; a script without a row never looks
+// sourced.
+var sourcedMarkers = []struct {
+	match func(script string) bool
+	env   string // non-empty once the script ran
+}{
+	// oneAPI's setvars.sh: SETVARS_COMPLETED=1 (it also runs every
+	// component's env/vars.sh, oneCCL's among them).
+	{func(s string) bool { return filepath.Base(s) == "setvars.sh" }, "SETVARS_COMPLETED"},
+	// oneCCL's env/vars.sh: CCL_ROOT.
+	{func(s string) bool { return strings.Contains(s, "/ccl/") && strings.HasSuffix(s, "/env/vars.sh") }, "CCL_ROOT"},
+}
+
+// sourceWarning is the one line to print when a profile's source scripts
+// have not run in this shell: mpirun cannot source them for the ranks
+// (batchkit sbatch writes them into the batch script). "" when every
+// script looks sourced already.
+func sourceWarning(profileName string, scripts []profile.Script, getenv topology.Getenv) string {
+	var todo []string
+	for _, sc := range scripts {
+		done := false
+		for _, m := range sourcedMarkers {
+			done = done || (m.match(sc.Script) && getenv(m.env) != "")
+		}
+		if !done {
+			line, err := mpirun.ShellJoin(append([]string{"source", sc.Script}, sc.Args...))
+			if err != nil {
+				line = "source " + sc.Script
+			}
+			todo = append(todo, line)
+		}
+	}
+	if len(todo) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("batchkit mpirun: profile %s's source scripts are not sourced by mpirun: source them in your shell first: %s",
+		profileName, strings.Join(todo, " && "))
+}
+
+// perRankVars are the torchrun contract's variables that differ from rank
+// to rank: batchkit exec sets them, so no --env may set one for all ranks.
+// MASTER_ADDR and MASTER_PORT are the same on every rank and may be set.
+var perRankVars = slices.DeleteFunc(slices.Clone(topology.TorchrunKeys), func(k string) bool {
+	return k == "MASTER_ADDR" || k == "MASTER_PORT"
+})
 
 // mpirunOptions are the flags with the defaults layered under them.
 type mpirunOptions struct {
@@ -148,8 +204,9 @@ type mpirunOptions struct {
 	defaultArgs              []string // the profile's launcher arguments, before --mpi-arg
 	allowRoot, oversubscribe bool
 	bootstrap, srunMPI       string
-	bootstrapSet, srunMPISet bool // given as flags, not defaults
-	profilePort              int  // the profile's fixed MASTER_PORT; 0: none
+	bootstrapSet, srunMPISet bool              // given as flags, not defaults
+	profilePort              int               // the profile's fixed MASTER_PORT; 0: none
+	profileEnv               map[string]string // the profile's variables, under env
 	dryRun                   bool
 	program                  []string
 }
@@ -195,6 +252,7 @@ func mpirunOptionsFrom(c *cli.Context, d mpirun.Defaults) (mpirunOptions, error)
 		masterPort:    c.Int("master-port"),
 		masterPortSet: c.IsSet("master-port"),
 		profilePort:   d.MasterPort,
+		profileEnv:    d.Env,
 		dryRun:        c.Bool("dry-run"),
 		program:       args,
 	}
@@ -288,7 +346,16 @@ func planMpirun(o mpirunOptions, getenv topology.Getenv, probe mpirun.Probe, sel
 		}
 	}
 
+	// The profile's variables, then --env over them. A profile variable the
+	// user has in the environment keeps the user's value, as in a batch
+	// script.
 	env := map[string]string{}
+	for k, v := range o.profileEnv {
+		if mine := getenv(k); mine != "" {
+			v = mine
+		}
+		env[k] = v
+	}
 	for _, kv := range o.env {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok || !mpirun.ValidEnvName(k) {
@@ -296,6 +363,9 @@ func planMpirun(o mpirunOptions, getenv topology.Getenv, probe mpirun.Probe, sel
 		}
 		if k == local.TokenVar {
 			return p, usagef("--env %s would put the job token on the launcher's command line, which every user can read: export %s instead", k, k)
+		}
+		if slices.Contains(perRankVars, k) {
+			return p, usagef("invalid --env %q: batchkit exec sets %s on every rank (it differs from rank to rank)", kv, k)
 		}
 		env[k] = v
 	}
@@ -338,6 +408,11 @@ func planMpirun(o mpirunOptions, getenv topology.Getenv, probe mpirun.Probe, sel
 	if launcher == mpirun.LauncherSrun && !o.bootstrapSet {
 		bootstrap = ""
 	}
+	// A profile's bootstrap through Slurm is for runs inside an
+	// allocation; outside one it would fail to start any daemon.
+	if !o.bootstrapSet && jobID == "" && mpirun.BootstrapNeedsAllocation(mpirun.Spec{Flavor: flavor, Launcher: launcher}, bootstrap) {
+		bootstrap = ""
+	}
 	spec := mpirun.Spec{
 		Flavor:         flavor,
 		Launcher:       launcher,
@@ -367,7 +442,7 @@ func planMpirun(o mpirunOptions, getenv topology.Getenv, probe mpirun.Probe, sel
 	if err != nil {
 		return p, badInput(err)
 	}
-	spec.Hosts, spec.Hostfile = place.Hosts, place.Hostfile
+	spec.Hosts, spec.Hostfile, spec.HostfileSlots = place.Hosts, place.Hostfile, place.HostfileSlots
 	if place.Generated != "" {
 		spec.Hostfile = dryRunHostfile
 		p.hostfile = place.Generated
