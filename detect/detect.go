@@ -3,6 +3,8 @@
 //
 //  1. torchrun contract (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, GROUP_RANK):
 //     torchrun started by mpirun or srun, one per node, legitimately overrides them.
+//     It must be consistent with the launcher below it (same rank and size, or
+//     a larger world: nested), else the variables are stale and detection fails.
 //  2. an MPI launcher: Open MPI (OMPI_COMM_WORLD_*; PMIX_RANK must agree),
 //     MVAPICH2 (MV2_COMM_WORLD_*), Cray PALS (PALS_*; PMI_RANK must agree),
 //     MPICH / Intel MPI Hydra (PMI_RANK or PMI_ID, PMI_SIZE, MPI_LOCALRANKID,
@@ -20,10 +22,11 @@
 // variables: there Slurm is the launcher, and the PMI values must agree with
 // Slurm's or detection fails. Job-level Slurm variables (SLURM_JOB_ID,
 // SLURM_JOB_NODELIST) stay true under any launcher and supply the job id and
-// host list to the MPI layers.
+// host list to the MPI layers; the MPI layout places the rank on them, and
+// the daemons' SLURM_NODEID only when the layout cannot tell.
 //
 // MASTER_ADDR and MASTER_PORT, when set, win in every layer. Otherwise
-// MASTER_ADDR is the first host of the node list (Slurm's step or job list),
+// MASTER_ADDR is the first host of the node list (the srun step's, or the job's),
 // 127.0.0.1 when every rank is on this node, and unknown otherwise; the port
 // is topology.PortForJob of the job id.
 package detect
@@ -74,8 +77,17 @@ func Detect(getenv topology.Getenv, opts Options) (topology.Topology, error) {
 }
 
 func detect(getenv topology.Getenv, opts Options) (topology.Topology, error) {
-	if t, ok, err := fromTorchrun(getenv); ok || err != nil {
-		return t, err
+	if p, ok, err := fromTorchrun(getenv); ok || err != nil {
+		if err != nil {
+			return topology.Topology{}, err
+		}
+		if err := checkSizes(p); err != nil {
+			return topology.Topology{}, err
+		}
+		if err := checkOuter(getenv, p); err != nil {
+			return topology.Topology{}, err
+		}
+		return fromPartial(p), nil
 	}
 	p, ok, err := mpirun.Detect(getenv)
 	if err != nil {
@@ -86,6 +98,9 @@ func detect(getenv topology.Getenv, opts Options) (topology.Topology, error) {
 			return slurmWithPMI(getenv, p)
 		}
 		if err := p.Require(); err != nil {
+			return topology.Topology{}, err
+		}
+		if err := checkSizes(p); err != nil {
 			return topology.Topology{}, err
 		}
 		return fromPartial(p), nil
@@ -99,11 +114,11 @@ func detect(getenv topology.Getenv, opts Options) (topology.Topology, error) {
 	return topology.Topology{Launcher: topology.Single, WorldSize: 1, LocalWorldSize: 1, NumNodes: 1}, nil
 }
 
-func fromTorchrun(getenv topology.Getenv) (topology.Topology, bool, error) {
+func fromTorchrun(getenv topology.Getenv) (mpirun.Partial, bool, error) {
 	l := torchrunLayer
 	marker := topology.AnySet(getenv, "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE")
 	if marker == "" {
-		return topology.Topology{}, false, nil
+		return mpirun.Partial{}, false, nil
 	}
 	p := mpirun.Partial{Launcher: topology.Torchrun, MarkerVar: marker, Marker: getenv(marker)}
 	for _, f := range []struct {
@@ -120,16 +135,94 @@ func fromTorchrun(getenv topology.Getenv) (topology.Topology, bool, error) {
 	} {
 		v, err := topology.Int(getenv, topology.Torchrun, f.what, f.names...)
 		if err != nil {
-			return topology.Topology{}, true, err
+			return p, true, err
 		}
 		if !v.Set() && f.what != "node rank" && f.what != "number of nodes" {
-			return topology.Topology{}, true, &topology.IncompleteError{
+			return p, true, &topology.IncompleteError{
 				Launcher: topology.Torchrun, Have: p.MarkerVar, HaveValue: p.Marker, MissingAny: f.names}
 		}
 		*f.dst = v
 	}
 	p.JobID = getenv("TORCHELASTIC_RUN_ID")
-	return fromPartial(p), true, nil
+	return p, true, nil
+}
+
+// checkSizes rejects what no launcher sets: a size of 0, a rank outside its
+// size. It names the variable, and it runs before placement divides by the
+// sizes.
+func checkSizes(p mpirun.Partial) error {
+	for _, v := range []topology.Value{p.WorldSize, p.LocalWorldSize, p.NumNodes} {
+		if v.Set() && v.N < 1 {
+			return &topology.VarError{Var: v.Var, Value: v.Raw, Msg: "a size must be at least 1"}
+		}
+	}
+	for _, c := range []struct {
+		v, of topology.Value
+		what  string
+		le    bool // v may equal of: a count, not an index
+	}{
+		{p.Rank, p.WorldSize, "rank", false},
+		{p.LocalRank, p.LocalWorldSize, "local rank", false},
+		{p.LocalWorldSize, p.WorldSize, "local world size", true},
+		{p.NodeRank, p.NumNodes, "node rank", false},
+		{p.NumNodes, p.WorldSize, "number of nodes", true},
+	} {
+		if !c.v.Set() || !c.of.Set() || c.v.N < c.of.N || (c.le && c.v.N == c.of.N) {
+			continue
+		}
+		return &topology.VarError{Var: c.v.Var, Value: c.v.Raw,
+			Msg: fmt.Sprintf("%s %d out of range for %s (%s=%s)", c.what, c.v.N, sizeName(c.of), c.of.Var, c.of.Raw)}
+	}
+	return nil
+}
+
+func sizeName(v topology.Value) string {
+	switch v.Var {
+	case "GROUP_WORLD_SIZE", "OMPI_MCA_orte_num_nodes":
+		return fmt.Sprintf("%d nodes", v.N)
+	}
+	return fmt.Sprintf("world size %d", v.N)
+}
+
+// staleHint is the likely cause when torchrun variables contradict the
+// launcher: an `eval "$(batchkit env --format shell)"` or an outer torchrun
+// left them in the environment the real launcher passes on.
+const staleHint = "torchrun variables left from an outer job? unset RANK WORLD_SIZE LOCAL_RANK LOCAL_WORLD_SIZE before launching"
+
+// checkOuter cross-checks the torchrun variables against another launcher
+// that claims this process (an MPI launcher, else an srun step; its stale
+// variables under an mpirun are never consulted). torchrun wins only when
+// that is consistent: both agree (batchkit exec under srun or mpirun sets
+// both), or torchrun's world is larger, a torchrun or batchkit run started
+// by each outer task (one per node) spawning its own workers.
+func checkOuter(getenv topology.Getenv, p mpirun.Partial) error {
+	outer, rank, size, ok, err := outerLayer(getenv)
+	if err != nil || !ok {
+		return err
+	}
+	if size.N < 1 {
+		return &topology.VarError{Var: size.Var, Value: size.Raw, Msg: "a size must be at least 1"}
+	}
+	if (rank.N == p.Rank.N && size.N == p.WorldSize.N) || p.WorldSize.N > size.N {
+		return nil
+	}
+	return &topology.LayerConflictError{Inner: topology.Torchrun, Outer: outer,
+		InnerRank: p.Rank, InnerSize: p.WorldSize, OuterRank: rank, OuterSize: size, Resolution: staleHint}
+}
+
+// outerLayer returns the rank and world size of the launcher under the
+// torchrun layer, by the same precedence as detect: an MPI launcher, but
+// srun --mpi=pmi2/pmix is Slurm. ok is false when none gives both.
+func outerLayer(getenv topology.Getenv) (l topology.Launcher, rank, size topology.Value, ok bool, err error) {
+	p, ok, err := mpirun.Detect(getenv)
+	if err != nil {
+		return l, rank, size, false, err
+	}
+	if ok && !(p.PMIOnly && slurm.InStep(getenv)) {
+		return p.Launcher, p.Rank, p.WorldSize, p.Rank.Set() && p.WorldSize.Set(), nil
+	}
+	rank, size, ok, err = slurm.StepRank(getenv)
+	return topology.Slurm, rank, size, ok, err
 }
 
 // slurmWithPMI handles srun --mpi=pmi2/pmix: Slurm is the launcher, and the

@@ -1,6 +1,7 @@
 package detect
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 
@@ -49,6 +50,25 @@ func ompiRank(rank, local string) map[string]string {
 	}
 }
 
+// Open MPI's mpirun on node1 of `sbatch -N2 -n2` on a real cluster: plm_slurm
+// starts daemons only where there is none, so its step holds node2 alone,
+// and the rank beside mpirun inherits the batch script's variables.
+var (
+	ompiSkippedNodeJob = map[string]string{
+		"SLURM_JOB_ID": "77", "SLURM_JOB_NODELIST": "node[1-2]", "SLURM_JOB_NUM_NODES": "2", "SLURM_NTASKS": "2",
+		"SLURM_TASKS_PER_NODE": "1(x2)", "SLURM_NODEID": "0", "SLURM_PROCID": "0", "SLURM_LOCALID": "0",
+	}
+	ompiSkippedNodeStep = map[string]string{
+		"SLURM_STEP_ID": "0", "SLURM_STEP_NODELIST": "node2", "SLURM_STEP_NUM_NODES": "1", "SLURM_STEP_NUM_TASKS": "1",
+		"SLURM_STEP_TASKS_PER_NODE": "1",
+	}
+)
+
+func ompiSkippedNodeRank(rank string) map[string]string {
+	return map[string]string{"OMPI_COMM_WORLD_RANK": rank, "OMPI_COMM_WORLD_SIZE": "2", "OMPI_COMM_WORLD_LOCAL_RANK": "0",
+		"OMPI_COMM_WORLD_LOCAL_SIZE": "1", "OMPI_MCA_orte_num_nodes": "2"}
+}
+
 func hydraRank(rank, size, local, localSize string) map[string]string {
 	return map[string]string{"PMI_RANK": rank, "PMI_SIZE": size, "MPI_LOCALRANKID": local, "MPI_LOCALNRANKS": localSize, "PMI_FD": "8"}
 }
@@ -63,7 +83,7 @@ func srunTask(procid, localid, nodeid, ntasks, tpn, nodes string) map[string]str
 }
 
 func TestDetect(t *testing.T) {
-	port7, port42 := topology.PortForJob("7"), topology.PortForJob("42")
+	port7, port42, port77 := topology.PortForJob("7"), topology.PortForJob("42"), topology.PortForJob("77")
 	tests := []struct {
 		name string
 		env  topology.Getenv
@@ -135,6 +155,22 @@ func TestDetect(t *testing.T) {
 				NodeRank: 1, NumNodes: 2, Hosts: []string{"node1", "node2"}, MasterAddr: "node1", MasterPort: port42, JobID: "42"},
 		},
 		{
+			// What batchkit mpirun adds for Hydra and mpirun_rsh ranks.
+			name: "batchkit mpirun --flavor mpich -n 3 --ppn 2: BATCHKIT_NUM_NODES places rank 2 alone on the last node",
+			env:  env(hydraRank("2", "3", "0", "1"), map[string]string{"BATCHKIT_NUM_NODES": "2"}),
+			opts: Options{Hostname: "vm"},
+			want: topology.Topology{Launcher: topology.Hydra, Rank: 2, WorldSize: 3, LocalRank: 0, LocalWorldSize: 1,
+				NodeRank: 1, NumNodes: 2, Hosts: []string{}, MasterPort: topology.DefaultPort},
+		},
+		{
+			name: "batchkit mpirun --flavor mvapich -n 6 --ppn 2: BATCHKIT_NUM_NODES places rank 5 on node 2 of 3",
+			env: env(map[string]string{"MV2_COMM_WORLD_RANK": "5", "MV2_COMM_WORLD_SIZE": "6", "MV2_COMM_WORLD_LOCAL_RANK": "1",
+				"MV2_COMM_WORLD_LOCAL_SIZE": "2", "BATCHKIT_NUM_NODES": "3"}),
+			opts: Options{Hostname: "vm"},
+			want: topology.Topology{Launcher: topology.MVAPICH, Rank: 5, WorldSize: 6, LocalRank: 1, LocalWorldSize: 2,
+				NodeRank: 2, NumNodes: 3, Hosts: []string{}, MasterPort: topology.DefaultPort},
+		},
+		{
 			name: "mpirun.mpich -n 4 -ppn 1 (round robin) inside sbatch: the daemon step's SLURM_NODEID places rank 1",
 			env: env(sbatchJob, map[string]string{"SLURM_STEP_ID": "4", "SLURM_PROCID": "1", "SLURM_NODEID": "1", "SLURM_STEP_NODELIST": "node[1-2]",
 				"SLURM_STEP_NUM_NODES": "2"}, hydraRank("1", "4", "0", "2")),
@@ -163,11 +199,40 @@ func TestDetect(t *testing.T) {
 				NodeRank: 1, NumNodes: 2, Hosts: []string{"node1", "node2"}, MasterAddr: "node1", MasterPort: 29400, JobID: "42"},
 		},
 		{
+			// Rank 3 is on a full node; rank 5, on the last, could not tell
+			// -n 6 -ppn 2 from -n 6 -ppn 4 (see TestDetectErrors).
 			name: "MVAPICH2 mpirun_rsh with MASTER_ADDR given",
-			env: env(map[string]string{"MV2_COMM_WORLD_RANK": "5", "MV2_COMM_WORLD_SIZE": "6", "MV2_COMM_WORLD_LOCAL_RANK": "1",
+			env: env(map[string]string{"MV2_COMM_WORLD_RANK": "3", "MV2_COMM_WORLD_SIZE": "6", "MV2_COMM_WORLD_LOCAL_RANK": "1",
 				"MV2_COMM_WORLD_LOCAL_SIZE": "2", "MASTER_ADDR": "head"}),
-			want: topology.Topology{Launcher: topology.MVAPICH, Rank: 5, WorldSize: 6, LocalRank: 1, LocalWorldSize: 2,
-				NodeRank: 2, NumNodes: 3, Hosts: []string{}, MasterAddr: "head", MasterPort: topology.DefaultPort},
+			want: topology.Topology{Launcher: topology.MVAPICH, Rank: 3, WorldSize: 6, LocalRank: 1, LocalWorldSize: 2,
+				NodeRank: 1, NumNodes: 3, Hosts: []string{}, MasterAddr: "head", MasterPort: topology.DefaultPort},
+		},
+		{
+			name: "Open MPI mpirun on node1 inside sbatch, rank 1 on node2: the daemon step leaves out mpirun's node",
+			env:  env(ompiSkippedNodeJob, ompiSkippedNodeStep, ompiSkippedNodeRank("1")),
+			want: topology.Topology{Launcher: topology.OpenMPI, Rank: 1, WorldSize: 2, LocalRank: 0, LocalWorldSize: 1,
+				NodeRank: 1, NumNodes: 2, Hosts: []string{"node1", "node2"}, MasterAddr: "node1", MasterPort: port77, JobID: "77"},
+		},
+		{
+			name: "Open MPI mpirun on node1 inside sbatch, rank 0 beside mpirun: no step at all",
+			env:  env(ompiSkippedNodeJob, ompiSkippedNodeRank("0")),
+			want: topology.Topology{Launcher: topology.OpenMPI, Rank: 0, WorldSize: 2, LocalRank: 0, LocalWorldSize: 1,
+				NodeRank: 0, NumNodes: 2, Hosts: []string{"node1", "node2"}, MasterAddr: "node1", MasterPort: port77, JobID: "77"},
+		},
+		{
+			name: "mpirun.mpich -n 3 -ppn 2 in a 3-node allocation: the layout is ambiguous, Hydra's proxy step places rank 2",
+			env: env(sbatchJob, map[string]string{"SLURM_JOB_NODELIST": "node[1-3]", "SLURM_NODELIST": "node[1-3]",
+				"SLURM_JOB_NUM_NODES": "3", "SLURM_NNODES": "3", "SLURM_NTASKS": "6", "SLURM_NPROCS": "6", "SLURM_TASKS_PER_NODE": "2(x3)",
+				"SLURM_STEP_ID": "3", "SLURM_PROCID": "1", "SLURM_NODEID": "1", "SLURM_STEP_NODELIST": "node[1-2]", "SLURM_STEP_NUM_NODES": "2"},
+				hydraRank("2", "3", "0", "1")),
+			want: topology.Topology{Launcher: topology.Hydra, Rank: 2, WorldSize: 3, LocalRank: 0, LocalWorldSize: 1,
+				NodeRank: 1, NumNodes: 2, Hosts: []string{"node1", "node2"}, MasterAddr: "node1", MasterPort: port42, JobID: "42"},
+		},
+		{
+			name: "mpirun.mpich -bootstrap fork -n 3 -ppn 2, rank 1 on the full first node",
+			env:  env(hydraRank("1", "3", "1", "2")),
+			want: topology.Topology{Launcher: topology.Hydra, Rank: 1, WorldSize: 3, LocalRank: 1, LocalWorldSize: 2,
+				NodeRank: 0, NumNodes: 2, Hosts: []string{}, MasterPort: topology.DefaultPort},
 		},
 		{
 			name: "Cray PALS gives the node id",
@@ -242,6 +307,62 @@ func TestDetectErrors(t *testing.T) {
 		{"bad MASTER_PORT",
 			env(map[string]string{"MASTER_PORT": "70000"}),
 			[]string{`MASTER_PORT="70000"`}},
+		// A size of 0 is an error naming the variable, never a division by zero.
+		{"MPI_LOCALNRANKS=0",
+			env(hydraRank("0", "4", "0", "0")),
+			[]string{`MPI_LOCALNRANKS="0"`, "at least 1"}},
+		{"PMI_SIZE=0",
+			env(hydraRank("0", "0", "0", "1")),
+			[]string{`PMI_SIZE="0"`, "at least 1"}},
+		{"OMPI_COMM_WORLD_LOCAL_SIZE=0",
+			env(map[string]string{"OMPI_COMM_WORLD_RANK": "0", "OMPI_COMM_WORLD_SIZE": "4", "OMPI_COMM_WORLD_LOCAL_RANK": "0", "OMPI_COMM_WORLD_LOCAL_SIZE": "0"}),
+			[]string{`OMPI_COMM_WORLD_LOCAL_SIZE="0"`, "at least 1"}},
+		{"OMPI_MCA_orte_num_nodes=0",
+			env(ompiRank("1", "1"), map[string]string{"OMPI_MCA_orte_num_nodes": "0"}),
+			[]string{`OMPI_MCA_orte_num_nodes="0"`, "at least 1"}},
+		{"MV2_COMM_WORLD_LOCAL_SIZE=0",
+			env(map[string]string{"MV2_COMM_WORLD_RANK": "1", "MV2_COMM_WORLD_SIZE": "2", "MV2_COMM_WORLD_LOCAL_RANK": "0", "MV2_COMM_WORLD_LOCAL_SIZE": "0"}),
+			[]string{`MV2_COMM_WORLD_LOCAL_SIZE="0"`, "at least 1"}},
+		{"PMI_LOCAL_SIZE=0 under PALS",
+			env(map[string]string{"PALS_RANKID": "1", "PMI_SIZE": "2", "PALS_LOCAL_RANKID": "0", "PMI_LOCAL_SIZE": "0"}),
+			[]string{`PMI_LOCAL_SIZE="0"`, "at least 1"}},
+		{"LOCAL_WORLD_SIZE=0",
+			env(map[string]string{"RANK": "0", "WORLD_SIZE": "4", "LOCAL_RANK": "0", "LOCAL_WORLD_SIZE": "0"}),
+			[]string{`LOCAL_WORLD_SIZE="0"`, "at least 1"}},
+		{"WORLD_SIZE=0",
+			env(map[string]string{"RANK": "0", "WORLD_SIZE": "0", "LOCAL_RANK": "0", "LOCAL_WORLD_SIZE": "1"}),
+			[]string{`WORLD_SIZE="0"`, "at least 1"}},
+		{"GROUP_WORLD_SIZE=0",
+			env(map[string]string{"RANK": "0", "WORLD_SIZE": "4", "LOCAL_RANK": "0", "LOCAL_WORLD_SIZE": "2", "GROUP_WORLD_SIZE": "0"}),
+			[]string{`GROUP_WORLD_SIZE="0"`, "at least 1"}},
+		{"SLURM_NTASKS=0 in a step",
+			env(srunTask("0", "0", "0", "0", "0", "1")),
+			[]string{`SLURM_STEP_NUM_TASKS="0"`, "at least 1"}},
+		{"local rank beyond the local size names the variable",
+			env(hydraRank("3", "4", "3", "2")),
+			[]string{`MPI_LOCALRANKID="3"`, "out of range", "MPI_LOCALNRANKS=2"}},
+		{"local size beyond the world",
+			env(hydraRank("0", "2", "0", "3")),
+			[]string{`MPI_LOCALNRANKS="3"`, "out of range", "PMI_SIZE=2"}},
+		{"GROUP_RANK beyond GROUP_WORLD_SIZE",
+			env(map[string]string{"RANK": "0", "WORLD_SIZE": "4", "LOCAL_RANK": "0", "LOCAL_WORLD_SIZE": "2", "GROUP_RANK": "2", "GROUP_WORLD_SIZE": "2"}),
+			[]string{`GROUP_RANK="2"`, "out of range for 2 nodes"}},
+		// The last node's rank alone cannot tell -n 3 -ppn 2 from -n 3 -ppn 1,
+		// nor -n 6 -ppn 2 from -n 6 -ppn 4; the ranks on full nodes can, so a
+		// guess would make them disagree on the node count.
+		{"mpirun.mpich -bootstrap fork -n 3 -ppn 2, rank 2 alone on the last node",
+			env(hydraRank("2", "3", "0", "1")),
+			[]string{"cannot tell which node rank 2 is on", "node 2 of 3 or node 1 of 2"}},
+		{"mpirun_rsh -n 6 -ppn 2, rank 5 on the last node",
+			env(map[string]string{"MV2_COMM_WORLD_RANK": "5", "MV2_COMM_WORLD_SIZE": "6", "MV2_COMM_WORLD_LOCAL_RANK": "1", "MV2_COMM_WORLD_LOCAL_SIZE": "2"}),
+			[]string{"mvapich environment", "cannot tell which node rank 5 is on", "node 2 of 3 or node 1 of 2"}},
+		{"the allocation bound still leaves two layouts",
+			env(sbatchJob, map[string]string{"SLURM_JOB_NODELIST": "node[1-3]", "SLURM_JOB_NUM_NODES": "3", "SLURM_NODELIST": "node[1-3]", "SLURM_NNODES": "3"},
+				hydraRank("2", "3", "0", "1")),
+			[]string{"cannot tell which node rank 2 is on"}},
+		{"Open MPI's node count contradicts the blocks",
+			env(ompiRank("1", "1"), map[string]string{"OMPI_MCA_orte_num_nodes": "3"}),
+			[]string{"blocks of 2 make 2 nodes but the launcher counts 3"}},
 		{"round-robin placement cannot be placed in blocks",
 			env(map[string]string{"PMI_RANK": "1", "PMI_SIZE": "4", "MPI_LOCALRANKID": "0", "MPI_LOCALNRANKS": "2"}),
 			[]string{"cannot tell which node rank 1 is on"}},
@@ -314,5 +435,182 @@ func TestPlaceBlock(t *testing.T) {
 				t.Errorf("placeBlock = node %d of %d, want %d of %d", node, nodes, tt.node, tt.nodes)
 			}
 		})
+	}
+}
+
+// torchrun variables next to another launcher's: torchrun wins only when the
+// two are consistent, else they are stale (eval "$(batchkit env --format
+// shell)" in a batch script, then mpirun or srun).
+func TestTorchrunUnderAnotherLauncher(t *testing.T) {
+	torchrun := func(rank, size, local, localSize string) map[string]string {
+		return map[string]string{"RANK": rank, "WORLD_SIZE": size, "LOCAL_RANK": local, "LOCAL_WORLD_SIZE": localSize}
+	}
+	stale := torchrun("0", "1", "0", "1") // what the batch script's shell exported
+	tests := []struct {
+		name    string
+		env     topology.Getenv
+		rank    int      // the rank detected, when wantErr is empty
+		wantErr []string // substrings of the one-line error
+	}{
+		{name: "batchkit exec under srun: both agree",
+			env:  env(srunTask("3", "1", "1", "4", "2(x2)", "2"), torchrun("3", "4", "1", "2")),
+			rank: 3},
+		{name: "batchkit exec under mpirun.mpich: both agree",
+			env:  env(hydraRank("2", "4", "0", "2"), torchrun("2", "4", "0", "2")),
+			rank: 2},
+		{name: "batchkit run -n 4 inside a one-task srun step: nested, torchrun wins",
+			env: env(srunTask("0", "0", "0", "1", "1", "1"), torchrun("3", "4", "3", "4"),
+				map[string]string{"SLURM_JOB_NODELIST": "node1", "SLURM_STEP_NODELIST": "node1"}),
+			rank: 3},
+		{name: "torchrun --nproc-per-node 4 inside mpirun -n 1: nested, torchrun wins",
+			env:  env(hydraRank("0", "1", "0", "1"), torchrun("2", "4", "2", "4")),
+			rank: 2},
+		{name: "srun -N2 --ntasks-per-node=1 torchrun --nproc-per-node 4: one agent per node",
+			env:  env(srunTask("1", "0", "1", "2", "1(x2)", "2"), torchrun("6", "8", "2", "4"), map[string]string{"GROUP_RANK": "1"}),
+			rank: 6},
+		{name: "Open MPI inside sbatch: compared with Open MPI, not the daemons' stale step",
+			env:  env(sbatchJob, ompiDaemonStep("1"), ompiRank("3", "1"), torchrun("3", "4", "1", "2")),
+			rank: 3},
+		{name: "the batch script itself (no step): nothing to compare",
+			env:  env(sbatchJob, stale),
+			rank: 0},
+		{name: "stale rank 0 of 1 under mpirun.mpich -n 2",
+			env:     env(stale, hydraRank("1", "2", "1", "2")),
+			wantErr: []string{"RANK=0 WORLD_SIZE=1 (torchrun) disagree with PMI_RANK=1 PMI_SIZE=2 (hydra)", "unset RANK WORLD_SIZE LOCAL_RANK LOCAL_WORLD_SIZE"}},
+		{name: "stale rank 0 of 1 under Open MPI",
+			env:     env(sbatchJob, ompiDaemonStep("0"), ompiRank("1", "1"), stale),
+			wantErr: []string{"disagree with OMPI_COMM_WORLD_RANK=1 OMPI_COMM_WORLD_SIZE=4 (openmpi)"}},
+		{name: "stale rank 0 of 1 under srun -n 4",
+			env:     env(srunTask("2", "0", "1", "4", "2(x2)", "2"), stale),
+			wantErr: []string{"disagree with SLURM_PROCID=2 SLURM_STEP_NUM_TASKS=4 (slurm)"}},
+		{name: "stale rank 0 of 1 under srun --mpi=pmi2: Slurm is the launcher",
+			env:     env(srunTask("1", "1", "0", "2", "2", "1"), hydraRank("1", "2", "", ""), stale),
+			wantErr: []string{"disagree with SLURM_PROCID=1 SLURM_STEP_NUM_TASKS=2 (slurm)"}},
+		{name: "stale --allocation shape: same size, other rank",
+			env:     env(torchrun("0", "4", "0", "2"), hydraRank("3", "4", "1", "2")),
+			wantErr: []string{"RANK=0 WORLD_SIZE=4 (torchrun) disagree with PMI_RANK=3 PMI_SIZE=4"}},
+		{name: "stale under MVAPICH2",
+			env: env(stale, map[string]string{"MV2_COMM_WORLD_RANK": "1", "MV2_COMM_WORLD_SIZE": "2",
+				"MV2_COMM_WORLD_LOCAL_RANK": "0", "MV2_COMM_WORLD_LOCAL_SIZE": "1"}),
+			wantErr: []string{"disagree with MV2_COMM_WORLD_RANK=1 MV2_COMM_WORLD_SIZE=2 (mvapich)"}},
+		{name: "stale under Cray PALS",
+			env:     env(stale, map[string]string{"PALS_RANKID": "1", "PMI_SIZE": "2", "PALS_LOCAL_RANKID": "0", "PMI_LOCAL_SIZE": "1"}),
+			wantErr: []string{"disagree with PALS_RANKID=1 PMI_SIZE=2 (pals)"}},
+		{name: "torchrun smaller than its launcher cannot be nested",
+			env:     env(torchrun("1", "2", "1", "2"), hydraRank("1", "4", "1", "2")),
+			wantErr: []string{"RANK=1 WORLD_SIZE=2 (torchrun) disagree with PMI_RANK=1 PMI_SIZE=4"}},
+		{name: "the outer launcher's variables are still checked",
+			env:     env(torchrun("1", "4", "1", "4"), hydraRank("1", "2", "0", "1"), map[string]string{"PMI_ID": "0"}),
+			wantErr: []string{"conflicting rank", "PMI_RANK=1", "PMI_ID=0"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := Detect(tt.env, Options{})
+			if len(tt.wantErr) == 0 {
+				if err != nil {
+					t.Fatalf("Detect: %v", err)
+				}
+				if diff := cmp.Diff(struct {
+					L    topology.Launcher
+					Rank int
+				}{topology.Torchrun, tt.rank}, struct {
+					L    topology.Launcher
+					Rank int
+				}{got.Launcher, got.Rank}); diff != "" {
+					t.Errorf("Detect (-want +got):\n%s", diff)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("Detect = %+v, want an error", got)
+			}
+			if strings.Contains(err.Error(), "\n") {
+				t.Errorf("error is not one line: %q", err)
+			}
+			for _, w := range tt.wantErr {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not contain %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+// No combination of small values panics: each either detects a valid
+// topology or fails with one line.
+func TestSmallValuesNeverPanic(t *testing.T) {
+	layers := []func(r, s, l, ls string) map[string]string{
+		func(r, s, l, ls string) map[string]string {
+			return map[string]string{"RANK": r, "WORLD_SIZE": s, "LOCAL_RANK": l, "LOCAL_WORLD_SIZE": ls}
+		},
+		func(r, s, l, ls string) map[string]string { return hydraRank(r, s, l, ls) },
+		func(r, s, l, ls string) map[string]string {
+			return map[string]string{"OMPI_COMM_WORLD_RANK": r, "OMPI_COMM_WORLD_SIZE": s, "OMPI_COMM_WORLD_LOCAL_RANK": l,
+				"OMPI_COMM_WORLD_LOCAL_SIZE": ls, "OMPI_MCA_orte_num_nodes": ls}
+		},
+		func(r, s, l, ls string) map[string]string {
+			return map[string]string{"MV2_COMM_WORLD_RANK": r, "MV2_COMM_WORLD_SIZE": s, "MV2_COMM_WORLD_LOCAL_RANK": l, "MV2_COMM_WORLD_LOCAL_SIZE": ls}
+		},
+		func(r, s, l, ls string) map[string]string {
+			return map[string]string{"PALS_RANKID": r, "PMI_SIZE": s, "PALS_LOCAL_RANKID": l, "PMI_LOCAL_SIZE": ls, "PALS_NODEID": l}
+		},
+		func(r, s, l, ls string) map[string]string { return srunTask(r, l, ls, s, ls+","+r, "2") },
+		func(r, s, l, ls string) map[string]string {
+			return map[string]string{"SLURM_JOB_ID": "1", "SLURM_NTASKS": s, "SLURM_TASKS_PER_NODE": ls + "," + l, "SLURM_JOB_NODELIST": "n[1-2]"}
+		},
+	}
+	around := []map[string]string{
+		nil,
+		sbatchJob,
+		ompiSkippedNodeStep,
+		{"SLURM_JOB_ID": "1", "SLURM_STEP_ID": "0", "SLURM_NODEID": "1", "SLURM_STEP_NODELIST": "n[1-3]", "SLURM_JOB_NODELIST": "n[1-3]"},
+	}
+	n := strconv.Itoa
+	for li, layer := range layers {
+		for _, base := range around {
+			for r := 0; r < 4; r++ {
+				for s := 0; s < 4; s++ {
+					for l := 0; l < 4; l++ {
+						for ls := 0; ls < 4; ls++ {
+							e := env(base, layer(n(r), n(s), n(l), n(ls)))
+							for _, opts := range []Options{{}, {Allocation: true, Hostname: "h"}} {
+								func() {
+									defer func() {
+										if p := recover(); p != nil {
+											t.Fatalf("layer %d rank %d size %d local %d of %d over %v: panic %v", li, r, s, l, ls, base, p)
+										}
+									}()
+									got, err := Detect(e, opts)
+									if err != nil && strings.Contains(err.Error(), "\n") {
+										t.Errorf("error is not one line: %q", err)
+									}
+									if err == nil {
+										if verr := got.Validate(); verr != nil {
+											t.Errorf("Detect returned an invalid topology %+v: %v", got, verr)
+										}
+									}
+								}()
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	for rank := -1; rank < 4; rank++ {
+		for local := -1; local < 4; local++ {
+			for localSize := -1; localSize < 4; localSize++ {
+				for world := -1; world < 4; world++ {
+					for numNodes := -1; numNodes < 4; numNodes++ {
+						for hint := 0; hint < 4; hint++ {
+							node, nodes, err := placeBlock(rank, local, localSize, world, numNodes, hint)
+							if err == nil && (nodes < 1 || node < 0 || node >= nodes || nodes > world) {
+								t.Errorf("placeBlock(%d, %d, %d, %d, %d, %d) = node %d of %d", rank, local, localSize, world, numNodes, hint, node, nodes)
+							}
+						}
+					}
+				}
+			}
+		}
 	}
 }

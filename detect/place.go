@@ -2,7 +2,9 @@ package detect
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/batchkit/batchkit/slurm"
 	"github.com/batchkit/batchkit/topology"
@@ -24,28 +26,23 @@ func finish(getenv topology.Getenv, opts Options, t *topology.Topology) error {
 			t.Hosts, hostsFromSlurm = hosts, hosts != nil
 		}
 	}
-	if t.NodeRank < 0 {
-		// An MPI launcher inside an allocation: its daemons' step knows
-		// the node (see slurm.LauncherStep).
-		node, hosts, ok, err := slurm.LauncherStep(getenv)
-		if err != nil {
-			return err
-		}
-		if ok {
-			t.NodeRank, t.Hosts, hostsFromSlurm = node, hosts, true
-			if t.NumNodes < 0 {
-				t.NumNodes = len(hosts)
-			}
-		}
-	}
 	if t.NodeRank < 0 || t.NumNodes < 0 {
+		// Under an MPI launcher the MPI layout places the rank. A Slurm step
+		// in its environment is the launcher's daemons', not the ranks':
+		// Open MPI's leaves out the node mpirun runs on, whose ranks have
+		// no step at all, so its SLURM_NODEID and node list would make
+		// ranks disagree. It is consulted only when the layout cannot tell.
 		hint := 0
 		if hostsFromSlurm {
 			hint = len(t.Hosts)
 		}
 		node, nodes, err := placeBlock(t.Rank, t.LocalRank, t.LocalWorldSize, t.WorldSize, t.NumNodes, hint)
 		if err != nil {
-			return fmt.Errorf("%s environment: %w", t.Launcher, err)
+			var ok bool
+			node, nodes, ok, err = daemonNode(getenv, t, err)
+			if !ok {
+				return fmt.Errorf("%s environment: %w", t.Launcher, err)
+			}
 		}
 		if t.NodeRank < 0 {
 			t.NodeRank = node
@@ -82,6 +79,34 @@ func finish(getenv topology.Getenv, opts Options, t *topology.Topology) error {
 	return nil
 }
 
+// daemonNode places a rank by the host its launcher's daemon runs on, when
+// the MPI layout cannot (round-robin placement, an ambiguous short last
+// node): a rank inherits its daemon's SLURM_NODEID, an index into that
+// step's node list, which names the rank's host even when the step leaves
+// out nodes. The node rank is that host's index in t.Hosts, the job's node
+// list every rank of the launch uses. ok is false, with layoutErr or a
+// step error, when that does not place it.
+func daemonNode(getenv topology.Getenv, t *topology.Topology, layoutErr error) (node, nodes int, ok bool, err error) {
+	id, stepHosts, inStep, err := slurm.LauncherStep(getenv)
+	if err != nil {
+		return 0, 0, false, err
+	}
+	if !inStep || t.Launcher == topology.Slurm || t.Hosts == nil {
+		return 0, 0, false, layoutErr
+	}
+	node = slices.Index(t.Hosts, stepHosts[id])
+	nodes = t.NumNodes
+	if nodes < 0 {
+		// Hydra starts a proxy on exactly the nodes it uses. (Open MPI,
+		// whose step may not, gives the node count.)
+		nodes = len(stepHosts)
+	}
+	if node < 0 || node >= nodes {
+		return 0, 0, false, layoutErr
+	}
+	return node, nodes, true, nil
+}
+
 // placeBlock infers which node a rank is on, and how many nodes there are,
 // when the launcher does not say. It assumes block placement: consecutive
 // ranks fill a node before the next one starts, every node but the last
@@ -90,34 +115,63 @@ func finish(getenv topology.Getenv, opts Options, t *topology.Topology) error {
 // when the launcher gives it (Open MPI does), else -1; hint, when not 0, is
 // the number of nodes in the Slurm allocation, an upper bound.
 //
-// A rank on a full node knows the ranks per node (its local size); a rank on
-// a shorter last node does not, and takes the most nodes the hint allows.
+// A rank on a full node knows the ranks per node (its local size). A rank
+// on the last node does not: its node may be full or short. When more than
+// one block size fits what it sees, it fails rather than guess, since the
+// ranks on full nodes would then count the nodes differently.
 func placeBlock(rank, local, localSize, world, numNodes, hint int) (node, nodes int, err error) {
-	first := rank - local // the first rank on this node
-	if localSize == world {
-		return 0, 1, nil
+	// Detection rejects these naming the variable; this keeps placeBlock
+	// total, never a division by zero, whatever it is given.
+	if localSize < 1 || world < 1 || numNodes == 0 || numNodes > world {
+		return 0, 0, fmt.Errorf("cannot place rank %d: local size %d, world size %d, %d nodes", rank, localSize, world, numNodes)
 	}
-	if first < 0 || first+localSize > world {
+	first := rank - local // the first rank on this node
+	if local < 0 || local >= localSize || first < 0 || first+localSize > world {
 		return 0, 0, fmt.Errorf("rank %d with local rank %d of %d does not fit in a world of %d", rank, local, localSize, world)
+	}
+	if localSize == world {
+		if numNodes > 1 {
+			return 0, 0, fmt.Errorf("all %d ranks are on this node, but the launcher counts %d nodes", world, numNodes)
+		}
+		return 0, 1, nil
 	}
 	if first+localSize < world { // not the last node, so a full one
 		if first%localSize != 0 {
 			return 0, 0, fmt.Errorf("cannot tell which node rank %d is on: ranks are not placed in blocks of %d per node; "+
 				"place ranks by node (mpirun -ppn N, --map-by ppr:N:node) or set NODE_RANK through torchrun", rank, localSize)
 		}
-		nodes = numNodes
-		if nodes < 0 {
-			nodes = (world + localSize - 1) / localSize
+		nodes = (world + localSize - 1) / localSize
+		if numNodes > 0 && numNodes != nodes {
+			return 0, 0, fmt.Errorf("cannot tell which node rank %d is on: %d ranks in blocks of %d make %d nodes but the launcher counts %d; "+
+				"place ranks by node (mpirun -ppn N, --map-by ppr:N:node)", rank, world, localSize, nodes, numNodes)
 		}
 		return first / localSize, nodes, nil
 	}
+	// The last node: the nodes before it hold `first` ranks in blocks of
+	// some per >= localSize.
 	if numNodes > 0 {
-		return numNodes - 1, numNodes, nil
+		if numNodes > 1 && first%(numNodes-1) == 0 && first/(numNodes-1) >= localSize {
+			return numNodes - 1, numNodes, nil
+		}
+		return 0, 0, fmt.Errorf("cannot tell which node rank %d is on: %d ranks before its node do not fill %d equal blocks of at least %d; "+
+			"place ranks by node (mpirun -ppn N, --map-by ppr:N:node)", rank, first, numNodes-1, localSize)
 	}
+	var fits []string // "node N of M" for every block size that fits
 	for per := localSize; per <= first; per++ {
 		if first%per == 0 && (hint == 0 || first/per+1 <= hint) {
-			return first / per, first/per + 1, nil
+			node, nodes = first/per, first/per+1
+			fits = append(fits, fmt.Sprintf("node %d of %d", node, nodes))
 		}
+	}
+	switch {
+	case len(fits) == 1:
+		return node, nodes, nil
+	case len(fits) > 1:
+		if len(fits) > 3 {
+			fits = append(fits[:3], "...")
+		}
+		return 0, 0, fmt.Errorf("cannot tell which node rank %d is on: its node holds the last %d of %d ranks and it could be %s; "+
+			"launch it so that the ranks learn the node count (batchkit mpirun, Open MPI's mpirun, or inside a Slurm allocation), or set BATCHKIT_NUM_NODES for every rank", rank, localSize, world, strings.Join(fits, " or "))
 	}
 	return 0, 0, fmt.Errorf("cannot tell which node rank %d is on from a local size of %d in a world of %d", rank, localSize, world)
 }

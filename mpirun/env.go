@@ -19,6 +19,13 @@ type layer struct {
 	jobID     []string // optional: shared by all ranks of one launch
 }
 
+// NumNodesVar carries the number of nodes a launch uses to its ranks.
+// Hydra and mpirun_rsh tell a rank only how many ranks share its node; on
+// the last node, which may be short, that does not say which node it is
+// (3 ranks, 1 on this node: node 1 of 2 at 2 per node, node 2 of 3 at 1).
+// batchkit mpirun knows the hosts and exports it.
+const NumNodesVar = "BATCHKIT_NUM_NODES"
+
 // layers in the order they are tried. Open MPI before the PMI-based ones:
 // an Open MPI rank also carries PMIX_RANK, and a Cray PALS rank carries
 // PMI_RANK, so each is recognised by the variables only it sets.
@@ -43,6 +50,7 @@ var layers = []layer{
 		size:      []string{"MV2_COMM_WORLD_SIZE"},
 		localRank: []string{"MV2_COMM_WORLD_LOCAL_RANK"},
 		localSize: []string{"MV2_COMM_WORLD_LOCAL_SIZE"},
+		numNodes:  []string{NumNodesVar},
 		jobID:     []string{"MPIRUN_ID"},
 	},
 	{
@@ -64,6 +72,7 @@ var layers = []layer{
 		size:      []string{"PMI_SIZE"},
 		localRank: []string{"MPI_LOCALRANKID"},
 		localSize: []string{"MPI_LOCALNRANKS"},
+		numNodes:  []string{NumNodesVar},
 		jobID:     []string{"PMI_KVSNAME"},
 	},
 	{

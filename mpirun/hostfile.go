@@ -292,6 +292,28 @@ func slotsDiffer(hosts []Host, ppn int) bool {
 	return false
 }
 
+// NodesUsed is how many of hosts np ranks occupy when placed in blocks: of
+// ppn each when ppn > 0, else of each host's slots; 0 when the launcher
+// decides (hosts without slots and no ppn) or the slots run out.
+func NodesUsed(hosts []Host, np, ppn int) int {
+	if len(hosts) == 0 || np < 1 {
+		return 0
+	}
+	if ppn > 0 {
+		return min(len(hosts), (np+ppn-1)/ppn)
+	}
+	placed := 0
+	for i, h := range hosts {
+		if h.Slots == 0 {
+			return 0
+		}
+		if placed += h.Slots; placed >= np {
+			return i + 1
+		}
+	}
+	return 0
+}
+
 // DefaultNP is the rank count implied by hosts and ranks per node: ppn on
 // every host, else the hosts' slots when all have some; 0 when unknown.
 func DefaultNP(hosts []Host, ppn int) int {

@@ -1,6 +1,7 @@
 package mpirun
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -218,4 +219,37 @@ func FuzzParseHostfile(f *testing.F) {
 			t.Fatalf("Command with parsed hosts: %v", err)
 		}
 	})
+}
+
+func TestNodesUsed(t *testing.T) {
+	hosts := func(slots ...int) []Host {
+		var hs []Host
+		for i, s := range slots {
+			hs = append(hs, Host{Name: fmt.Sprintf("n%d", i+1), Slots: s})
+		}
+		return hs
+	}
+	for _, tc := range []struct {
+		name  string
+		hosts []Host
+		np    int
+		ppn   int
+		want  int
+	}{
+		{"ppn fills nodes", hosts(0, 0, 0), 6, 2, 3},
+		{"ppn, short last node", hosts(0, 0), 3, 2, 2},
+		{"ppn, fewer ranks than hosts", hosts(0, 0, 0), 2, 2, 1},
+		{"ppn, more ranks than hosts hold (oversubscribed)", hosts(0, 0), 9, 2, 2},
+		{"slots", hosts(2, 1), 3, 0, 2},
+		{"slots, first host enough", hosts(4, 4), 3, 0, 1},
+		{"slots run out", hosts(1, 1), 3, 0, 0},
+		{"no slots, no ppn: the launcher decides", hosts(0, 0), 2, 0, 0},
+		{"no hosts", nil, 4, 2, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := NodesUsed(tc.hosts, tc.np, tc.ppn); got != tc.want {
+				t.Errorf("NodesUsed = %d, want %d", got, tc.want)
+			}
+		})
+	}
 }

@@ -102,6 +102,9 @@ func StepTopology(getenv topology.Getenv) (t topology.Topology, ok bool, err err
 		}
 		*r.dst = v
 	}
+	if size.N < 1 {
+		return t, true, &topology.VarError{Var: size.Var, Value: size.Raw, Msg: "a task count must be at least 1"}
+	}
 	t.Rank, t.WorldSize, t.LocalRank, t.NodeRank = rank.N, size.N, local.N, node.N
 
 	hosts, err := hostsFrom(getenv, append(append([]string{}, varStepNodes...), varJobNodes...))
@@ -199,6 +202,9 @@ func BatchTopology(getenv topology.Getenv, allocation bool) (t topology.Topology
 	if err != nil {
 		return t, true, err
 	}
+	if size.Set() && size.N < 1 {
+		return t, true, &topology.VarError{Var: size.Var, Value: size.Raw, Msg: "a task count must be at least 1"}
+	}
 	if counts == nil {
 		// sbatch without a task count: one task per node, as srun would start.
 		counts = make([]int, max(len(hosts), 1))
@@ -212,16 +218,22 @@ func BatchTopology(getenv topology.Getenv, allocation bool) (t topology.Topology
 	for _, c := range counts {
 		t.WorldSize += c
 	}
+	// Rank 0 runs on the first node, so it must hold a task.
+	if counts[0] < 1 {
+		return t, true, &topology.VarError{Var: tpnVar, Value: getenv(tpnVar), Msg: "the first node has no tasks: a node of a job holds at least 1"}
+	}
 	t.NumNodes, t.LocalWorldSize = len(counts), counts[0]
 	return t, true, nil
 }
 
 // LauncherStep describes the Slurm step an MPI launcher started its
 // per-node daemons in (Open MPI's orted, Hydra's proxies). Every rank
-// inherits its daemon's SLURM_NODEID, which is therefore the rank's node
-// index within SLURM_STEP_NODELIST — even under round-robin placement —
-// while SLURM_PROCID/SLURM_NTASKS/SLURM_LOCALID describe the daemons and are
-// useless for the rank. ok is false outside a step.
+// inherits its daemon's SLURM_NODEID, an index into SLURM_STEP_NODELIST that
+// names the rank's host — even under round-robin placement — while
+// SLURM_PROCID/SLURM_NTASKS/SLURM_LOCALID describe the daemons and are
+// useless for the rank. The step's node list is the daemons', not the
+// launch's: Open MPI starts no daemon on the node mpirun runs on. ok is false
+// outside a step.
 func LauncherStep(getenv topology.Getenv) (node int, hosts []string, ok bool, err error) {
 	if !InStep(getenv) {
 		return 0, nil, false, nil
@@ -247,4 +259,26 @@ func LauncherStep(getenv topology.Getenv) (node int, hosts []string, ok bool, er
 			Msg: fmt.Sprintf("node id out of range for a node list of %d hosts", len(hosts))}
 	}
 	return nv.N, hosts, true, nil
+}
+
+// StepRank reads the rank and task count of a task of an srun step
+// (SLURM_PROCID and the step's task count, the same variables
+// StepTopology uses) without the rest of the step's layout: enough to
+// cross-check another layer that claims the same process. ok is false
+// outside a step.
+func StepRank(getenv topology.Getenv) (rank, size topology.Value, ok bool, err error) {
+	if !InStep(getenv) {
+		return rank, size, false, nil
+	}
+	sizeVars := varNTasks
+	if getenv(varStepNTasks[0]) != "" {
+		sizeVars = varStepNTasks
+	}
+	if rank, err = topology.Int(getenv, topology.Slurm, "rank", varProcID...); err != nil {
+		return rank, size, true, err
+	}
+	if size, err = topology.Int(getenv, topology.Slurm, "world size", sizeVars...); err != nil {
+		return rank, size, true, err
+	}
+	return rank, size, rank.Set() && size.Set(), nil
 }

@@ -90,3 +90,13 @@ func TestInt(t *testing.T) {
 		t.Errorf("Int(BAD) error = %v", err)
 	}
 }
+
+func TestLayerConflictError(t *testing.T) {
+	err := &LayerConflictError{Inner: Torchrun, Outer: Hydra,
+		InnerRank: Value{Var: "RANK", Raw: "0"}, InnerSize: Value{Var: "WORLD_SIZE", Raw: "1"},
+		OuterRank: Value{Var: "PMI_RANK", Raw: "1"}, OuterSize: Value{Var: "PMI_SIZE", Raw: "2"}, Resolution: "unset RANK"}
+	want := "RANK=0 WORLD_SIZE=1 (torchrun) disagree with PMI_RANK=1 PMI_SIZE=2 (hydra): unset RANK"
+	if diff := cmp.Diff(want, err.Error()); diff != "" {
+		t.Errorf("Error() (-want +got):\n%s", diff)
+	}
+}

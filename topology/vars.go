@@ -115,3 +115,24 @@ func FirstString(getenv Getenv, names ...string) string {
 	}
 	return ""
 }
+
+// LayerConflictError reports two launcher layers that both claim this
+// process with different ranks or sizes, typically torchrun variables left in
+// the environment by an outer job under a real launcher. Like ConflictError
+// it refuses to guess: picking either side silently runs a wrong job.
+type LayerConflictError struct {
+	Inner, Outer         Launcher
+	InnerRank, InnerSize Value
+	OuterRank, OuterSize Value
+	Resolution           string // optional hint: the likely cause and the fix
+}
+
+func (e *LayerConflictError) Error() string {
+	msg := fmt.Sprintf("%s=%s %s=%s (%s) disagree with %s=%s %s=%s (%s)",
+		e.InnerRank.Var, e.InnerRank.Raw, e.InnerSize.Var, e.InnerSize.Raw, e.Inner,
+		e.OuterRank.Var, e.OuterRank.Raw, e.OuterSize.Var, e.OuterSize.Raw, e.Outer)
+	if e.Resolution != "" {
+		msg += ": " + e.Resolution
+	}
+	return msg
+}

@@ -32,7 +32,7 @@ Formats:
 Examples:
    srun -N2 -n4 batchkit env --format json
    mpirun -n 4 batchkit env
-   eval "$(batchkit env --format shell)"`,
+   srun -n4 bash -c 'eval "$(batchkit env --format shell)"; ./train --rank "$RANK"'`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "format", Aliases: []string{"f"}, Value: "text", Usage: "text, json, shell or torchrun"},
 			&cli.BoolFlag{Name: "allocation", Usage: "in a batch script, report the allocation's shape instead of rank 0 of 1"},

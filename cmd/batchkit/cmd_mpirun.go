@@ -399,6 +399,13 @@ func planMpirun(o mpirunOptions, getenv topology.Getenv, probe mpirun.Probe, sel
 		env["MASTER_PORT"] = strconv.Itoa(n)
 	}
 
+	// Hydra and mpirun_rsh ranks learn only their node's rank count; the
+	// node count lets the ranks on a short last node place themselves.
+	// (Open MPI exports its own; srun's ranks read the step.)
+	if n := mpirun.NodesUsed(hosts, np, o.ppn); n >= 2 && flavor != mpirun.OpenMPI && launcher != mpirun.LauncherSrun {
+		env[mpirun.NumNodesVar] = strconv.Itoa(n)
+	}
+
 	// A profile's defaults apply only where they mean something; the same
 	// settings given as flags are checked by Command.
 	srunMPI, bootstrap := o.srunMPI, o.bootstrap
