@@ -55,8 +55,8 @@ func execve(args []string, env []string) error {
 	path, err := exec.LookPath(args[0])
 	if err != nil {
 		code := 127
-		if errors.Is(err, os.ErrPermission) {
-			code = 126
+		if errors.Is(err, os.ErrPermission) || errors.Is(err, syscall.EISDIR) {
+			code = 126 // found, but not something to run (bash says the same)
 		}
 		return cli.Exit(fmt.Sprintf("%s: %v", args[0], err), code)
 	}

@@ -29,6 +29,8 @@ func TestExitCodes(t *testing.T) {
 		{"exec without command", nil, []string{"exec"}, 2},
 		{"exec not found", nil, []string{"exec", "--", "/nonexistent/prog"}, 127},
 		{"exec not executable", nil, []string{"exec", "--", "/etc/hostname"}, 126},
+		{"exec a directory", nil, []string{"exec", "--", "/tmp"}, 126},
+		{"run a directory", nil, []string{"run", "-n", "1", "--", "/tmp"}, 126},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

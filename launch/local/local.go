@@ -152,8 +152,8 @@ func prepare(o Options) (*launch, int, error) {
 		if errors.As(err, &ee) {
 			err = fmt.Errorf("%s: %w", ee.Name, ee.Err) // not exec's "exec: \"name\": ..."
 		}
-		if errors.Is(err, os.ErrPermission) {
-			return nil, 126, err
+		if errors.Is(err, os.ErrPermission) || errors.Is(err, syscall.EISDIR) {
+			return nil, 126, err // found, but not something to run (bash says the same)
 		}
 		return nil, 127, err
 	}
