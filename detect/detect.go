@@ -196,6 +196,12 @@ const staleHint = "torchrun variables left from an outer job? unset RANK WORLD_S
 // both), or torchrun's world is larger, a torchrun or batchkit run started
 // by each outer task (one per node) spawning its own workers.
 func checkOuter(getenv topology.Getenv, p mpirun.Partial) error {
+	// torchrun and batchkit run set a run id: their variables are a real
+	// inner launcher's (one per node under srun or mpirun, say, where its
+	// ranks need not match the outer ones), not an outer job's leftovers.
+	if getenv("TORCHELASTIC_RUN_ID") != "" {
+		return nil
+	}
 	outer, rank, size, ok, err := outerLayer(getenv)
 	if err != nil || !ok {
 		return err

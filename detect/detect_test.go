@@ -156,16 +156,16 @@ func TestDetect(t *testing.T) {
 		},
 		{
 			// What batchkit mpirun adds for Hydra and mpirun_rsh ranks.
-			name: "batchkit mpirun --flavor mpich -n 3 --ppn 2: BATCHKIT_NUM_NODES places rank 2 alone on the last node",
-			env:  env(hydraRank("2", "3", "0", "1"), map[string]string{"BATCHKIT_NUM_NODES": "2"}),
+			name: "batchkit mpirun --flavor mpich -n 3 --ppn 2: BATCHKIT_MPIRUN_NUM_NODES places rank 2 alone on the last node",
+			env:  env(hydraRank("2", "3", "0", "1"), map[string]string{"BATCHKIT_MPIRUN_NUM_NODES": "2"}),
 			opts: Options{Hostname: "vm"},
 			want: topology.Topology{Launcher: topology.Hydra, Rank: 2, WorldSize: 3, LocalRank: 0, LocalWorldSize: 1,
 				NodeRank: 1, NumNodes: 2, Hosts: []string{}, MasterPort: topology.DefaultPort},
 		},
 		{
-			name: "batchkit mpirun --flavor mvapich -n 6 --ppn 2: BATCHKIT_NUM_NODES places rank 5 on node 2 of 3",
+			name: "batchkit mpirun --flavor mvapich -n 6 --ppn 2: BATCHKIT_MPIRUN_NUM_NODES places rank 5 on node 2 of 3",
 			env: env(map[string]string{"MV2_COMM_WORLD_RANK": "5", "MV2_COMM_WORLD_SIZE": "6", "MV2_COMM_WORLD_LOCAL_RANK": "1",
-				"MV2_COMM_WORLD_LOCAL_SIZE": "2", "BATCHKIT_NUM_NODES": "3"}),
+				"MV2_COMM_WORLD_LOCAL_SIZE": "2", "BATCHKIT_MPIRUN_NUM_NODES": "3"}),
 			opts: Options{Hostname: "vm"},
 			want: topology.Topology{Launcher: topology.MVAPICH, Rank: 5, WorldSize: 6, LocalRank: 1, LocalWorldSize: 2,
 				NodeRank: 2, NumNodes: 3, Hosts: []string{}, MasterPort: topology.DefaultPort},
@@ -175,6 +175,15 @@ func TestDetect(t *testing.T) {
 			env: env(sbatchJob, map[string]string{"SLURM_STEP_ID": "4", "SLURM_PROCID": "1", "SLURM_NODEID": "1", "SLURM_STEP_NODELIST": "node[1-2]",
 				"SLURM_STEP_NUM_NODES": "2"}, hydraRank("1", "4", "0", "2")),
 			want: topology.Topology{Launcher: topology.Hydra, Rank: 1, WorldSize: 4, LocalRank: 0, LocalWorldSize: 2,
+				NodeRank: 1, NumNodes: 2, Hosts: []string{"node1", "node2"}, MasterAddr: "node1", MasterPort: port42, JobID: "42"},
+		},
+		{
+			// Blocks of 1 would make 3 nodes in a 2-node allocation: the
+			// layout cannot tell, the daemon step places it.
+			name: "mpirun.mpich -n 3 -ppn 1 (round robin) inside sbatch: rank 1 alone on node2, 2 nodes",
+			env: env(sbatchJob, map[string]string{"SLURM_STEP_ID": "4", "SLURM_PROCID": "1", "SLURM_NODEID": "1", "SLURM_STEP_NODELIST": "node[1-2]",
+				"SLURM_STEP_NUM_NODES": "2"}, hydraRank("1", "3", "0", "1")),
+			want: topology.Topology{Launcher: topology.Hydra, Rank: 1, WorldSize: 3, LocalRank: 0, LocalWorldSize: 1,
 				NodeRank: 1, NumNodes: 2, Hosts: []string{"node1", "node2"}, MasterAddr: "node1", MasterPort: port42, JobID: "42"},
 		},
 		{
@@ -468,6 +477,19 @@ func TestTorchrunUnderAnotherLauncher(t *testing.T) {
 		{name: "srun -N2 --ntasks-per-node=1 torchrun --nproc-per-node 4: one agent per node",
 			env:  env(srunTask("1", "0", "1", "2", "1(x2)", "2"), torchrun("6", "8", "2", "4"), map[string]string{"GROUP_RANK": "1"}),
 			rank: 6},
+		// A run id marks a real inner launcher: torchrun's c10d rendezvous
+		// and batchkit run number their ranks their own way.
+		{name: "srun -N2 --ntasks-per-node=1 batchkit run -n 2: equal sizes, other ranks, the run id says nested",
+			env: env(srunTask("0", "0", "0", "2", "1(x2)", "2"), torchrun("1", "2", "1", "2"),
+				map[string]string{"TORCHELASTIC_RUN_ID": "batchkit-run-7-1"}),
+			rank: 1},
+		{name: "srun -n2 torchrun --nproc-per-node 1: c10d numbers the agents in arrival order",
+			env: env(srunTask("0", "0", "0", "2", "1(x2)", "2"), torchrun("1", "2", "0", "1"),
+				map[string]string{"GROUP_RANK": "1", "GROUP_WORLD_SIZE": "2", "TORCHELASTIC_RUN_ID": "x"}),
+			rank: 1},
+		{name: "the same without a run id: taken for leftovers",
+			env:     env(srunTask("0", "0", "0", "2", "1(x2)", "2"), torchrun("1", "2", "1", "2")),
+			wantErr: []string{"RANK=1 WORLD_SIZE=2 (torchrun) disagree with SLURM_PROCID=0"}},
 		{name: "Open MPI inside sbatch: compared with Open MPI, not the daemons' stale step",
 			env:  env(sbatchJob, ompiDaemonStep("1"), ompiRank("3", "1"), torchrun("3", "4", "1", "2")),
 			rank: 3},

@@ -141,6 +141,12 @@ func placeBlock(rank, local, localSize, world, numNodes, hint int) (node, nodes 
 				"place ranks by node (mpirun -ppn N, --map-by ppr:N:node) or set NODE_RANK through torchrun", rank, localSize)
 		}
 		nodes = (world + localSize - 1) / localSize
+		if numNodes < 0 && hint > 0 && nodes > hint {
+			// More blocks than the allocation has nodes: not block
+			// placement (round robin, or ranks wrapping around).
+			return 0, 0, fmt.Errorf("cannot tell which node rank %d is on: %d ranks in blocks of %d make %d nodes, more than the allocation's %d; "+
+				"place ranks by node (mpirun -ppn N, --map-by ppr:N:node)", rank, world, localSize, nodes, hint)
+		}
 		if numNodes > 0 && numNodes != nodes {
 			return 0, 0, fmt.Errorf("cannot tell which node rank %d is on: %d ranks in blocks of %d make %d nodes but the launcher counts %d; "+
 				"place ranks by node (mpirun -ppn N, --map-by ppr:N:node)", rank, world, localSize, nodes, numNodes)
@@ -171,7 +177,7 @@ func placeBlock(rank, local, localSize, world, numNodes, hint int) (node, nodes 
 			fits = append(fits[:3], "...")
 		}
 		return 0, 0, fmt.Errorf("cannot tell which node rank %d is on: its node holds the last %d of %d ranks and it could be %s; "+
-			"launch it so that the ranks learn the node count (batchkit mpirun, Open MPI's mpirun, or inside a Slurm allocation), or set BATCHKIT_NUM_NODES for every rank", rank, localSize, world, strings.Join(fits, " or "))
+			"launch it so that the ranks learn the node count (batchkit mpirun, Open MPI's mpirun, or inside a Slurm allocation)", rank, localSize, world, strings.Join(fits, " or "))
 	}
 	return 0, 0, fmt.Errorf("cannot tell which node rank %d is on from a local size of %d in a world of %d", rank, localSize, world)
 }

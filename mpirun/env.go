@@ -23,8 +23,10 @@ type layer struct {
 // Hydra and mpirun_rsh tell a rank only how many ranks share its node; on
 // the last node, which may be short, that does not say which node it is
 // (3 ranks, 1 on this node: node 1 of 2 at 2 per node, node 2 of 3 at 1).
-// batchkit mpirun knows the hosts and exports it.
-const NumNodesVar = "BATCHKIT_NUM_NODES"
+// batchkit mpirun knows the hosts and sets it for each launch, and never
+// passes an inherited one on: a stale count would misplace ranks. (Not
+// BATCHKIT_NUM_NODES, which `batchkit env --format shell` exports.)
+const NumNodesVar = "BATCHKIT_MPIRUN_NUM_NODES"
 
 // layers in the order they are tried. Open MPI before the PMI-based ones:
 // an Open MPI rank also carries PMIX_RANK, and a Cray PALS rank carries

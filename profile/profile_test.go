@@ -512,11 +512,14 @@ func TestFileChecks(t *testing.T) {
 			`DIR/p.toml:4:22: env.source[0].script: "/opt/intel/oneapi/setvars.sh" needs args = ["--force"]: without it, a job submitted from a shell that already sourced oneAPI (SETVARS_COMPLETED=1) stops at this line`,
 		}},
 		{"templates relative dir", "templates = \"tmpl\"\n" + mpi, nil},
-		{"templates missing", "templates = \"no-such-dir\"\n" + mpi, []string{
-			"DIR/p.toml:1:13: templates: directory DIR/no-such-dir does not exist",
+		// Not checked when loading: such directories often exist only where
+		// jobs are submitted (sbatch names the key when it cannot read it).
+		{"templates missing", "templates = \"no-such-dir\"\n" + mpi, nil},
+		{"PATH is the login environment's", mpi + "[env.vars]\nPATH = \"/opt/x/bin\"\n", []string{
+			"DIR/p.toml:4:8: env.vars.PATH: every job already has PATH (from the login environment), and a value the job has is kept: change it in an env.source script or a module instead",
 		}},
-		{"templates not a directory", "templates = \"plain-file\"\n" + mpi, []string{
-			"DIR/p.toml:1:13: templates: DIR/plain-file is not a directory",
+		{"BATCHKIT_JOB_TOKEN is a secret", mpi + "[env.vars]\nBATCHKIT_JOB_TOKEN = \"s3cret\"\n", []string{
+			"DIR/p.toml:4:22: env.vars.BATCHKIT_JOB_TOKEN: batchkit sets BATCHKIT_JOB_TOKEN for every rank: a profile cannot",
 		}},
 		{"var with a line break", mpi + "[env.vars]\nA = \"x\\ny\"\n", nil},
 		{"var with NUL", mpi + "[env.vars]\nA = \"ok\"\nB = \"a\\u0000b\"\n", []string{

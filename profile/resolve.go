@@ -160,12 +160,6 @@ func (r *Resolved) Set(key string, value any, source string) error {
 	if issues := checkLeaf(&tmp, key); len(issues) > 0 {
 		return &Problem{File: source, Msg: key + issues[0].sub + ": " + issues[0].msg}
 	}
-	if key == "templates" {
-		// Relative to the working directory, as the sbatch command reads it.
-		if err := checkTemplatesDir(tmp.Templates); err != nil {
-			return fail("%v", err)
-		}
-	}
 	r.apply([]string{key}, &tmp, func(string) Origin { return Origin{Source: source} })
 	return nil
 }

@@ -1,10 +1,7 @@
 package profile
 
 import (
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -163,7 +160,9 @@ func checkLeaf(p *Profile, key string) []issue {
 }
 
 // Variables batchkit itself sets for the ranks.
-var reservedVars = append([]string{"MASTER_ADDR", "MASTER_PORT"}, topology.TorchrunKeys...)
+// BATCHKIT_JOB_TOKEN is a secret (a profile would put it into scripts and
+// command lines); BATCHKIT_MPIRUN_NUM_NODES is batchkit mpirun's, per launch.
+var reservedVars = append([]string{"MASTER_ADDR", "MASTER_PORT", "BATCHKIT_JOB_TOKEN", "BATCHKIT_MPIRUN_NUM_NODES"}, topology.TorchrunKeys...)
 
 func checkVar(name string) []issue {
 	switch {
@@ -173,9 +172,16 @@ func checkVar(name string) []issue {
 		return []issue{issuef("", "batchkit sets MASTER_PORT: use [rendezvous] port_policy = \"fixed\" and port instead")}
 	case slices.Contains(reservedVars, name):
 		return []issue{issuef("", "batchkit sets %s for every rank: a profile cannot", name)}
+	case slices.Contains(loginVars, name):
+		// Every job already has these, and the batch script keeps a value
+		// the job has: the profile's would be ignored without a word.
+		return []issue{issuef("", "every job already has %s (from the login environment), and a value the job has is kept: change it in an env.source script or a module instead", name)}
 	}
 	return nil
 }
+
+// loginVars are in every job's environment.
+var loginVars = []string{"PATH", "LD_LIBRARY_PATH", "HOME", "USER", "LOGNAME", "SHELL", "PWD"}
 
 // checkVarValue rejects what no exported variable can hold: a NUL byte.
 // A line break is fine: the batch script exports it as $'...'.
@@ -186,24 +192,6 @@ func checkVarValue(v string) []issue {
 	return nil
 }
 
-// checkTemplatesDir reports a templates directory that the sbatch command
-// could not read, where the profile names it rather than at render time.
-func checkTemplatesDir(dir string) error {
-	fi, err := os.Stat(dir)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return fmt.Errorf("directory %s does not exist", dir)
-	case err != nil:
-		return fmt.Errorf("%s: %v", dir, unwrapPathError(err))
-	case !fi.IsDir():
-		return fmt.Errorf("%s is not a directory", dir)
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("%s: %v", dir, unwrapPathError(err))
-	}
-	return d.Close()
-}
 
 // CheckTime validates a Slurm time limit: minutes, MM:SS, HH:MM:SS, D-HH,
 // D-HH:MM, D-HH:MM:SS, or UNLIMITED (also INFINITE), as sbatch --time
@@ -279,12 +267,13 @@ func (d *decoder) checkValues() {
 			d.problem(posPath(key)+is.sub, is.atKey, "%s%s: %s", key, is.sub, is.msg)
 		}
 	}
+	// Whether the directory exists is not checked here: site template
+	// directories often exist only where jobs are submitted, and a profile
+	// is also loaded on compute nodes (batchkit mpirun, $BATCHKIT_PROFILE).
+	// sbatch names the key's file:line when it cannot read it.
 	if f.Has("templates") && len(checkLeaf(&f.Profile, "templates")) == 0 {
 		if strings.HasPrefix(f.Path, embeddedPrefix) && !filepath.IsAbs(f.Profile.Templates) {
 			d.problem("templates", false, "templates: an embedded profile needs an absolute path")
-		} else if err := checkTemplatesDir(f.Profile.Templates); err != nil {
-			// Already relative to the profile's directory (resolvePaths).
-			d.problem("templates", false, "templates: %v", err)
 		}
 	}
 	if f.Profile.Extends != "" || hasKey(f, extendsKey) {

@@ -108,7 +108,7 @@ Examples:
 			if !p.found {
 				return cli.Exit(fmt.Sprintf("%s: launcher not found on PATH", p.spec.Binary), 127)
 			}
-			env, err := launcherEnv(os.Environ(), p.spec.ForwardEnv, local.NewToken)
+			env, err := launcherEnv(withoutVar(os.Environ(), mpirun.NumNodesVar), p.spec.ForwardEnv, local.NewToken)
 			if err != nil {
 				return err
 			}
@@ -364,6 +364,9 @@ func planMpirun(o mpirunOptions, getenv topology.Getenv, probe mpirun.Probe, sel
 		if k == local.TokenVar {
 			return p, usagef("--env %s would put the job token on the launcher's command line, which every user can read: export %s instead", k, k)
 		}
+		if k == mpirun.NumNodesVar {
+			return p, usagef("invalid --env %q: batchkit mpirun sets %s from the hosts it places ranks on", kv, k)
+		}
 		if slices.Contains(perRankVars, k) {
 			return p, usagef("invalid --env %q: batchkit exec sets %s on every rank (it differs from rank to rank)", kv, k)
 		}
@@ -493,6 +496,18 @@ func printPlan(w io.Writer, p mpirunPlan) error {
 	}
 	_, err = io.WriteString(w, out)
 	return err
+}
+
+// withoutVar is environ without name: batchkit mpirun's per-launch
+// variables are never passed on from an outer launch.
+func withoutVar(environ []string, name string) []string {
+	out := make([]string, 0, len(environ))
+	for _, kv := range environ {
+		if k, _, _ := strings.Cut(kv, "="); k != name {
+			out = append(out, kv)
+		}
+	}
+	return out
 }
 
 // launcherEnv is the launcher's environment: environ with the job token

@@ -171,6 +171,9 @@ func sbatchAction(c *cli.Context) error {
 	}
 	set, err := templates.Load(r.Profile.Templates)
 	if err != nil {
+		if o, ok := r.Origin("templates"); ok {
+			err = fmt.Errorf("%s: templates: %w", o, err)
+		}
 		return badInput(err)
 	}
 	text, err := set.Render(templates.Sbatch, script)

@@ -34,11 +34,18 @@ func RankTopology(rank, n, masterPort int) topology.Topology {
 	}
 }
 
-// RankEnv is one rank's environment: base with the torchrun contract of t and
-// the job token set, replacing any inherited values.
-func RankEnv(base []string, t topology.Topology, token string) []string {
+// RunIDVar is torchrun's run id, which batchkit run sets too: it marks the
+// torchrun variables as a real launcher's, so that detection lets them win
+// over an outer launcher's (batchkit run inside an srun step) instead of
+// taking them for leftovers of an outer job.
+const RunIDVar = "TORCHELASTIC_RUN_ID"
+
+// RankEnv is one rank's environment: base with the torchrun contract of t,
+// the run id and the job token set, replacing any inherited values.
+func RankEnv(base []string, t topology.Topology, token, runID string) []string {
 	set := t.TorchrunEnv()
 	set[TokenVar] = token
+	set[RunIDVar] = runID
 	return topology.MergeEnviron(base, set)
 }
 

@@ -116,6 +116,7 @@ type launch struct {
 	env   []string // base environment
 	port  int
 	token string
+	runID string // RunIDVar: one per launch
 	tees  []*os.File
 
 	mu    sync.Mutex // serialises all output lines
@@ -157,7 +158,8 @@ func prepare(o Options) (*launch, int, error) {
 		}
 		return nil, 127, err
 	}
-	l := &launch{opts: o, path: path, env: o.Env, port: o.MasterPort}
+	l := &launch{opts: o, path: path, env: o.Env, port: o.MasterPort,
+		runID: fmt.Sprintf("batchkit-run-%d-%d", os.Getpid(), time.Now().UnixNano())}
 	if l.env == nil {
 		l.env = os.Environ()
 	}
@@ -261,7 +263,7 @@ func (l *launch) start(id int, exits chan<- exitEvent, copied *sync.WaitGroup) e
 	r.cmd = &exec.Cmd{
 		Path:        l.path,
 		Args:        append([]string{l.opts.Cmd}, l.opts.Args...),
-		Env:         RankEnv(l.env, t, l.token),
+		Env:         RankEnv(l.env, t, l.token, l.runID),
 		Stdout:      outW,
 		Stderr:      errW,
 		SysProcAttr: sysProcAttr(),
