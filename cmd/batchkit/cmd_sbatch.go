@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"slices"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/batchkit/batchkit/internal/outfile"
 	"github.com/batchkit/batchkit/launch"
 	"github.com/batchkit/batchkit/profile"
 	"github.com/batchkit/batchkit/slurm"
@@ -201,44 +201,20 @@ func sbatchAction(c *cli.Context) error {
 }
 
 // writeNew writes a file that must not exist yet, unless force: a user's
-// script is never overwritten by surprise. A replaced file is swapped in
-// whole by a rename, so a failed write leaves the old one as it was.
+// script is never overwritten by surprise, and a replaced one is swapped in
+// whole (outfile.Write).
 func writeNew(path, text string, force bool) error {
 	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
 		return usagef("--write %s: is a directory", path)
 	}
-	if !force {
-		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o755)
-		if errors.Is(err, fs.ErrExist) {
-			return usagef("--write %s: file exists (use --force to overwrite)", path)
-		}
-		if err != nil {
-			return badInput(fmt.Errorf("--write: %w", err))
-		}
-		if _, err := f.WriteString(text); err != nil {
-			f.Close()
-			os.Remove(path) // ours: created just now
-			return err
-		}
-		return f.Close()
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return badInput(fmt.Errorf("--write %s: %w", path, err))
-	}
-	defer os.Remove(tmp.Name()) // after a successful rename, a no-op
-	_, err = tmp.WriteString(text)
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(tmp.Name(), 0o755)
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err != nil {
-		return fmt.Errorf("--write %s: %w", path, err)
+	err := outfile.Write(path, []byte(text), 0o755, force)
+	switch {
+	case errors.Is(err, fs.ErrExist):
+		return usagef("--write %s: file exists (use --force to overwrite)", path)
+	case errors.Is(err, fs.ErrNotExist), errors.Is(err, fs.ErrPermission):
+		return badInput(fmt.Errorf("--write: %w", err))
+	case err != nil:
+		return fmt.Errorf("--write: %w", err)
 	}
 	return nil
 }

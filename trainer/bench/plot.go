@@ -3,12 +3,9 @@ package bench
 import (
 	"bytes"
 	"cmp"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -17,6 +14,8 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
+
+	"github.com/batchkit/batchkit/internal/outfile"
 )
 
 // PlotFormats are the image formats Plot writes, by file extension.
@@ -40,8 +39,7 @@ func PlotFormat(path string) (string, error) {
 
 // PlotFile writes Plot's image to path, in the format its extension names.
 // An existing file is refused (fs.ErrExist) unless replace; a replaced file
-// is swapped in whole by a rename, so it is never seen half-written. Errors
-// name path, not the temporary file.
+// is swapped in whole (outfile.Write).
 func PlotFile(path string, results []Result, replace bool) error {
 	format, err := PlotFormat(path)
 	if err != nil {
@@ -51,50 +49,7 @@ func PlotFile(path string, results []Result, replace bool) error {
 	if err := Plot(&img, format, results); err != nil {
 		return err
 	}
-	if !replace {
-		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-		if err != nil {
-			return err
-		}
-		_, err = f.Write(img.Bytes())
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			os.Remove(path) // ours: created just now
-		}
-		return err
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return renamePathError(err, path)
-	}
-	defer os.Remove(tmp.Name()) // after a successful rename, a no-op
-	_, err = tmp.Write(img.Bytes())
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(tmp.Name(), 0o644)
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	return renamePathError(err, path)
-}
-
-// renamePathError makes an error about the temporary file name the file the
-// user asked for.
-func renamePathError(err error, path string) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return &fs.PathError{Op: pe.Op, Path: path, Err: pe.Err}
-	}
-	var le *os.LinkError
-	if errors.As(err, &le) {
-		return &fs.PathError{Op: le.Op, Path: path, Err: le.Err}
-	}
-	return err
+	return outfile.Write(path, img.Bytes(), 0o644, replace)
 }
 
 // Plot draws bus bandwidth against message size (log2 axis), one line per

@@ -39,15 +39,7 @@ func TestTCPAcceptOutOfFiles(t *testing.T) {
 		o.RendezvousTimeout = 20 * time.Second
 		o.Logf = logs.logf
 	}
-	type result struct {
-		b   []*tcpBackend
-		err []error
-	}
-	root := make(chan result, 1)
-	go func() {
-		bs, errs := tcpStartRanks(2, port, []int{0}, tweak)
-		root <- result{bs, errs}
-	}()
+	root := tcpStartRoot(port, tweak)
 	// Flood until this process has no descriptor left (both ends of every
 	// connection are ours), hold the flood a moment, then let it go.
 	var flood []net.Conn
@@ -84,6 +76,21 @@ func TestTCPAcceptOutOfFiles(t *testing.T) {
 	t.Logf("%d flood connections; rank 1 joined %v after the flood", len(flood), time.Since(start).Round(time.Millisecond))
 }
 
+type tcpStarted struct {
+	b   []*tcpBackend
+	err []error
+}
+
+// tcpStartRoot starts rank 0 of a world of 2 in the background.
+func tcpStartRoot(port int, tweak func(o *tcpOptions)) <-chan tcpStarted {
+	root := make(chan tcpStarted, 1)
+	go func() {
+		bs, errs := tcpStartRanks(2, port, []int{0}, tweak)
+		root <- tcpStarted{bs, errs}
+	}()
+	return root
+}
+
 // At most maxPending handshakes run at once: connections beyond that are
 // closed at once, so silent ones cannot hold rank 0's descriptors, and a
 // real rank joins as soon as they are gone.
@@ -94,15 +101,7 @@ func TestTCPAcceptCap(t *testing.T) {
 	port := tcpFreePort(t)
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	tweak := func(o *tcpOptions) { o.RendezvousTimeout = 20 * time.Second }
-	type result struct {
-		b   []*tcpBackend
-		err []error
-	}
-	root := make(chan result, 1)
-	go func() {
-		bs, errs := tcpStartRanks(2, port, []int{0}, tweak)
-		root <- result{bs, errs}
-	}()
+	root := tcpStartRoot(port, tweak)
 	var silent []net.Conn
 	for len(silent) < 10 {
 		c, err := net.DialTimeout("tcp", addr, time.Second)
