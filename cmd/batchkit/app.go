@@ -79,6 +79,12 @@ func oneLineUsageErrors(cmds []*cli.Command) {
 		if len(c.Subcommands) > 0 && c.Action == nil {
 			c.Action = unknownCommand
 		}
+		if len(c.Subcommands) == 0 {
+			// urfave/cli gives every command a "help" (alias "h")
+			// subcommand: 'hostlist expand h' would show the help instead
+			// of expanding the host h. --help stays.
+			c.HideHelpCommand = true
+		}
 		if c.OnUsageError == nil {
 			c.OnUsageError = onUsageError
 		}
@@ -143,6 +149,8 @@ func exitCode(err error) int {
 		return exitUsage
 	case errors.As(err, &ee):
 		return ee.ExitCode()
+	case errors.As(err, &ec) && ec.ExitCode() == 3 && strings.HasPrefix(err.Error(), "No help topic"):
+		return exitUsage // urfave/cli's 'help nosuch'
 	case errors.As(err, &ec):
 		return ec.ExitCode()
 	case isFlagError(err):

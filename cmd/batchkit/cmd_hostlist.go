@@ -25,14 +25,17 @@ func hostlistCommand() *cli.Command {
 					if c.NArg() == 0 {
 						return usagef("hostlist expand needs an expression, e.g. 'node[1-4]'")
 					}
+					// Every expression first: a bad one prints nothing.
+					var all []string
 					for _, expr := range c.Args().Slice() {
 						hosts, err := slurm.ExpandHostlist(expr)
 						if err != nil {
 							return badInput(err)
 						}
-						for _, h := range hosts {
-							fmt.Fprintln(c.App.Writer, h)
-						}
+						all = append(all, hosts...)
+					}
+					for _, h := range all {
+						fmt.Fprintln(c.App.Writer, h)
 					}
 					return nil
 				},
@@ -41,16 +44,22 @@ func hostlistCommand() *cli.Command {
 				Name:      "compress",
 				Usage:     "print the compact form of a host list, like 'scontrol show hostlist'",
 				ArgsUsage: "HOST...",
-				Description: `Hosts may be given as separate arguments or comma-separated.
+				Description: `Hosts may be given as separate arguments, comma- or blank-separated, or as host
+list expressions, which are expanded first (as scontrol does: n[1-2],n3 is n[1-3]).
 
 Examples:
    batchkit hostlist compress node1 node2 node3     # node[1-3]
-   batchkit hostlist compress n01,n02,n04           # n[01-02,04]`,
+   batchkit hostlist compress n01,n02,n04           # n[01-02,04]
+   batchkit hostlist compress 'n[1-2]' n3           # n[1-3]`,
 				Action: func(c *cli.Context) error {
 					var hosts []string
 					for _, a := range c.Args().Slice() {
-						for _, h := range strings.FieldsFunc(a, func(r rune) bool { return r == ',' || r == ' ' || r == '\n' || r == '\t' }) {
-							hosts = append(hosts, h)
+						for _, expr := range strings.Fields(a) {
+							hs, err := slurm.ExpandHostlist(expr)
+							if err != nil {
+								return badInput(err)
+							}
+							hosts = append(hosts, hs...)
 						}
 					}
 					if len(hosts) == 0 {
