@@ -212,18 +212,43 @@ func BatchTopology(getenv topology.Getenv, allocation bool) (t topology.Topology
 			counts[i] = 1
 		}
 	}
+	if sum := sumOf(counts); size.Set() && size.N < sum && size.N >= len(counts) {
+		// sbatch -N2 -n4 --ntasks-per-node=3 says 3(x2) here, but a step
+		// of the job's 4 tasks runs them 2+2: srun spreads the tasks
+		// evenly, the first nodes taking one more.
+		counts = balanced(size.N, len(counts))
+	}
 	if err := checkShape(getenv, counts, tpnVar, size, topology.Value{}, hosts); err != nil {
 		return t, true, err
 	}
-	for _, c := range counts {
-		t.WorldSize += c
-	}
+	t.WorldSize = sumOf(counts)
 	// Rank 0 runs on the first node, so it must hold a task.
 	if counts[0] < 1 {
 		return t, true, &topology.VarError{Var: tpnVar, Value: getenv(tpnVar), Msg: "the first node has no tasks: a node of a job holds at least 1"}
 	}
 	t.NumNodes, t.LocalWorldSize = len(counts), counts[0]
 	return t, true, nil
+}
+
+func sumOf(counts []int) int {
+	sum := 0
+	for _, c := range counts {
+		sum += c
+	}
+	return sum
+}
+
+// balanced spreads n tasks over nodes nodes as srun does by default: evenly,
+// the first n%nodes nodes one more.
+func balanced(n, nodes int) []int {
+	out := make([]int, nodes)
+	for i := range out {
+		out[i] = n / nodes
+		if i < n%nodes {
+			out[i]++
+		}
+	}
+	return out
 }
 
 // LauncherStep describes the Slurm step an MPI launcher started its

@@ -1,6 +1,7 @@
 package slurm
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -90,5 +91,27 @@ func TestZeroTaskCounts(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// sbatch -N2 -n4 --ntasks-per-node=3: Slurm says SLURM_TASKS_PER_NODE=3(x2)
+// and SLURM_NTASKS=4; srun in the job runs the 4 tasks 2+2 (seen on the
+// local cluster), and so does the allocation's shape.
+func TestBatchTopologyMoreSlotsThanTasks(t *testing.T) {
+	env := topology.MapEnv(map[string]string{
+		"SLURM_JOB_ID": "8898", "SLURM_JOB_NODELIST": "node[1-2]", "SLURM_JOB_NUM_NODES": "2",
+		"SLURM_NTASKS": "4", "SLURM_TASKS_PER_NODE": "3(x2)",
+	})
+	top, ok, err := BatchTopology(env, true)
+	if err != nil || !ok {
+		t.Fatalf("BatchTopology: %v, %v", ok, err)
+	}
+	if top.WorldSize != 4 || top.LocalWorldSize != 2 || top.NumNodes != 2 {
+		t.Errorf("world %d, local %d, nodes %d; want 4, 2, 2", top.WorldSize, top.LocalWorldSize, top.NumNodes)
+	}
+	for n, want := range map[[2]int][]int{{4, 2}: {2, 2}, {3, 2}: {2, 1}, {7, 3}: {3, 2, 2}, {2, 2}: {1, 1}} {
+		if got := balanced(n[0], n[1]); !slices.Equal(got, want) {
+			t.Errorf("balanced(%d, %d) = %v, want %v", n[0], n[1], got, want)
+		}
 	}
 }

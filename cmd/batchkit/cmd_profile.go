@@ -142,7 +142,7 @@ Examples:
 			w := c.App.Writer
 			fmt.Fprintf(w, "# profile %s from %s\n", templates.Comment(r.Name), templates.Comment(r.Path))
 			for _, f := range r.Chain[1:] {
-				fmt.Fprintf(w, "# extends %s from %s\n", f.Name, f.Path)
+				fmt.Fprintf(w, "# extends %s from %s\n", templates.Comment(f.Name), templates.Comment(f.Path))
 			}
 			fmt.Fprintln(w)
 			return r.WriteTOML(w)
