@@ -423,6 +423,33 @@ EMPTY = ""
 	}
 }
 
+// Switched to another flavor, an Open MPI profile's allow_run_as_root and
+// oversubscribe are ignored, and show leaves them out: its output must pass
+// the checks of a file, which reject them next to another flavor.
+func TestWriteTOMLAfterFlavorSwitch(t *testing.T) {
+	loader := &Loader{Embedded: siteconfigs.FS}
+	r, err := loader.Resolve("local")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.Profile.MPI.AllowRunAsRoot && !r.Profile.MPI.Oversubscribe {
+		t.Skip("the local profile sets neither Open MPI option")
+	}
+	if err := r.Set("mpi.flavor", "mpich", CommandLine); err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	if err := r.WriteTOML(&b); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ParseFile("shown.toml", []byte(b.String())); err != nil {
+		t.Errorf("show's output is not a valid profile: %v\n%s", err, b.String())
+	}
+	if strings.Contains(b.String(), "allow_run_as_root") || strings.Contains(b.String(), "oversubscribe") {
+		t.Errorf("Open MPI options under mpich:\n%s", b.String())
+	}
+}
+
 // Decoding is strict about case too: TOML keys are case-sensitive.
 func TestKeysAreCaseSensitive(t *testing.T) {
 	_, err := ParseFile("p.toml", []byte("[slurm]\nPartition = \"x\"\n"))

@@ -295,7 +295,13 @@ func (r *Resolved) Settings() []Setting {
 func (r *Resolved) WriteTOML(w io.Writer) error {
 	var b strings.Builder
 	table := ""
+	openMPIOnly := []string{"mpi.allow_run_as_root", "mpi.oversubscribe"}
 	for _, s := range r.Settings() {
+		// Ignored under another flavor (Validate), and an error in a file
+		// with one: left out, so that the output is a valid profile.
+		if slices.Contains(openMPIOnly, s.Key) && r.Profile.MPI.Flavor != mpirun.OpenMPI {
+			continue
+		}
 		t, key := parentPath(s.Key), s.Key[strings.LastIndexByte(s.Key, '.')+1:]
 		if strings.HasPrefix(s.Key, VarsKey+".") {
 			t, key = VarsKey, seg(strings.TrimPrefix(s.Key, VarsKey+"."))
