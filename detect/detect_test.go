@@ -104,6 +104,13 @@ func TestDetect(t *testing.T) {
 				NodeRank: 1, NumNodes: 2, Hosts: []string{"node1", "node2"}, MasterAddr: "node1", MasterPort: port7, JobID: "7"},
 		},
 		{
+			// Steps of one job may run at once: each gets its own port.
+			name: "srun step 1 of job 7: the step's own MASTER_PORT",
+			env:  env(srunTask("3", "0", "1", "4", "3,1", "2"), map[string]string{"SLURM_STEP_ID": "1"}),
+			want: topology.Topology{Launcher: topology.Slurm, Rank: 3, WorldSize: 4, LocalRank: 0, LocalWorldSize: 1,
+				NodeRank: 1, NumNodes: 2, Hosts: []string{"node1", "node2"}, MasterAddr: "node1", MasterPort: topology.PortForJob("7.1"), JobID: "7"},
+		},
+		{
 			name: "srun -N2 -n4, rank 2 third on node1",
 			env:  env(srunTask("2", "2", "0", "4", "3,1", "2")),
 			want: topology.Topology{Launcher: topology.Slurm, Rank: 2, WorldSize: 4, LocalRank: 2, LocalWorldSize: 3,

@@ -68,7 +68,13 @@ func finish(getenv topology.Getenv, opts Options, t *topology.Topology) error {
 	case t.NumNodes == 1:
 		t.MasterAddr = "127.0.0.1"
 	}
-	t.MasterPort = topology.PortForJob(t.JobID)
+	// The tasks of one srun step share its id (an MPI launcher's ranks do
+	// not: Open MPI's next to mpirun are in no step); see RendezvousID.
+	if t.Launcher == topology.Slurm {
+		t.MasterPort = topology.PortForJob(topology.RendezvousID(t.JobID, slurm.StepID(getenv)))
+	} else {
+		t.MasterPort = topology.PortForJob(t.JobID)
+	}
 	if raw := getenv("MASTER_PORT"); raw != "" {
 		p, err := strconv.Atoi(raw)
 		if err != nil || p < 1 || p > 65535 {

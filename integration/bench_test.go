@@ -189,3 +189,30 @@ func TestSbatchBenchMPI(t *testing.T) {
 		})
 	}
 }
+
+// Two srun steps of one job running at once (srun ... & srun ... & wait in a
+// batch script): each gets its own MASTER_PORT and job token, so neither
+// joins the other's world. (They shared both: one step's rank 0 could not
+// bind, or ranks of both steps met at one rank 0, in about 1 run of 3,
+// when the two rendezvous overlap; TestRendezvousID and TestResolveToken
+// check the difference itself.)
+func TestConcurrentStepsTCP(t *testing.T) {
+	needCluster(t)
+	dir := t.TempDir()
+	os.Chmod(dir, 0o777)
+	step := func(i int) string {
+		return fmt.Sprintf("srun --overlap -N2 -n4 %s bench --backend tcp --max-bytes 256KiB --iters 20 --format json > %s/step%d.out 2>&1 & p%d=$!\n",
+			bin, dir, i, i)
+	}
+	script := step(1) + step(2) + "wait $p1; r1=$?; wait $p2; exit $((r1 | $?))\n"
+	out := run(t, 4*time.Minute, "salloc", "-N2", "-n4", "--time=5", "bash", "-c", script)
+	for i := 1; i <= 2; i++ {
+		b, err := os.ReadFile(filepath.Join(dir, fmt.Sprintf("step%d.out", i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Count(string(b), `"backend":"tcp"`); got != 16 {
+			t.Errorf("step %d: %d result lines, want 16 (8 B .. 256 KiB):\n%s\nsalloc: %s", i, got, b, out)
+		}
+	}
+}

@@ -24,6 +24,9 @@ var (
 	varJobNumNodes  = []string{"SLURM_JOB_NUM_NODES", "SLURM_NNODES"}
 )
 
+// StepID returns the srun step's id, or "" outside a step.
+func StepID(getenv topology.Getenv) string { return topology.FirstString(getenv, varStepID...) }
+
 // JobID returns the Slurm job id, or "" outside a Slurm job.
 func JobID(getenv topology.Getenv) string { return topology.FirstString(getenv, varJobID...) }
 

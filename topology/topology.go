@@ -117,6 +117,18 @@ func PortForJob(jobID string) int {
 	return PortBase + int(h.Sum32()%PortRange)
 }
 
+// RendezvousID names one launch inside job jobID for PortForJob and the
+// TCP backend's job token: the job id for its first srun step (or none),
+// "JOB.STEP" for a later one. Two srun steps of one job running at once
+// (srun ... & srun ... &) thus get different ports and tokens, and cannot
+// join each other's worlds; a job's first step keeps the job's port.
+func RendezvousID(jobID, stepID string) string {
+	if jobID == "" || stepID == "" || stepID == "0" {
+		return jobID
+	}
+	return jobID + "." + stepID
+}
+
 // TorchrunEnv is the torchrun variable contract for this process: what
 // torch.distributed's env:// init method and most launch scripts read.
 func (t Topology) TorchrunEnv() map[string]string {

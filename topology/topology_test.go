@@ -100,3 +100,21 @@ func TestLayerConflictError(t *testing.T) {
 		t.Errorf("Error() (-want +got):\n%s", diff)
 	}
 }
+
+func TestRendezvousID(t *testing.T) {
+	for _, tc := range []struct{ job, step, want string }{
+		{"8907", "", "8907"},
+		{"8907", "0", "8907"},
+		{"8907", "1", "8907.1"},
+		{"8907", "12", "8907.12"},
+		{"", "3", ""},
+	} {
+		if got := RendezvousID(tc.job, tc.step); got != tc.want {
+			t.Errorf("RendezvousID(%q, %q) = %q, want %q", tc.job, tc.step, got, tc.want)
+		}
+	}
+	// Two steps of a job running at once get different ports.
+	if PortForJob(RendezvousID("8907", "0")) == PortForJob(RendezvousID("8907", "1")) {
+		t.Error("steps 0 and 1 of one job share a port")
+	}
+}

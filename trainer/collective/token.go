@@ -13,6 +13,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/batchkit/batchkit/slurm"
 	"github.com/batchkit/batchkit/topology"
 )
 
@@ -53,7 +54,13 @@ func ResolveToken(getenv topology.Getenv, t topology.Topology) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return DeriveToken(secret, t.JobID), nil
+	id := t.JobID
+	if t.Launcher == topology.Slurm {
+		// Per srun step, like MASTER_PORT: two steps of a job running at
+		// once must not accept each other's ranks.
+		id = topology.RendezvousID(t.JobID, slurm.StepID(getenv))
+	}
+	return DeriveToken(secret, id), nil
 }
 
 // DeriveToken is the token of job id under a user's secret.

@@ -76,6 +76,27 @@ func TestResolveToken(t *testing.T) {
 			t.Fatalf("world-readable secret: err = %v", err)
 		}
 	})
+	t.Run("one token per srun step", func(t *testing.T) {
+		xdg := t.TempDir()
+		step := func(id string) string {
+			e := map[string]string{"XDG_CONFIG_HOME": xdg, "SLURM_JOB_ID": "4711", "SLURM_STEP_ID": id}
+			tok, err := ResolveToken(topology.MapEnv(e), topology.Topology{Launcher: topology.Slurm, WorldSize: 4, JobID: "4711"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return tok
+		}
+		job, err := ResolveToken(topology.MapEnv(map[string]string{"XDG_CONFIG_HOME": xdg}), world)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if step("0") != job {
+			t.Error("the first step's token is not the job's")
+		}
+		if step("1") == step("0") || step("1") == step("2") {
+			t.Error("two steps of one job share a token: running at once, each would accept the other's ranks")
+		}
+	})
 	t.Run("XDG_CONFIG_HOME", func(t *testing.T) {
 		xdg := t.TempDir()
 		if _, err := ResolveToken(topology.MapEnv(map[string]string{"XDG_CONFIG_HOME": xdg}), world); err != nil {
