@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -422,6 +423,9 @@ func (b *tcpBackend) setupShm(deadline time.Time) error {
 			f.remove()
 		}
 	}()
+	if len(mine) > 0 && !b.o.NoShm && shmSupported {
+		shmSweep.Do(func() { sweepShm(time.Now()) })
+	}
 	for _, p := range mine {
 		var body []byte
 		if !b.o.NoShm && shmSupported {
@@ -466,9 +470,16 @@ func (b *tcpBackend) setupShm(deadline time.Time) error {
 			p.shm = newShmLink(f.mem, shmRingBytes, true)
 			f.mem = nil // kept by the link
 		}
+		// The peer has mapped it or refused: the name has served, and a
+		// process killed from here on leaves nothing in /dev/shm.
+		f.remove()
+		delete(files, p)
 	}
 	return nil
 }
+
+// shmSweep runs sweepShm once per process, before its first link file.
+var shmSweep sync.Once
 
 // readShmMsg reads the next message of setupShm's exchange on p's link,
 // which must be of type want (what names it in the error).

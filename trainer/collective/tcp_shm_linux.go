@@ -6,9 +6,11 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -70,6 +72,46 @@ func (f *shmFile) remove() {
 	if f.mem != nil {
 		unmapShm(f.mem)
 		f.mem = nil
+	}
+}
+
+// shmSweepAge is how old a dead creator's link file must be to be removed.
+// A link file lives from its creation to its peer's reply, bounded by the
+// rendezvous: the age guards a creator in another pid namespace that shares
+// this /dev/shm and so looks dead here.
+const shmSweepAge = time.Minute
+
+// sweepShm removes the link files this user's processes left behind when
+// they died between creating a file and its peer's reply (SIGKILL, or a
+// SIGTERM nothing handled): the creator's pid, which the name carries, is
+// gone. Each such file holds a few MiB of RAM until someone removes it.
+func sweepShm(now time.Time) {
+	entries, err := os.ReadDir(shmDir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		rest, ok := strings.CutPrefix(e.Name(), shmPrefix)
+		if !ok {
+			continue
+		}
+		pidText, _, _ := strings.Cut(rest, "-")
+		pid, err := strconv.Atoi(pidText)
+		if err != nil || pid <= 0 || pid == os.Getpid() {
+			continue
+		}
+		// ESRCH only: EPERM means alive (another user's).
+		if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
+			continue
+		}
+		info, err := e.Info()
+		if err != nil || now.Sub(info.ModTime()) < shmSweepAge {
+			continue
+		}
+		if st, ok := info.Sys().(*syscall.Stat_t); !ok || int(st.Uid) != os.Getuid() || !info.Mode().IsRegular() {
+			continue
+		}
+		os.Remove(filepath.Join(shmDir, e.Name()))
 	}
 }
 

@@ -21,5 +21,6 @@ func createShm(int) (*shmFile, error)                 { return nil, errors.New("
 func (f *shmFile) remove()                            {}
 func openShm(string) ([]byte, error)                  { return nil, errors.New("no shared memory links on this OS") }
 func unmapShm([]byte)                                 {}
+func sweepShm(time.Time)                              {}
 func futexWait(*atomic.Uint32, uint32, time.Duration) {}
 func futexWake(*atomic.Uint32)                        {}

@@ -6,10 +6,12 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // shmPattern is which of each rank's links are in shared memory:
@@ -195,4 +197,55 @@ func TestShmFull(t *testing.T) {
 		t.Errorf("left in %s: %v", dir, left)
 	}
 	tcpCheckAllreduce(t, bs, Float32, Sum, 1<<20, true)
+}
+
+// Link files whose creator died before the peer's reply (SIGKILL during
+// the rendezvous) are removed by the next process that makes links: only
+// this user's, only of dead pids, only older than shmSweepAge.
+func TestSweepShm(t *testing.T) {
+	dir := t.TempDir()
+	old := shmDir
+	shmDir = dir
+	defer func() { shmDir = old }()
+
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	deadPid := dead.Process.Pid
+	now := time.Now()
+	files := map[string]struct {
+		pid   int
+		age   time.Duration
+		swept bool
+	}{
+		"dead creator, old":         {deadPid, 2 * shmSweepAge, true},
+		"dead creator, young":       {deadPid, shmSweepAge / 2, false},
+		"live creator (pid 1), old": {1, 2 * shmSweepAge, false},
+		"this process, old":         {os.Getpid(), 2 * shmSweepAge, false},
+	}
+	paths := map[string]string{}
+	for name, f := range files {
+		p := filepath.Join(dir, fmt.Sprintf("%s%d-%x", shmPrefix, f.pid, len(paths)))
+		if err := os.WriteFile(p, []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(p, now.Add(-f.age), now.Add(-f.age)); err != nil {
+			t.Fatal(err)
+		}
+		paths[name] = p
+	}
+	other := filepath.Join(dir, "not-batchkit-1")
+	os.WriteFile(other, nil, 0o600)
+
+	sweepShm(now)
+	for name, f := range files {
+		_, err := os.Stat(paths[name])
+		if gone := os.IsNotExist(err); gone != f.swept {
+			t.Errorf("%s: removed %v, want %v", name, gone, f.swept)
+		}
+	}
+	if _, err := os.Stat(other); err != nil {
+		t.Errorf("a file not of batchkit's was touched: %v", err)
+	}
 }
