@@ -192,7 +192,6 @@ func checkVarValue(v string) []issue {
 	return nil
 }
 
-
 // CheckTime validates a Slurm time limit: minutes, MM:SS, HH:MM:SS, D-HH,
 // D-HH:MM, D-HH:MM:SS, or UNLIMITED (also INFINITE), as sbatch --time
 // accepts them.
