@@ -3,8 +3,9 @@
 //
 //  1. torchrun contract (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, GROUP_RANK):
 //     torchrun started by mpirun or srun, one per node, legitimately overrides them.
-//     It must be consistent with the launcher below it (same rank and size, or
-//     a larger world: nested), else the variables are stale and detection fails.
+//     It must be consistent with the launcher below it (same rank and size, a
+//     larger world, or a run id: nested), else the variables are stale and
+//     detection fails.
 //  2. an MPI launcher: Open MPI (OMPI_COMM_WORLD_*; PMIX_RANK must agree),
 //     MVAPICH2 (MV2_COMM_WORLD_*), Cray PALS (PALS_*; PMI_RANK must agree),
 //     MPICH / Intel MPI Hydra (PMI_RANK or PMI_ID, PMI_SIZE, MPI_LOCALRANKID,
@@ -159,29 +160,22 @@ func checkSizes(p mpirun.Partial) error {
 	for _, c := range []struct {
 		v, of topology.Value
 		what  string
-		le    bool // v may equal of: a count, not an index
+		of1   string // of's value in words, %d its value
+		le    bool   // v may equal of: a count, not an index
 	}{
-		{p.Rank, p.WorldSize, "rank", false},
-		{p.LocalRank, p.LocalWorldSize, "local rank", false},
-		{p.LocalWorldSize, p.WorldSize, "local world size", true},
-		{p.NodeRank, p.NumNodes, "node rank", false},
-		{p.NumNodes, p.WorldSize, "number of nodes", true},
+		{p.Rank, p.WorldSize, "rank", "world size %d", false},
+		{p.LocalRank, p.LocalWorldSize, "local rank", "world size %d", false},
+		{p.LocalWorldSize, p.WorldSize, "local world size", "world size %d", true},
+		{p.NodeRank, p.NumNodes, "node rank", "%d nodes", false},
+		{p.NumNodes, p.WorldSize, "number of nodes", "world size %d", true},
 	} {
 		if !c.v.Set() || !c.of.Set() || c.v.N < c.of.N || (c.le && c.v.N == c.of.N) {
 			continue
 		}
 		return &topology.VarError{Var: c.v.Var, Value: c.v.Raw,
-			Msg: fmt.Sprintf("%s %d out of range for %s (%s=%s)", c.what, c.v.N, sizeName(c.of), c.of.Var, c.of.Raw)}
+			Msg: fmt.Sprintf("%s %d out of range for %s (%s=%s)", c.what, c.v.N, fmt.Sprintf(c.of1, c.of.N), c.of.Var, c.of.Raw)}
 	}
 	return nil
-}
-
-func sizeName(v topology.Value) string {
-	switch v.Var {
-	case "GROUP_WORLD_SIZE", "OMPI_MCA_orte_num_nodes":
-		return fmt.Sprintf("%d nodes", v.N)
-	}
-	return fmt.Sprintf("world size %d", v.N)
 }
 
 // staleHint is the likely cause when torchrun variables contradict the
@@ -192,9 +186,9 @@ const staleHint = "torchrun variables left from an outer job? unset RANK WORLD_S
 // checkOuter cross-checks the torchrun variables against another launcher
 // that claims this process (an MPI launcher, else an srun step; its stale
 // variables under an mpirun are never consulted). torchrun wins only when
-// that is consistent: both agree (batchkit exec under srun or mpirun sets
-// both), or torchrun's world is larger, a torchrun or batchkit run started
-// by each outer task (one per node) spawning its own workers.
+// that is consistent: a run id says a real torchrun or batchkit run set
+// them, both agree (batchkit exec under srun or mpirun sets both), or
+// torchrun's world is larger (each outer task spawned its own workers).
 func checkOuter(getenv topology.Getenv, p mpirun.Partial) error {
 	// torchrun and batchkit run set a run id: their variables are a real
 	// inner launcher's (one per node under srun or mpirun, say, where its
