@@ -50,6 +50,9 @@ func completionCommand() *cli.Command {
    source <(batchkit completion bash)
    batchkit completion zsh > "${fpath[1]}/_batchkit"`,
 		Action: func(c *cli.Context) error {
+			if c.NArg() > 1 {
+				return usagef("completion takes one shell, bash or zsh, got %d arguments", c.NArg())
+			}
 			switch c.Args().First() {
 			case "bash":
 				fmt.Fprint(c.App.Writer, bashCompletion)

@@ -252,7 +252,7 @@ func mpirunOptionsFrom(c *cli.Context, d mpirun.Defaults) (mpirunOptions, error)
 		masterPort:    c.Int("master-port"),
 		masterPortSet: c.IsSet("master-port"),
 		profilePort:   d.MasterPort,
-		profileEnv:    d.Env,
+		profileEnv:    usersOver(d.Env, os.LookupEnv),
 		dryRun:        c.Bool("dry-run"),
 		program:       args,
 	}
@@ -346,14 +346,10 @@ func planMpirun(o mpirunOptions, getenv topology.Getenv, probe mpirun.Probe, sel
 		}
 	}
 
-	// The profile's variables, then --env over them. A profile variable the
-	// user has in the environment keeps the user's value, as in a batch
-	// script.
+	// The profile's variables (the user's values over them, see
+	// usersOver), then --env over them.
 	env := map[string]string{}
 	for k, v := range o.profileEnv {
-		if mine := getenv(k); mine != "" {
-			v = mine
-		}
 		env[k] = v
 	}
 	for _, kv := range o.env {
@@ -496,6 +492,20 @@ func printPlan(w io.Writer, p mpirunPlan) error {
 	}
 	_, err = io.WriteString(w, out)
 	return err
+}
+
+// usersOver is the profile's variables with the value the user has for any
+// of them, set even if empty, as in a batch script: the user's beats the
+// site's default.
+func usersOver(profileVars map[string]string, lookup func(string) (string, bool)) map[string]string {
+	out := make(map[string]string, len(profileVars))
+	for k, v := range profileVars {
+		if mine, ok := lookup(k); ok {
+			v = mine
+		}
+		out[k] = v
+	}
+	return out
 }
 
 // withoutVar is environ without name: batchkit mpirun's per-launch

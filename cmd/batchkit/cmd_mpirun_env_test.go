@@ -15,3 +15,15 @@ func TestWithoutVar(t *testing.T) {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
 }
+
+// A profile variable the user has, even set to empty, keeps the user's
+// value (as in batch scripts); the others keep the profile's.
+func TestUsersOver(t *testing.T) {
+	user := map[string]string{"CCL_WORKER_COUNT": "4", "FI_PROVIDER": ""}
+	lookup := func(k string) (string, bool) { v, ok := user[k]; return v, ok }
+	got := usersOver(map[string]string{"CCL_WORKER_COUNT": "1", "FI_PROVIDER": "tcp", "I_MPI_PIN_DOMAIN": "auto"}, lookup)
+	want := map[string]string{"CCL_WORKER_COUNT": "4", "FI_PROVIDER": "", "I_MPI_PIN_DOMAIN": "auto"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}

@@ -24,6 +24,7 @@ func TestExitCodes(t *testing.T) {
 		{"help of an unknown topic", nil, []string{"help", "nosuch"}, 2},
 		{"help of a group's unknown topic", nil, []string{"profile", "help", "nosuch"}, 2},
 		{"a host named h is a host", nil, []string{"hostlist", "expand", "h", "n1"}, 0},
+		{"completion with an extra argument", nil, []string{"completion", "bash", "extra"}, 2},
 		{"unknown flag", nil, []string{"env", "--bogus"}, 2},
 		{"unknown format", nil, []string{"env", "--format", "xml"}, 2},
 		{"bad variable", map[string]string{"PMI_RANK": "x", "PMI_SIZE": "2"}, []string{"env"}, 2},
