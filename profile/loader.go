@@ -139,7 +139,7 @@ func (l *Loader) notFound(name string) error {
 	}
 	msg := fmt.Sprintf("profile %q not found in %s", name, strings.Join(where, ", "))
 	var names []string
-	if entries, err := l.List(); err == nil {
+	if entries, err := l.entries(); err == nil {
 		for _, e := range entries {
 			if !e.Shadowed {
 				names = append(names, e.Name)
@@ -226,6 +226,11 @@ func (l *Loader) Resolve(nameOrPath string) (*Resolved, error) {
 	if err != nil {
 		return nil, err
 	}
+	return l.resolve(e)
+}
+
+// resolve merges e with the profiles it extends and validates the result.
+func (l *Loader) resolve(e Entry) (*Resolved, error) {
 	var (
 		ps    problems
 		chain []*File
@@ -266,8 +271,27 @@ func (l *Loader) Resolve(nameOrPath string) (*Resolved, error) {
 
 // List returns every profile in the search path, sorted by name and, within
 // a name, in search order: all but the first of a name are Shadowed. Each
-// file is parsed for its description; a file that does not parse has Err set.
+// file is parsed for its description; Err is set for a file that does not
+// parse, and for one whose merge with what it extends does not resolve (a
+// missing base, a cycle, no flavor): what `profile check` would say.
 func (l *Loader) List() ([]Entry, error) {
+	out, err := l.entries()
+	if err != nil {
+		return nil, err
+	}
+	for i := range out {
+		f, ps := l.load(out[i])
+		out[i].Description = f.Profile.Description
+		if out[i].Err = ps.err(); out[i].Err == nil {
+			_, out[i].Err = l.resolve(out[i])
+		}
+	}
+	return out, nil
+}
+
+// entries lists the profiles of the search path by name, sorted, without
+// reading them (notFound's suggestions need no more).
+func (l *Loader) entries() ([]Entry, error) {
 	var out []Entry
 	seen := map[string]bool{}
 	add := func(e Entry) {
@@ -301,11 +325,6 @@ func (l *Loader) List() ([]Entry, error) {
 				add(Entry{Name: name, Path: embeddedPrefix + de.Name()})
 			}
 		}
-	}
-	for i := range out {
-		f, ps := l.load(out[i])
-		out[i].Description = f.Profile.Description
-		out[i].Err = ps.err()
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil

@@ -519,3 +519,33 @@ func loadChain(l *Loader, name string) ([]*File, error) {
 	}
 	return nil, err
 }
+
+// profile list marks a profile invalid when its chain does not resolve,
+// not only when its own file does not parse: what profile check says.
+func TestListResolvesChains(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "ok.toml", "extends = \"local\"\n")
+	write(t, dir, "nobase.toml", "extends = \"nosuch\"\n")
+	write(t, dir, "c1.toml", "extends = \"c2\"\n")
+	write(t, dir, "c2.toml", "extends = \"c1\"\n")
+	write(t, dir, "noflavor.toml", "description = \"nothing else\"\n")
+	l := &Loader{Dirs: []string{dir}, Embedded: siteconfigs.FS}
+	entries, err := l.List()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := map[string]bool{}
+	for _, e := range entries {
+		bad[e.Name] = e.Err != nil
+	}
+	want := map[string]bool{"ok": false, "nobase": true, "c1": true, "c2": true, "noflavor": true,
+		"local": false, "mpich": false, "intel-oneccl": false, "generic-openmpi": false}
+	if diff := cmp.Diff(want, bad); diff != "" {
+		t.Errorf("invalid marks (-want +got):\n%s", diff)
+	}
+	// Not finding a base names the profiles there are, without recursing
+	// into List (which resolves, and would look the missing base up again).
+	if _, err := l.Resolve("nobase"); err == nil || !strings.Contains(err.Error(), `profile "nosuch" not found`) {
+		t.Errorf("Resolve(nobase) = %v", err)
+	}
+}
