@@ -3,6 +3,7 @@
 package collective
 
 import (
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -63,15 +64,8 @@ func TestTCPAcceptOutOfFiles(t *testing.T) {
 		t.Fatalf("the flood of %d connections never ran rank 0 out of descriptors; logs %q", len(flood), logs.lines)
 	}
 	start := time.Now()
-	bs, errs := tcpStartRanks(2, port, []int{1}, tweak)
-	r := <-root
-	for _, b := range []*tcpBackend{r.b[0], bs[1]} {
-		if b != nil {
-			defer b.Close()
-		}
-	}
-	if r.err[0] != nil || errs[1] != nil {
-		t.Fatalf("after the flood: rank 0 %v, rank 1 %v; logs %q", r.err[0], errs[1], logs.lines)
+	if err := tcpJoinRoot(t, root, port, tweak); err != nil {
+		t.Fatalf("after the flood: %v; logs %q", err, logs.lines)
 	}
 	t.Logf("%d flood connections; rank 1 joined %v after the flood", len(flood), time.Since(start).Round(time.Millisecond))
 }
@@ -89,6 +83,22 @@ func tcpStartRoot(port int, tweak func(o *tcpOptions)) <-chan tcpStarted {
 		root <- tcpStarted{bs, errs}
 	}()
 	return root
+}
+
+// tcpJoinRoot starts rank 1 against the rank 0 that tcpStartRoot started,
+// waits for both, and closes them when the test ends.
+func tcpJoinRoot(t *testing.T, root <-chan tcpStarted, port int, tweak func(o *tcpOptions)) error {
+	bs, errs := tcpStartRanks(2, port, []int{1}, tweak)
+	r := <-root
+	for _, b := range []*tcpBackend{r.b[0], bs[1]} {
+		if b != nil {
+			t.Cleanup(func() { b.Close() })
+		}
+	}
+	if r.err[0] != nil || errs[1] != nil {
+		return fmt.Errorf("rank 0 %v, rank 1 %v", r.err[0], errs[1])
+	}
+	return nil
 }
 
 // At most maxPending handshakes run at once: connections beyond that are
@@ -126,14 +136,7 @@ func TestTCPAcceptCap(t *testing.T) {
 	for _, c := range silent {
 		c.Close()
 	}
-	bs, errs := tcpStartRanks(2, port, []int{1}, tweak)
-	r := <-root
-	for _, b := range []*tcpBackend{r.b[0], bs[1]} {
-		if b != nil {
-			defer b.Close()
-		}
-	}
-	if r.err[0] != nil || errs[1] != nil {
-		t.Fatalf("rank 0 %v, rank 1 %v", r.err[0], errs[1])
+	if err := tcpJoinRoot(t, root, port, tweak); err != nil {
+		t.Fatal(err)
 	}
 }
