@@ -466,24 +466,30 @@ type mpiBackend struct {
 // the cores the busy-polling ranks need. Measured on 2 ranks (Open MPI, 64
 // KiB allreduce): ~20,000 context switches/s against ~25 for the same loop
 // in C, and 2-3× its time. So newMPI raises GOMAXPROCS from 1 to 2 unless
-// GOMAXPROCS is set in the environment, and the backend yields
-// (runtime.Gosched) before sysmon's limit comes: see yieldDue. Each yield
-// has its price, though: with a P idle, Gosched wakes another thread, which
-// takes the goroutine over while the first one spins, both on the rank's
-// core (~600 context switches/s at 200 yields/s, against ~15 for C). In one
+// GOMAXPROCS is set in the environment, and the backend yields before
+// sysmon's limit comes: see yieldDue. Each yield has its price, though:
+// with a P idle, runtime.Gosched wakes another thread, which takes the
+// goroutine over while the first one spins, both on the rank's core (~600
+// context switches/s at 200 yields/s, against ~15 for C). In one
 // process, against the same calls made from C (TestMPIOverhead), yielding
 // every 1 ms left Go at 0.81-0.84× C's bandwidth at 1 MiB, every 5 ms at
 // 0.94-0.98×, and every 8 ms at 0.98-1.0× from 256 KiB to 4 MiB.
 //
-// Unlocked, the goroutine came back from every yield on the other thread
-// (gettid before and after each call: every one of ~40 yields in 600 calls
-// at 2 MiB), and the one or two calls after each ran 80-120 µs slow (calls
-// of ~300 µs). So it yields locked to its thread (see call): the thread
-// sleeps until the scheduler hands it its P back, and the goroutine goes on
-// where it was. In one process, alternating windows of both ways with
-// windows of C (2 ranks, 64 KiB to 4 MiB, 3-4 runs per MPI), the locked
-// yield was faster in 32 of 47 size-runs: by a median 0.6 %, 1-2 % at 1-4
-// MiB, and never slower by more than 1.3 % (median per size).
+// Gosched also moves the goroutine: unlocked, it came back from every yield
+// on the other thread (gettid before and after each call: every one of ~40
+// yields in 600 calls at 2 MiB), and the one or two calls after each ran
+// 80-120 µs slow (calls of ~300 µs). Locked to its thread, it stays, but
+// the thread sleeps and is woken again through a second one, 40-57 µs per
+// yield. So the backend yields with the runtime's goyield instead (see
+// goyield below): it puts the goroutine at the back of its own P's run
+// queue and wakes no one, and the same thread takes it straight back, a
+// new scheduling tick for sysmon and no context switch. In one process,
+// launches taking turns with the locked Gosched (2 ranks, 64 KiB to 4 MiB,
+// 6 launches of each per MPI, 2026-12-02), goyield gave Go the higher
+// bandwidth against C in 55 of 84 size-launches (medians per size +0.5 to
+// +1.6 % for Open MPI, -1.0 to +2.5 % for MPICH), and ~450 fewer context
+// switches a second at 1 MiB (perf stat: ~850/s against ~1,300/s; the C
+// program ~500/s).
 //
 // Long calls are the other case: one that spans sysmon's 10 ms limit has its
 // P retaken, and every return from MPI then sets sysmon polling every 20 µs
@@ -519,7 +525,14 @@ var (
 
 var mpiEpoch = time.Now()
 
-// yieldDue reports whether the caller should runtime.Gosched after the
+// goyield is the runtime's yield to its own P's run queue (see "The Go
+// scheduler and MPI"). The runtime keeps its name and signature for the
+// packages that link to it (go.dev/issue/67401).
+//
+//go:linkname goyield runtime.goyield
+func goyield()
+
+// yieldDue reports whether the caller should yield (goyield) after the
 // call that ended at now (since mpiEpoch; under mpiState's lock) and took
 // took (0 when not timed), and if so counts the yield as made.
 func (m *mpiBackend) yieldDue(now, took time.Duration) bool {
@@ -754,9 +767,7 @@ func (m *mpiBackend) call(kind mpiKind, send, recv unsafe.Pointer, count int, t 
 	}
 	mpiState.Unlock()
 	if yield {
-		runtime.LockOSThread() // back on this thread: see "The Go scheduler and MPI"
-		runtime.Gosched()
-		runtime.UnlockOSThread()
+		goyield() // see "The Go scheduler and MPI"
 	}
 	if rc != C.MPI_SUCCESS {
 		return mpiError(mpiCallNames[kind], rc)
