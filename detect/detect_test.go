@@ -91,6 +91,13 @@ func TestDetect(t *testing.T) {
 		want topology.Topology
 	}{
 		{
+			name: "MASTER_PORT and RANK with white space around them, as torch's int() takes them",
+			env:  env(map[string]string{"RANK": " 0", "WORLD_SIZE": "1 ", "LOCAL_RANK": "0", "LOCAL_WORLD_SIZE": "1", "MASTER_PORT": " 29511\n"}),
+			opts: Options{Hostname: "vm"},
+			want: topology.Topology{Launcher: topology.Torchrun, WorldSize: 1, LocalWorldSize: 1, NumNodes: 1,
+				Hosts: []string{"vm"}, MasterAddr: "127.0.0.1", MasterPort: 29511},
+		},
+		{
 			name: "nothing: one local process",
 			env:  env(),
 			opts: Options{Hostname: "vm"},

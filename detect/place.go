@@ -76,7 +76,7 @@ func finish(getenv topology.Getenv, opts Options, t *topology.Topology) error {
 		t.MasterPort = topology.PortForJob(t.JobID)
 	}
 	if raw := getenv("MASTER_PORT"); raw != "" {
-		p, err := strconv.Atoi(raw)
+		p, err := strconv.Atoi(strings.TrimSpace(raw)) // as the counts are (and torch's int())
 		if err != nil || p < 1 || p > 65535 {
 			return &topology.VarError{Var: "MASTER_PORT", Value: raw, Msg: "not a port number (1-65535)"}
 		}

@@ -58,6 +58,10 @@ type Spec struct {
 	Oversubscribe  bool     // Open MPI only; the others oversubscribe by default
 	InAllocation   bool     // inside a Slurm allocation: Hydra bootstraps through slurm
 	Program        []string // the program and its arguments, non-empty
+	// Wrapped is how many of Program's leading words are a wrapper the
+	// caller put before the user's program (batchkit exec --): errors
+	// count the user's arguments as the user wrote them.
+	Wrapped int
 }
 
 // envPlace is where a syntax puts the rank environment.
@@ -529,7 +533,14 @@ func (s Spec) validate(sx *syntax) error {
 	// arguments would become a second program instead of reaching this one.
 	for i, a := range s.Program {
 		if a == ":" {
-			return fmt.Errorf("program argument %d is \":\", which %s takes as the start of another program: pass it another way (a file or an environment variable)", i, sx.name)
+			what := fmt.Sprintf("program argument %d", i)
+			switch {
+			case s.Wrapped > 0 && i == s.Wrapped:
+				what = "the program"
+			case s.Wrapped > 0 && i > s.Wrapped:
+				what = fmt.Sprintf("argument %d of %s", i-s.Wrapped, s.Program[s.Wrapped])
+			}
+			return fmt.Errorf("%s is \":\", which %s takes as the start of another program: pass it another way (a file or an environment variable)", what, sx.name)
 		}
 	}
 	for _, v := range []struct{ what, val string }{{"bootstrap", s.Bootstrap}, {"srun MPI plugin", s.SrunMPI}} {

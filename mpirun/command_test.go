@@ -190,6 +190,10 @@ func TestCommandErrors(t *testing.T) {
 		{"colon argument", Spec{Flavor: OpenMPI, NP: 1, Program: []string{"/bk", "exec", "--", "prog", ":", "rm"}},
 			`program argument 4 is ":", which Open MPI mpirun takes as the start of another program`},
 		{"colon argument srun", Spec{Launcher: LauncherSrun, NP: 1, Program: []string{"/bk", ":"}}, `srun takes as the start`},
+		{"colon argument wrapped", Spec{Flavor: MPICH, NP: 1, Program: []string{"/bk", "exec", "--", "prog", "a", ":"}, Wrapped: 3},
+			`argument 2 of prog is ":", which Hydra mpiexec takes`},
+		{"colon program wrapped", Spec{Flavor: MPICH, NP: 1, Program: []string{"/bk", "exec", "--", ":"}, Wrapped: 3},
+			`the program is ":"`},
 		{"mvapich hosts", Spec{Flavor: MVAPICH, NP: 1, Hosts: []Host{{Name: "a"}}}, "MVAPICH2 mpirun_rsh takes hosts only in a hostfile"},
 
 		// ForwardEnv

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/batchkit/batchkit/internal/closed"
 
@@ -142,10 +143,18 @@ func (r *Resolved) Set(key string, value any, source string) error {
 	}
 	l, name, ok := lookupLeaf(key)
 	if !ok {
+		if key == VarsKey || key == VarsKey+"." {
+			return fail("a table of variables: set one as %s.NAME=VALUE", VarsKey)
+		}
 		if s := suggest(key, mergeKeys()); s != "" {
 			return fail("unknown key: did you mean %q?", s)
 		}
 		return fail("unknown key: want one of %s", strings.Join(Keys()[1:], ", "))
+	}
+	// A profile is TOML, which holds only UTF-8 text; show would print
+	// U+FFFD for the bytes a flag gave.
+	if bad := invalidUTF8(value); bad != "" {
+		return fail("%q is not valid UTF-8 text", bad)
 	}
 	t := l.typ
 	if name != "" {
@@ -162,6 +171,24 @@ func (r *Resolved) Set(key string, value any, source string) error {
 	}
 	r.apply([]string{key}, &tmp, func(string) Origin { return Origin{Source: source} })
 	return nil
+}
+
+// invalidUTF8 returns the first string in value (a string or a list of
+// them) that is not valid UTF-8, or "".
+func invalidUTF8(value any) string {
+	switch v := value.(type) {
+	case string:
+		if !utf8.ValidString(v) {
+			return v
+		}
+	case []string:
+		for _, s := range v {
+			if !utf8.ValidString(s) {
+				return s
+			}
+		}
+	}
+	return ""
 }
 
 // convert turns a flag's value into Go type t.

@@ -433,6 +433,7 @@ func planMpirun(o mpirunOptions, getenv topology.Getenv, probe mpirun.Probe, sel
 		Oversubscribe:  o.oversubscribe,
 		InAllocation:   jobID != "",
 		Program:        append([]string{self, "exec", "--"}, o.program...),
+		Wrapped:        3,
 	}
 	// The job token goes by name only: its value is in the launcher's
 	// environment (launcherEnv), never on the command line. A launcher
