@@ -14,9 +14,12 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"text/template"
+	"text/template/parse"
 	"unicode"
 
 	"mvdan.cc/sh/v3/syntax"
@@ -29,6 +32,9 @@ var defaults embed.FS
 const (
 	Sbatch = "sbatch.sh.tmpl"
 )
+
+// Names lists them.
+var Names = []string{Sbatch}
 
 // Quote quotes s as one bash word. A NUL byte cannot be passed to a program
 // at all, so it is an error rather than a silent truncation.
@@ -92,22 +98,50 @@ func Comment(s string) string {
 	return b.String()
 }
 
+var wordRE = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]*$`)
+
+// Word passes s when it is a plain word that no shell or sbatch reads as
+// anything but itself: letters, digits, _ . and - (not first). It is for
+// what cannot be quoted where it goes, such as a variable's name in
+// ${NAME+1} or an #SBATCH flag's name.
+func Word(s string) (string, error) {
+	if !wordRE.MatchString(s) {
+		return "", fmt.Errorf("%q is not a plain word (letters, digits, _ . -), which is all a name may be here", s)
+	}
+	return s, nil
+}
+
 var funcs = template.FuncMap{
 	"q":         Quote,
 	"qargs":     QuoteArgs,
 	"directive": DirectiveValue,
 	"comment":   Comment,
+	"word":      Word,
 }
+
+// printers are the functions a template's output may come from: each one
+// quotes or checks its value for where it goes. An action that prints
+// anything else is refused when the template is loaded (see checkPrints).
+var printers = []string{"q", "qargs", "directive", "comment", "word"}
 
 // Set is a loaded set of templates.
 type Set struct{ t *template.Template }
 
 // Load parses the embedded templates, then, when dir is not empty, every
-// *.tmpl file in dir, which replaces the embedded template of the same name.
+// *.tmpl file in dir, which replaces the embedded template of the same name
+// or is included by another ({{template "name.tmpl" .}}). A file that
+// does neither is an error (a misspelt name would otherwise leave the
+// embedded template in use without a word), and so is a template that
+// prints a value through none of the quoting functions (checkPrints).
 func Load(dir string) (*Set, error) {
 	root := template.New("batchkit").Option("missingkey=error").Funcs(funcs)
 	if _, err := root.ParseFS(defaults, "*.tmpl"); err != nil {
 		return nil, fmt.Errorf("embedded templates: %w", err)
+	}
+	for _, t := range root.Templates() {
+		if err := checkPrints(t); err != nil {
+			return nil, fmt.Errorf("embedded template: %w", err)
+		}
 	}
 	if dir == "" {
 		return &Set{root}, nil
@@ -116,20 +150,160 @@ func Load(dir string) (*Set, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading template directory %s: %w", dir, err)
 	}
+	var extra []string // files that replace no template batchkit renders
 	for _, e := range entries {
-		if e.IsDir() || filepath.Ext(e.Name()) != ".tmpl" {
+		name := e.Name()
+		if e.IsDir() {
 			continue
 		}
-		path := filepath.Join(dir, e.Name())
+		if filepath.Ext(name) != ".tmpl" {
+			if slices.Contains(Names, name+".tmpl") {
+				return nil, fmt.Errorf("template %s: batchkit reads only *.tmpl files: did you mean %s.tmpl?", filepath.Join(dir, name), name)
+			}
+			continue
+		}
+		path := filepath.Join(dir, name)
 		b, err := os.ReadFile(path)
 		if err != nil {
 			return nil, fmt.Errorf("reading template %s: %w", path, err)
 		}
-		if _, err := root.New(e.Name()).Parse(string(b)); err != nil {
+		before := len(root.Templates())
+		if _, err := root.New(name).Parse(string(b)); err != nil {
 			return nil, fmt.Errorf("parsing template %s: %w", path, err)
+		}
+		// A file of {{define}}s is a library for the others.
+		if !slices.Contains(Names, name) && len(root.Templates()) <= before+1 {
+			extra = append(extra, name)
+		}
+	}
+	used := map[string]bool{}
+	for _, t := range root.Templates() {
+		// Every template, the files' {{define}}s too; errors name the file.
+		if err := checkPrints(t); err != nil {
+			return nil, fmt.Errorf("template directory %s: %w", dir, err)
+		}
+		if t.Tree != nil {
+			calls(t.Tree.Root, used)
+		}
+	}
+	for _, name := range extra {
+		if !used[name] {
+			return nil, fmt.Errorf("template %s: batchkit renders only %s, and no template includes this one ({{template %q .}}): a misspelt name?",
+				filepath.Join(dir, name), strings.Join(Names, ", "), name)
 		}
 	}
 	return &Set{root}, nil
+}
+
+// checkPrints refuses an action of t that prints a value no printer has
+// seen: text/template escapes nothing, so {{.JobName}} in a script would
+// run whatever the job name says. Assignments print nothing, and a
+// constant is the template author's own text. comment and directive make
+// a value safe only inside a line that starts with #, so they are refused
+// elsewhere. The walk follows the template's text in order, both branches
+// of an if one after the other: good enough to know how a line starts.
+func checkPrints(t *template.Template) error {
+	if t.Tree == nil {
+		return nil
+	}
+	var (
+		bad  parse.Node
+		why  string
+		line string // the current line's text so far
+	)
+	var walk func(n parse.Node)
+	walk = func(n parse.Node) {
+		if bad != nil {
+			return
+		}
+		switch n := n.(type) {
+		case *parse.ListNode:
+			if n != nil {
+				for _, c := range n.Nodes {
+					walk(c)
+				}
+			}
+		case *parse.TextNode:
+			text := string(n.Text)
+			if i := strings.LastIndexByte(text, '\n'); i >= 0 {
+				line = text[i+1:]
+			} else {
+				line += text
+			}
+		case *parse.ActionNode:
+			printer, ok := printsThrough(n.Pipe)
+			switch {
+			case !ok:
+				bad, why = n, fmt.Sprintf("prints a value unquoted: end the action with one of %s (say {{q .X}} or {{.X | q}})", strings.Join(printers, ", "))
+			case (printer == "comment" || printer == "directive") && !strings.HasPrefix(strings.TrimLeft(line, " \t"), "#"):
+				bad, why = n, printer+" makes a value safe only in a line that starts with # (a comment or #SBATCH line): use q here"
+			case printer != "":
+				line += "x"
+			}
+		case *parse.IfNode:
+			walk(n.List)
+			walk(n.ElseList)
+		case *parse.RangeNode:
+			walk(n.List)
+			walk(n.ElseList)
+		case *parse.WithNode:
+			walk(n.List)
+			walk(n.ElseList)
+		case *parse.TemplateNode:
+			line += "x"
+		}
+	}
+	walk(t.Tree.Root)
+	if bad == nil {
+		return nil
+	}
+	loc, text := t.Tree.ErrorContext(bad)
+	return fmt.Errorf("%s: %s %s", loc, text, why)
+}
+
+// printsThrough reports the printer a pipeline's output comes from: ""
+// with ok when it prints nothing (an assignment) or a constant, and not
+// ok when it prints through anything else.
+func printsThrough(p *parse.PipeNode) (printer string, ok bool) {
+	if p == nil || len(p.Decl) > 0 || len(p.Cmds) == 0 {
+		return "", true
+	}
+	last := p.Cmds[len(p.Cmds)-1]
+	if len(last.Args) == 0 {
+		return "", true
+	}
+	switch a := last.Args[0].(type) {
+	case *parse.IdentifierNode:
+		if slices.Contains(printers, a.Ident) {
+			return a.Ident, true
+		}
+	case *parse.StringNode, *parse.NumberNode, *parse.BoolNode:
+		return "", len(p.Cmds) == 1 && len(last.Args) == 1
+	}
+	return "", false
+}
+
+// calls adds the names of the templates n includes to used.
+func calls(n parse.Node, used map[string]bool) {
+	switch n := n.(type) {
+	case *parse.ListNode:
+		if n != nil {
+			for _, c := range n.Nodes {
+				calls(c, used)
+			}
+		}
+	case *parse.TemplateNode:
+		used[n.Name] = true
+	case *parse.IfNode:
+		calls(n.List, used)
+		calls(n.ElseList, used)
+	case *parse.RangeNode:
+		calls(n.List, used)
+		calls(n.ElseList, used)
+	case *parse.WithNode:
+		calls(n.List, used)
+		calls(n.ElseList, used)
+	}
 }
 
 // Render executes the named template with data.

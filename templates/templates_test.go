@@ -67,7 +67,7 @@ func TestDirectiveValue(t *testing.T) {
 
 func TestMissingKeyIsAnError(t *testing.T) {
 	dir := t.TempDir()
-	os.WriteFile(filepath.Join(dir, Sbatch), []byte("#!/bin/bash\n{{.NoSuchField}}\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, Sbatch), []byte("#!/bin/bash\n{{q .NoSuchField}}\n"), 0o644)
 	s, err := Load(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -99,6 +99,117 @@ func TestOverride(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, Sbatch), []byte("{{if}}"), 0o644)
 	if _, err := Load(dir); err == nil || !strings.Contains(err.Error(), Sbatch) {
 		t.Errorf("a broken override: err = %v, want one naming the file", err)
+	}
+}
+
+// A site template prints values only through the quoting functions: an
+// action that prints anything else is refused when the directory is
+// loaded, with file:line:col, so a template that forgets q never reaches a
+// job script.
+func TestSiteTemplatesMustQuote(t *testing.T) {
+	tests := []struct {
+		name, text string
+		err        string // "" for a template that loads
+	}{
+		{"quoted", `{{q .X}}`, ""},
+		{"quoted through a pipe", `{{.X | printf "%s-1" | q}}`, ""},
+		{"lists", `{{qargs .Launch}}`, ""},
+		{"directive and comment", `#SBATCH --x={{directive .V}} # {{comment .P}}`, ""},
+		{"a plain word", `{{range .Env}}{{word .Name}}={{q .Value}}{{end}}`, ""},
+		{"assignments print nothing", `{{$x := .X}}{{$x = .Y}}{{q $x}}`, ""},
+		{"a constant is the author's", `{{"#!/bin/bash"}}{{3}}`, ""},
+		{"control pipelines print nothing", `{{if .X}}{{with .Y}}{{range .Z}}x{{end}}{{end}}{{end}}`, ""},
+		{"bare field", "#!/bin/bash\necho {{.JobName}}", Sbatch + `:2:7: {{.JobName}} prints a value unquoted: end the action with one of q, qargs, directive, comment, word`},
+		{"quoted, then re-printed", `{{q .X | printf "%s"}}`, "prints a value unquoted"},
+		{"printf", `{{printf "%s" .X}}`, "prints a value unquoted"},
+		{"variable", `{{$x := .X}}{{$x}}`, "{{$x}} prints a value unquoted"},
+		{"inside if", `{{if .X}}ok{{else}}{{.Y}}{{end}}`, "{{.Y}} prints"},
+		{"inside range", `{{range .L}}{{.}}{{end}}`, "{{.}} prints"},
+		{"inside with", `{{with .L}}{{index . 0}}{{end}}`, "prints a value unquoted"},
+		{"inside a define", `{{define "x"}}{{.Y}}{{end}}{{template "x" .}}`, "{{.Y}} prints"},
+		{"comment in a comment line", "echo a\n  # was {{comment .P}}{{if .Q}} and {{comment .Q}}{{end}}\n", ""},
+		{"comment in a command", "#!/bin/bash\necho {{comment .P}}", Sbatch + `:2:7: {{comment .P}} comment makes a value safe only in a line that starts with #`},
+		{"directive after a line break", "#SBATCH --x=1\nx={{directive .V}}", "directive makes a value safe only in a line that starts with #"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if err := os.WriteFile(filepath.Join(dir, Sbatch), []byte(tt.text), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			_, err := Load(dir)
+			switch {
+			case tt.err == "" && err != nil:
+				t.Errorf("Load: %v", err)
+			case tt.err != "" && (err == nil || !strings.Contains(err.Error(), tt.err) || strings.Contains(err.Error(), "\n")):
+				t.Errorf("Load: err = %v, want one line containing %q", err, tt.err)
+			case tt.err != "" && !strings.Contains(err.Error(), dir):
+				t.Errorf("Load: err = %v, want it to name the directory", err)
+			}
+		})
+	}
+}
+
+// A file in the directory either replaces a template batchkit renders or
+// is included by one: a misspelt name is an error, not the embedded
+// template used without a word.
+func TestSiteTemplateNames(t *testing.T) {
+	write := func(t *testing.T, files map[string]string) string {
+		dir := t.TempDir()
+		for name, text := range files {
+			if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return dir
+	}
+	for _, tt := range []struct {
+		name  string
+		files map[string]string
+		err   string
+	}{
+		{"misspelt", map[string]string{"sbatch.tmpl": "{{qargs .Launch}}"},
+			"sbatch.tmpl: batchkit renders only sbatch.sh.tmpl, and no template includes this one"},
+		{"without .tmpl", map[string]string{"sbatch.sh": "{{qargs .Launch}}"}, "did you mean sbatch.sh.tmpl?"},
+		{"other files are not templates", map[string]string{"README": "{{.X}}", "notes.txt": "x"}, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Load(write(t, tt.files))
+			if tt.err == "" && err != nil || tt.err != "" && (err == nil || !strings.Contains(err.Error(), tt.err)) {
+				t.Errorf("Load: err = %v, want %q", err, tt.err)
+			}
+		})
+	}
+
+	// Included files and files of {{define}}s are the site's library.
+	dir := write(t, map[string]string{
+		Sbatch:          `{{template "prologue.tmpl" .}}{{template "launch" .}}`,
+		"prologue.tmpl": "#!/bin/bash\n# {{comment .P}}\n",
+		"lib.tmpl":      `{{define "launch"}}{{qargs .Launch}}{{end}}`,
+	})
+	s, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Render(Sbatch, map[string]any{"P": "site", "Launch": []string{"srun", "a b"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "#!/bin/bash\n# site\nsrun 'a b'"; got != want {
+		t.Errorf("rendered %q, want %q", got, want)
+	}
+}
+
+func TestWord(t *testing.T) {
+	for _, ok := range []string{"OMP_NUM_THREADS", "job-name", "gres", "a.b", "_x", "9"} {
+		if got, err := Word(ok); err != nil || got != ok {
+			t.Errorf("Word(%q) = %q, %v", ok, got, err)
+		}
+	}
+	for _, bad := range []string{"", "-x", "a b", "a;b", "$(x)", "a\nb", "a=b", "ä"} {
+		if _, err := Word(bad); err == nil {
+			t.Errorf("Word(%q) passed", bad)
+		}
 	}
 }
 

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"strings"
 	"text/tabwriter"
@@ -202,10 +204,14 @@ Examples:
 			loader := profile.NewLoader(os.Getenv)
 			var nBad, nProblems int
 			for _, arg := range c.Args().Slice() {
-				_, err := loader.Resolve(arg)
+				r, err := loader.Resolve(arg)
 				if err == nil {
-					fmt.Fprintf(c.App.Writer, "%s: ok\n", arg)
-					continue
+					note, terr := checkTemplates(r)
+					if terr == nil {
+						fmt.Fprintf(c.App.Writer, "%s: ok%s\n", arg, note)
+						continue
+					}
+					err = terr
 				}
 				nBad++
 				for _, e := range profile.Problems(err) {
@@ -220,6 +226,24 @@ Examples:
 			return nil
 		},
 	}
+}
+
+// checkTemplates loads the profile's template directory as sbatch would,
+// when it is on this machine (it need exist only where jobs are
+// submitted: then a note says it was not checked).
+func checkTemplates(r *profile.Resolved) (note string, err error) {
+	dir := r.Profile.Templates
+	if dir == "" {
+		return "", nil
+	}
+	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+		return fmt.Sprintf(" (templates %s is not on this machine: not checked)", dir), nil
+	}
+	if _, err := templates.Load(dir); err != nil {
+		o, _ := r.Origin("templates")
+		return "", &profile.Problem{File: o.Source, Line: o.Line, Col: o.Col, Msg: "templates: " + err.Error()}
+	}
+	return "", nil
 }
 
 func plural(n int, word string) string {
