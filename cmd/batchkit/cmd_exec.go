@@ -10,6 +10,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/batchkit/batchkit/detect"
+	"github.com/batchkit/batchkit/launch/local"
 	"github.com/batchkit/batchkit/topology"
 )
 
@@ -65,5 +66,5 @@ func execve(args []string, env []string) error {
 	if errors.Is(err, syscall.ENOENT) {
 		code = 127
 	}
-	return cli.Exit(fmt.Sprintf("exec %s: %v", path, err), code)
+	return cli.Exit(fmt.Sprintf("exec %s: %v%s", path, err, local.ExecHint(err)), code)
 }

@@ -339,6 +339,16 @@ func (l *launch) signalAll(sig syscall.Signal) {
 	}
 }
 
+// ExecHint says what to do about a program the kernel would not run
+// (ENOEXEC): most often a script without a #! line, which a shell would
+// run itself but exec(2) does not. "" for other errors.
+func ExecHint(err error) string {
+	if errors.Is(err, syscall.ENOEXEC) {
+		return " (a script needs a first line naming its interpreter, such as #!/bin/sh)"
+	}
+	return ""
+}
+
 func (l *launch) run(ctx context.Context) (int, error) {
 	exits := make(chan exitEvent, l.opts.N)
 	var copied sync.WaitGroup
@@ -352,7 +362,7 @@ func (l *launch) run(ctx context.Context) (int, error) {
 			case errors.Is(err, os.ErrPermission), errors.Is(err, syscall.ENOEXEC):
 				code = 126
 			}
-			err = fmt.Errorf("starting rank %d: %w", id, err)
+			err = fmt.Errorf("starting rank %d: %w%s", id, err, ExecHint(err))
 			if len(l.ranks) == 0 {
 				return code, err
 			}

@@ -403,6 +403,10 @@ func TestRunInvalid(t *testing.T) {
 	if err := os.WriteFile(noexec, []byte("#!/bin/sh\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	noShebang := filepath.Join(t.TempDir(), "script")
+	if err := os.WriteFile(noShebang, []byte("echo hi\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name    string
 		o       Options
@@ -417,6 +421,8 @@ func TestRunInvalid(t *testing.T) {
 		{"negative grace", Options{N: 1, Cmd: "true", Grace: -time.Second}, 2, true, "grace period -1s is negative"},
 		{"not found", Options{N: 2, Cmd: "no-such-program-xyz"}, 127, false, "no-such-program-xyz: executable file not found in $PATH"},
 		{"not executable", Options{N: 2, Cmd: noexec}, 126, false, noexec + ": permission denied"},
+		{"a script without #!", Options{N: 2, Cmd: noShebang}, 126, false,
+			"starting rank 0: fork/exec " + noShebang + ": exec format error (a script needs a first line naming its interpreter, such as #!/bin/sh)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
