@@ -5,19 +5,26 @@ import (
 	"time"
 )
 
-// callTimes remembers how long the last call of each size class took (a
-// class is the bytes rounded down to a power of two) and which classes the
-// MPI backend runs on its worker thread. A class goes there when its last
-// call took at least the limit, and comes back when one takes under a
-// quarter of it. The gap keeps a class whose calls take about the limit
-// from switching back and forth, which costs more than either side: each
-// return to the caller's thread wakes sysmon from the sleep it took while
-// the goroutine was parked. Measured in one process, 8 MiB allreduces of
-// 3-5 ms with a quarter of them handed over ran at 0.88-0.94× C, all of
-// them at 0.97-0.99×. A straggler's wait can send a class of quick calls to
-// the worker; its next call, quick again, brings it back.
+// callTimes remembers how long the last two timed calls of each size class
+// took (a class is the bytes rounded down to a power of two) and which
+// classes the MPI backend runs on its worker thread. A class goes there
+// when two calls in a row took at least the limit, and comes back when one
+// takes under half of it. One long call is not enough: the first call of a
+// size (first touch of its buffers) or a straggler's wait would otherwise
+// park a class of 1-5 ms calls on the worker for good, where it is slower
+// than on the caller's thread. Measured in one process (TestMPIOverhead,
+// Open MPI, 2 ranks, one size per launch, launches taking turns,
+// 2026-12-02), every call handed over against the caller's thread: 4 MiB
+// (1-2.8 ms calls) 0.94× C against 1.01× (medians of 6 launches each), 8
+// MiB (3.4-4.6 ms) 0.975× against 0.998× (5 each), but 16 MiB (7.5-9 ms)
+// 1.00× against 0.96× (5 each). The gap between the two limits keeps a class whose calls
+// take about the limit from switching back and forth, which costs more than
+// either side: each return to the caller's thread wakes sysmon from the
+// sleep it took while the goroutine was parked (8 MiB allreduces of 3-5 ms
+// with a quarter of them handed over ran at 0.88-0.94× C).
 type callTimes struct {
 	took   [65]time.Duration
+	prev   [65]time.Duration // the timed call before took's
 	worker [65]bool
 }
 
@@ -27,21 +34,24 @@ func sizeClass(bytes int) int { return bits.Len(uint(bytes)) }
 // given the limit, and remembers the answer.
 func (c *callTimes) long(bytes int, limit time.Duration) bool {
 	k := sizeClass(bytes)
-	c.worker[k] = c.took[k] >= limit || c.worker[k] && c.took[k] >= limit/4
+	c.worker[k] = c.took[k] >= limit && c.prev[k] >= limit || c.worker[k] && c.took[k] >= limit/2
 	return c.worker[k]
 }
 
 // timeEach reports whether every call of bytes' class is timed, given the
 // limit: while its last timed call took a quarter of the limit or more
-// (which is also how long a class stays on the worker). Other calls are
-// timed only when they read the clock anyway (clockSkip), so a class whose
-// calls turn long (a straggler) is seen within a few calls.
+// (every call of a class on the worker, too). Other calls are timed only
+// when they read the clock anyway (clockSkip), so a class whose calls turn
+// long (a straggler) is seen within a few calls.
 func (c *callTimes) timeEach(bytes int, limit time.Duration) bool {
 	return c.took[sizeClass(bytes)] >= limit/4
 }
 
 // observe records that a call of bytes took d.
-func (c *callTimes) observe(bytes int, d time.Duration) { c.took[sizeClass(bytes)] = d }
+func (c *callTimes) observe(bytes int, d time.Duration) {
+	k := sizeClass(bytes)
+	c.prev[k], c.took[k] = c.took[k], d
+}
 
 // mpiYieldBudget: how long the MPI backend lets a goroutine go without
 // yielding (see yieldDue and the notes in mpi.go).

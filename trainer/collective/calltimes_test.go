@@ -18,19 +18,26 @@ func TestCallTimes(t *testing.T) {
 		wantEach bool // every call of the class timed
 	}{
 		{name: "nothing seen yet", bytes: 64 << 20, wantLong: false, wantEach: false},
-		{name: "a long call", observe: 64 << 20, d: 40 * ms, bytes: 64 << 20, wantLong: true, wantEach: true},
+		{name: "one long call: not yet", observe: 64 << 20, d: 40 * ms, bytes: 64 << 20, wantLong: false, wantEach: true},
+		{name: "two in a row: the worker", observe: 64 << 20, d: 40 * ms, bytes: 64 << 20, wantLong: true, wantEach: true},
 		{name: "same class, smaller", bytes: 64<<20 + 1<<20, wantLong: true, wantEach: true},
 		{name: "next class down", bytes: 32 << 20, wantLong: false, wantEach: false},
 		{name: "next class up", bytes: 128 << 20, wantLong: false, wantEach: false},
-		{name: "exactly the limit is long", observe: 16 << 20, d: limit, bytes: 16 << 20, wantLong: true, wantEach: true},
+		{name: "a first call's page faults", observe: 4 << 20, d: 12 * ms, bytes: 4 << 20, wantLong: false, wantEach: true},
+		{name: "then its usual 2.5 ms: stays", observe: 4 << 20, d: 2500 * time.Microsecond, bytes: 4 << 20, wantLong: false, wantEach: true},
+		{name: "a straggler between two usual calls", observe: 4 << 20, d: 20 * ms, bytes: 4 << 20, wantLong: false, wantEach: true},
+		{name: "and the usual call after it", observe: 4 << 20, d: 2500 * time.Microsecond, bytes: 4 << 20, wantLong: false, wantEach: true},
+		{name: "exactly the limit twice is long", observe: 16 << 20, d: limit, bytes: 16 << 20, wantLong: false, wantEach: true},
+		{name: "(the second)", observe: 16 << 20, d: limit, bytes: 16 << 20, wantLong: true, wantEach: true},
 		{name: "on the worker, a call of half the limit stays", observe: 64 << 20, d: limit / 2, bytes: 64 << 20, wantLong: true, wantEach: true},
-		{name: "and one of a quarter", observe: 64 << 20, d: limit / 4, bytes: 64 << 20, wantLong: true, wantEach: true},
-		{name: "under a quarter comes back", observe: 64 << 20, d: limit/4 - 1, bytes: 64 << 20, wantLong: false, wantEach: false},
-		{name: "back on the caller's thread, half the limit stays there", observe: 64 << 20, d: limit / 2, bytes: 64 << 20, wantLong: false, wantEach: true},
-		{name: "a straggler at 8 bytes", observe: 8, d: 20 * ms, bytes: 8, wantLong: true, wantEach: true},
+		{name: "under half comes back", observe: 64 << 20, d: limit/2 - 1, bytes: 64 << 20, wantLong: false, wantEach: true},
+		{name: "back on the caller's thread, a long call alone does not return it", observe: 64 << 20, d: limit, bytes: 64 << 20, wantLong: false, wantEach: true},
+		{name: "under a quarter: no longer timed each time", observe: 64 << 20, d: limit/4 - 1, bytes: 64 << 20, wantLong: false, wantEach: false},
+		{name: "a straggler at 8 bytes", observe: 8, d: 20 * ms, bytes: 8, wantLong: false, wantEach: true},
 		{name: "then a normal one", observe: 8, d: time.Microsecond, bytes: 8, wantLong: false, wantEach: false},
 		{name: "zero bytes is its own class", bytes: 0, wantLong: false, wantEach: false},
-		{name: "the largest int", observe: int(^uint(0) >> 1), d: time.Second, bytes: int(^uint(0) >> 1), wantLong: true, wantEach: true},
+		{name: "the largest int", observe: int(^uint(0) >> 1), d: time.Second, bytes: int(^uint(0) >> 1), wantLong: false, wantEach: true},
+		{name: "the largest int, twice", observe: int(^uint(0) >> 1), d: time.Second, bytes: int(^uint(0) >> 1), wantLong: true, wantEach: true},
 	}
 	for _, s := range steps {
 		if s.observe != 0 {

@@ -495,12 +495,13 @@ type mpiBackend struct {
 // P retaken, and every return from MPI then sets sysmon polling every 20 µs
 // again, on the core the rank busy-polls on (~35 wake-ups per 40 ms call,
 // 4-5× the context switches of C; 64 MiB allreduce 5-10 % behind C). So a
-// call whose size class last took at least mpiLongCall runs on a C thread
-// (the worker) while the goroutine waits on a pipe through the netpoller:
-// its P is free and sysmon sleeps. The hand-over makes no cgo call (see
-// mpiWorker) and costs 10-20 µs, under 0.5 % of such a call, and a class
-// stays on the worker until its calls take under a quarter of the limit
-// (see callTimes: switching back and forth costs more).
+// call whose size class took at least mpiLongCall twice in a row runs on a
+// C thread (the worker) while the goroutine waits on a pipe through the
+// netpoller: its P is free and sysmon sleeps. The hand-over makes no cgo
+// call (see mpiWorker) and costs 10-20 µs, under 0.5 % of such a call, and
+// a class stays on the worker until a call takes under half the limit (see
+// callTimes: switching back and forth costs more, and calls of 1-5 ms are
+// faster on the caller's thread).
 //
 // The same hand-over cannot replace the yields: after each park, sysmon
 // (asleep while every P was idle) is woken by the next cgo call and polls
