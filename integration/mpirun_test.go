@@ -272,7 +272,7 @@ func TestMpirunColonArgument(t *testing.T) {
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 {
 		t.Fatalf("want exit 2, got %v: %s", err, out)
 	}
-	if !strings.Contains(string(out), `program argument 4 is ":"`) {
+	if !strings.Contains(string(out), `argument 1 of echo is ":"`) {
 		t.Errorf("message %q", out)
 	}
 }
