@@ -183,7 +183,12 @@ func Load(dir string) (*Set, error) {
 			return nil, fmt.Errorf("template directory %s: %w", dir, err)
 		}
 		if t.Tree != nil {
-			calls(t.Tree.Root, used)
+			visit(t.Tree.Root, func(n parse.Node) bool {
+				if c, ok := n.(*parse.TemplateNode); ok {
+					used[c.Name] = true
+				}
+				return true
+			})
 		}
 	}
 	for _, name := range extra {
@@ -211,18 +216,8 @@ func checkPrints(t *template.Template) error {
 		why  string
 		line string // the current line's text so far
 	)
-	var walk func(n parse.Node)
-	walk = func(n parse.Node) {
-		if bad != nil {
-			return
-		}
+	visit(t.Tree.Root, func(n parse.Node) bool {
 		switch n := n.(type) {
-		case *parse.ListNode:
-			if n != nil {
-				for _, c := range n.Nodes {
-					walk(c)
-				}
-			}
 		case *parse.TextNode:
 			text := string(n.Text)
 			if i := strings.LastIndexByte(text, '\n'); i >= 0 {
@@ -240,20 +235,11 @@ func checkPrints(t *template.Template) error {
 			case printer != "":
 				line += "x"
 			}
-		case *parse.IfNode:
-			walk(n.List)
-			walk(n.ElseList)
-		case *parse.RangeNode:
-			walk(n.List)
-			walk(n.ElseList)
-		case *parse.WithNode:
-			walk(n.List)
-			walk(n.ElseList)
 		case *parse.TemplateNode:
 			line += "x"
 		}
-	}
-	walk(t.Tree.Root)
+		return bad == nil
+	})
 	if bad == nil {
 		return nil
 	}
@@ -283,27 +269,37 @@ func printsThrough(p *parse.PipeNode) (printer string, ok bool) {
 	return "", false
 }
 
-// calls adds the names of the templates n includes to used.
-func calls(n parse.Node, used map[string]bool) {
+// visit calls f on n and the nodes under it in the template's text order,
+// both branches of an if, range or with one after the other, until f
+// returns false. It reports whether f never did.
+func visit(n parse.Node, f func(parse.Node) bool) bool {
+	if l, ok := n.(*parse.ListNode); ok && l == nil {
+		return true
+	}
+	if !f(n) {
+		return false
+	}
+	var lists []*parse.ListNode
 	switch n := n.(type) {
 	case *parse.ListNode:
-		if n != nil {
-			for _, c := range n.Nodes {
-				calls(c, used)
+		for _, c := range n.Nodes {
+			if !visit(c, f) {
+				return false
 			}
 		}
-	case *parse.TemplateNode:
-		used[n.Name] = true
 	case *parse.IfNode:
-		calls(n.List, used)
-		calls(n.ElseList, used)
+		lists = []*parse.ListNode{n.List, n.ElseList}
 	case *parse.RangeNode:
-		calls(n.List, used)
-		calls(n.ElseList, used)
+		lists = []*parse.ListNode{n.List, n.ElseList}
 	case *parse.WithNode:
-		calls(n.List, used)
-		calls(n.ElseList, used)
+		lists = []*parse.ListNode{n.List, n.ElseList}
 	}
+	for _, l := range lists {
+		if !visit(l, f) {
+			return false
+		}
+	}
+	return true
 }
 
 // Render executes the named template with data.
