@@ -120,16 +120,17 @@ done
 inprocess_table() {
 	"$PYTHON" -c '
 import json, sys
-print("#       size     C(us)    Go(us)  diff(us)  Go/C busbw [95% CI]       A/A [95% CI]        rounds  launches: Go/C")
+print("#       size     C(us)    Go(us)  diff(us)  Go/C busbw [95% CI]       A/A [95% CI]        rounds  launches: Go/C  on worker")
 for line in open(sys.argv[1]):
     r = json.loads(line)
     b, unit = r["bytes"], "B"
     for u in ("KiB", "MiB"):
         if b >= 1024 and b % 1024 == 0:
             b, unit = b // 1024, u
-    print("%9d %-3s %9.2f %9.2f %9.2f  %5.3f [%5.3f, %5.3f]  %5.3f [%5.3f, %5.3f]  %5d  %d: %5.3f-%5.3f" % (b, unit,
+    print("%9d %-3s %9.2f %9.2f %9.2f  %5.3f [%5.3f, %5.3f]  %5.3f [%5.3f, %5.3f]  %5d  %d: %5.3f-%5.3f  %5.1f %%" % (b, unit,
           r["c_us"], r["go_us"], r["go_us"] - r["c_us"], r["go_vs_c"], r["go_vs_c_lo"], r["go_vs_c_hi"], r["aa"], r["aa_lo"],
-          r["aa_hi"], r["rounds"], r["launches"], r["launch_min"], r["launch_max"]))
+          r["aa_hi"], r["rounds"], r["launches"], r["launch_min"], r["launch_max"],
+          100 * r["go_handoffs"] / max(r["go_calls"], 1)))
 ' "$1"
 }
 

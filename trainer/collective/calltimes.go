@@ -8,20 +8,24 @@ import (
 // callTimes remembers how long the last two timed calls of each size class
 // took (a class is the bytes rounded down to a power of two) and which
 // classes the MPI backend runs on its worker thread. A class goes there
-// when two calls in a row took at least the limit, and comes back when one
-// takes under half of it. One long call is not enough: the first call of a
-// size (first touch of its buffers) or a straggler's wait would otherwise
-// park a class of 1-5 ms calls on the worker for good, where it is slower
-// than on the caller's thread. Measured in one process (TestMPIOverhead,
-// Open MPI, 2 ranks, one size per launch, launches taking turns,
-// 2026-12-02), every call handed over against the caller's thread: 4 MiB
-// (1-2.8 ms calls) 0.94× C against 1.01× (medians of 6 launches each), 8
-// MiB (3.4-4.6 ms) 0.975× against 0.998× (5 each), but 16 MiB (7.5-9 ms)
-// 1.00× against 0.96× (5 each). The gap between the two limits keeps a class whose calls
+// when two calls in a row took at least the limit, and comes back when two
+// in a row took less. One long call is not enough: the first call of a size
+// (first touch of its buffers) or a straggler's wait would otherwise park a
+// class of 1-5 ms calls on the worker, where it is slower than on the
+// caller's thread. Measured in one process (TestMPIOverhead, Open MPI, 2
+// ranks, one size per launch, launches taking turns, 2026-12-02), every
+// call handed over against the caller's thread: 4 MiB (1-2.8 ms calls)
+// 0.94× C against 1.01× (medians of 6 launches each), 8 MiB (3.4-4.6 ms)
+// 0.975× against 0.998× (5 each), but 16 MiB (7-8.7 ms) 0.98-1.01× against
+// 0.93-0.94× (3 each). Two calls each way, not one, keep a class whose calls
 // take about the limit from switching back and forth, which costs more than
 // either side: each return to the caller's thread wakes sysmon from the
 // sleep it took while the goroutine was parked (8 MiB allreduces of 3-5 ms
-// with a quarter of them handed over ran at 0.88-0.94× C).
+// with a quarter of them handed over ran at 0.88-0.94× C). A class used to
+// come back only after a call under half the limit, which a class of 3-4 ms
+// calls never makes: two slow calls in a row stranded 8 MiB on the worker
+// for the rest of a launch (every one of 204 calls handed over, 0.970× C,
+// against 1.003× in the next launch with none).
 type callTimes struct {
 	took   [65]time.Duration
 	prev   [65]time.Duration // the timed call before took's
@@ -34,7 +38,12 @@ func sizeClass(bytes int) int { return bits.Len(uint(bytes)) }
 // given the limit, and remembers the answer.
 func (c *callTimes) long(bytes int, limit time.Duration) bool {
 	k := sizeClass(bytes)
-	c.worker[k] = c.took[k] >= limit && c.prev[k] >= limit || c.worker[k] && c.took[k] >= limit/2
+	switch took, prev := c.took[k], c.prev[k]; {
+	case took >= limit && prev >= limit:
+		c.worker[k] = true
+	case took < limit && prev < limit:
+		c.worker[k] = false
+	}
 	return c.worker[k]
 }
 

@@ -499,7 +499,7 @@ type mpiBackend struct {
 // C thread (the worker) while the goroutine waits on a pipe through the
 // netpoller: its P is free and sysmon sleeps. The hand-over makes no cgo
 // call (see mpiWorker) and costs 10-20 µs, under 0.5 % of such a call, and
-// a class stays on the worker until a call takes under half the limit (see
+// a class stays on the worker until two calls in a row take less (see
 // callTimes: switching back and forth costs more, and calls of 1-5 ms are
 // faster on the caller's thread).
 //

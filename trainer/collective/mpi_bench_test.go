@@ -230,6 +230,7 @@ func TestMPIOverhead(t *testing.T) {
 		var goVsC, aa, cTimes, goTimes []float64
 		spent := 0.0 // seconds, the slowest rank's: the same on every rank
 		resized := 0 // rounds dropped for short windows
+		goCalls, goHandoffs := 0, 0
 		for {
 			var w [3]time.Duration
 			for k := range w {
@@ -245,11 +246,15 @@ func TestMPIOverhead(t *testing.T) {
 				if _, err := loop(iters); err != nil {
 					t.Fatal(err)
 				}
+				h := handoffs()
 				d, err := loop(iters)
 				if err != nil {
 					t.Fatal(err)
 				}
 				w[k] = d
+				if k == 1 {
+					goCalls, goHandoffs = goCalls+iters, goHandoffs+handoffs()-h
+				}
 			}
 			v, err := slowest(w[:]...)
 			if err != nil {
@@ -288,7 +293,7 @@ func TestMPIOverhead(t *testing.T) {
 		}
 		if c.Rank() == 0 {
 			o := launchOverhead(b, n, MPIBuilt, iters, cTimes, goTimes, goVsC, aa)
-			o.Resized = resized
+			o.Resized, o.GoCalls, o.GoHandoffs = resized, goCalls, goHandoffs
 			line, err := json.Marshal(o)
 			if err != nil {
 				t.Fatal(err)
@@ -347,4 +352,11 @@ func envValue[T int | time.Duration](t *testing.T, name string, def T, parse fun
 		t.Fatalf("%s=%q: want %s", name, v, want)
 	}
 	return x
+}
+
+// handoffs is how many hand-overs to the worker thread this process made.
+func handoffs() int {
+	mpiState.Lock()
+	defer mpiState.Unlock()
+	return mpiState.handoffs
 }

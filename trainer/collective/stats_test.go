@@ -115,21 +115,24 @@ func TestBinomTail(t *testing.T) {
 // medians with their intervals and the rounds they come from, so that the
 // rounds of several launches can be pooled (poolOverhead).
 type overhead struct {
-	Bytes    int     `json:"bytes"`
-	Ranks    int     `json:"ranks"`
-	Library  string  `json:"library"`
-	Iters    int     `json:"iters"` // calls per window (the first launch's, pooled)
-	Rounds   int     `json:"rounds"`
-	Resized  int     `json:"resized"` // rounds dropped for windows under half the length
-	Launches int     `json:"launches"`
-	CUs      float64 `json:"c_us"` // medians of the rounds' µs per call
-	GoUs     float64 `json:"go_us"`
-	GoVsC    float64 `json:"go_vs_c"` // Go's busbw relative to C: median, 95 % interval
-	GoVsCLo  float64 `json:"go_vs_c_lo"`
-	GoVsCHi  float64 `json:"go_vs_c_hi"`
-	AA       float64 `json:"aa"` // the second C window relative to the first
-	AALo     float64 `json:"aa_lo"`
-	AAHi     float64 `json:"aa_hi"`
+	Bytes    int    `json:"bytes"`
+	Ranks    int    `json:"ranks"`
+	Library  string `json:"library"`
+	Iters    int    `json:"iters"` // calls per window (the first launch's, pooled)
+	Rounds   int    `json:"rounds"`
+	Resized  int    `json:"resized"` // rounds dropped for windows under half the length
+	Launches int    `json:"launches"`
+	// Timed Go calls, and how many of them ran on the worker thread.
+	GoCalls    int     `json:"go_calls"`
+	GoHandoffs int     `json:"go_handoffs"`
+	CUs        float64 `json:"c_us"` // medians of the rounds' µs per call
+	GoUs       float64 `json:"go_us"`
+	GoVsC      float64 `json:"go_vs_c"` // Go's busbw relative to C: median, 95 % interval
+	GoVsCLo    float64 `json:"go_vs_c_lo"`
+	GoVsCHi    float64 `json:"go_vs_c_hi"`
+	AA         float64 `json:"aa"` // the second C window relative to the first
+	AALo       float64 `json:"aa_lo"`
+	AAHi       float64 `json:"aa_hi"`
 	// The launches' own go_vs_c medians, lowest and highest.
 	LaunchMin float64 `json:"launch_min"`
 	LaunchMax float64 `json:"launch_max"`
@@ -185,6 +188,8 @@ func poolOverhead(launches []overhead) []overhead {
 		p := &out[i]
 		p.Launches++
 		p.Resized += o.Resized
+		p.GoCalls += o.GoCalls
+		p.GoHandoffs += o.GoHandoffs
 		p.LaunchMin, p.LaunchMax = min(p.LaunchMin, o.GoVsC), max(p.LaunchMax, o.GoVsC)
 		p.CUsRounds = append(p.CUsRounds, o.CUsRounds...)
 		p.GoUsRounds = append(p.GoUsRounds, o.GoUsRounds...)
