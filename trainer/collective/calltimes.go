@@ -9,23 +9,28 @@ import (
 // took (a class is the bytes rounded down to a power of two) and which
 // classes the MPI backend runs on its worker thread. A class goes there
 // when two calls in a row took at least the limit, and comes back when two
-// in a row took less. One long call is not enough: the first call of a size
-// (first touch of its buffers) or a straggler's wait would otherwise park a
-// class of 1-5 ms calls on the worker, where it is slower than on the
-// caller's thread. Measured in one process (TestMPIOverhead, Open MPI, 2
-// ranks, one size per launch, launches taking turns, 2026-12-02), every
-// call handed over against the caller's thread: 4 MiB (1-2.8 ms calls)
-// 0.94× C against 1.01× (medians of 6 launches each), 8 MiB (3.4-4.6 ms)
-// 0.975× against 0.998× (5 each), but 16 MiB (7-8.7 ms) 0.98-1.01× against
-// 0.93-0.94× (3 each). Two calls each way, not one, keep a class whose calls
-// take about the limit from switching back and forth, which costs more than
+// in a row took under four fifths of it. One long call is not enough: the
+// first call of a size (first touch of its buffers) or a straggler's wait
+// would otherwise park a class of 1-5 ms calls on the worker, where it is
+// slower than on the caller's thread. Measured in one process
+// (TestMPIOverhead, Open MPI, 2 ranks, one size per launch, launches taking
+// turns, 2026-12-02), every call handed over against the caller's thread:
+// 4 MiB (1-2.8 ms calls) 0.94× C against 1.01× (medians of 6 launches
+// each), 8 MiB (3.4-4.6 ms) 0.975× against 0.998× (5 each), but 16 MiB (7-9
+// ms) 0.98-1.01× against 0.93-0.94× (3 each).
+//
+// The two limits and the two calls each way keep a class whose calls take
+// about the limit from switching back and forth, which costs more than
 // either side: each return to the caller's thread wakes sysmon from the
-// sleep it took while the goroutine was parked (8 MiB allreduces of 3-5 ms
-// with a quarter of them handed over ran at 0.88-0.94× C). A class used to
-// come back only after a call under half the limit, which a class of 3-4 ms
-// calls never makes: two slow calls in a row stranded 8 MiB on the worker
-// for the rest of a launch (every one of 204 calls handed over, 0.970× C,
-// against 1.003× in the next launch with none).
+// sleep it took while the goroutine was parked. With one limit for both
+// ways, MPICH's 8 MiB allreduces (4.6-4.9 ms) ran 30 % of their calls on
+// the worker and measured 0.944× C over five launches (make bench), where
+// they had measured 0.98-0.99× in four runs with the limits apart. Those
+// had been apart too far, though: a class came back only after a call
+// under half the limit, which Open MPI's 8 MiB calls (3-4.6 ms) never make,
+// so two slow calls in a row kept them on the worker for the rest of a
+// launch (every one of 204 calls, 0.970× C, against 1.003× in the next
+// launch with none).
 type callTimes struct {
 	took   [65]time.Duration
 	prev   [65]time.Duration // the timed call before took's
@@ -38,10 +43,11 @@ func sizeClass(bytes int) int { return bits.Len(uint(bytes)) }
 // given the limit, and remembers the answer.
 func (c *callTimes) long(bytes int, limit time.Duration) bool {
 	k := sizeClass(bytes)
+	back := limit * 4 / 5
 	switch took, prev := c.took[k], c.prev[k]; {
 	case took >= limit && prev >= limit:
 		c.worker[k] = true
-	case took < limit && prev < limit:
+	case took < back && prev < back:
 		c.worker[k] = false
 	}
 	return c.worker[k]
