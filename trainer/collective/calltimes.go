@@ -5,37 +5,44 @@ import (
 	"time"
 )
 
-// callTimes remembers how long the last two timed calls of each size class
+// callTimes remembers how long the last timed calls of each size class
 // took (a class is the bytes rounded down to a power of two) and which
 // classes the MPI backend runs on its worker thread. A class goes there
-// when two calls in a row took at least the limit, and comes back when two
-// in a row took under four fifths of it. One long call is not enough: the
-// first call of a size (first touch of its buffers) or a straggler's wait
-// would otherwise park a class of 1-5 ms calls on the worker, where it is
-// slower than on the caller's thread. Measured in one process
+// when callQuorum of its last callWindow timed calls took at least the
+// limit, and comes back when as many took under four fifths of it; in
+// between it stays where it is. Calls of 1-5 ms are faster on the caller's
+// thread, longer ones on the worker. Measured in one process
 // (TestMPIOverhead, Open MPI, 2 ranks, one size per launch, launches taking
 // turns, 2026-12-02), every call handed over against the caller's thread:
 // 4 MiB (1-2.8 ms calls) 0.94× C against 1.01× (medians of 6 launches
 // each), 8 MiB (3.4-4.6 ms) 0.975× against 0.998× (5 each), but 16 MiB (7-9
 // ms) 0.98-1.01× against 0.93-0.94× (3 each).
 //
-// The two limits and the two calls each way keep a class whose calls take
-// about the limit from switching back and forth, which costs more than
-// either side: each return to the caller's thread wakes sysmon from the
-// sleep it took while the goroutine was parked. With one limit for both
-// ways, MPICH's 8 MiB allreduces (4.6-4.9 ms) ran 30 % of their calls on
-// the worker and measured 0.944× C over five launches (make bench), where
-// they had measured 0.98-0.99× in four runs with the limits apart. Those
-// had been apart too far, though: a class came back only after a call
-// under half the limit, which Open MPI's 8 MiB calls (3-4.6 ms) never make,
-// so two slow calls in a row kept them on the worker for the rest of a
-// launch (every one of 204 calls, 0.970× C, against 1.003× in the next
-// launch with none).
+// What costs most is a class switching back and forth: each return to the
+// caller's thread wakes sysmon from the sleep it took while the goroutine
+// was parked. 8 MiB, whose calls take 3-5 ms here, is the class near the
+// limit, and every rule that looked at one or two calls failed it in make
+// bench (five pooled launches each): entering after one long call and
+// leaving under half the limit stranded it on the worker for the rest of a
+// launch (all 204 calls, 0.970× C, against 1.003× in a launch with none);
+// two calls in a row at 5 ms both ways had MPICH's 8 MiB run 30 % of its
+// calls on the worker (0.944×); two in a row at 5 and 4 ms had Open MPI's
+// run 21 % there (0.965×). With a limit of 5 ms even six of eight moved
+// Open MPI's 8 MiB class now and then (26 and 50 of 130 calls in two of
+// three launches), hence 6 ms (mpiLongCall). A majority of several calls moves a class only
+// when its calls have changed, not on a straggler or a few slow calls, and
+// a size's first calls (first touch of its buffers) do not count for more.
 type callTimes struct {
-	took   [65]time.Duration
-	prev   [65]time.Duration // the timed call before took's
+	last   [65][callWindow]time.Duration // the class's last timed calls, a ring
+	next   [65]uint8                     // where the next one goes
+	took   [65]time.Duration             // the most recent one
 	worker [65]bool
 }
+
+const (
+	callWindow = 8
+	callQuorum = 6
+)
 
 func sizeClass(bytes int) int { return bits.Len(uint(bytes)) }
 
@@ -44,10 +51,19 @@ func sizeClass(bytes int) int { return bits.Len(uint(bytes)) }
 func (c *callTimes) long(bytes int, limit time.Duration) bool {
 	k := sizeClass(bytes)
 	back := limit * 4 / 5
-	switch took, prev := c.took[k], c.prev[k]; {
-	case took >= limit && prev >= limit:
+	longCalls, shortCalls := 0, 0
+	for _, d := range c.last[k] {
+		switch {
+		case d >= limit:
+			longCalls++
+		case d < back:
+			shortCalls++
+		}
+	}
+	switch {
+	case longCalls >= callQuorum:
 		c.worker[k] = true
-	case took < back && prev < back:
+	case shortCalls >= callQuorum:
 		c.worker[k] = false
 	}
 	return c.worker[k]
@@ -65,7 +81,9 @@ func (c *callTimes) timeEach(bytes int, limit time.Duration) bool {
 // observe records that a call of bytes took d.
 func (c *callTimes) observe(bytes int, d time.Duration) {
 	k := sizeClass(bytes)
-	c.prev[k], c.took[k] = c.took[k], d
+	c.last[k][c.next[k]] = d
+	c.next[k] = (c.next[k] + 1) % callWindow
+	c.took[k] = d
 }
 
 // mpiYieldBudget: how long the MPI backend lets a goroutine go without

@@ -11,43 +11,46 @@ func TestCallTimes(t *testing.T) {
 	var c callTimes
 	steps := []struct {
 		name     string
-		observe  int // bytes of a call that took d (0: none)
+		observe  int // bytes of calls that took d (0: none)
 		d        time.Duration
+		n        int // how many such calls (0: one)
 		bytes    int
 		wantLong bool
 		wantEach bool // every call of the class timed
 	}{
 		{name: "nothing seen yet", bytes: 64 << 20, wantLong: false, wantEach: false},
 		{name: "one long call: not yet", observe: 64 << 20, d: 40 * ms, bytes: 64 << 20, wantLong: false, wantEach: true},
-		{name: "two in a row: the worker", observe: 64 << 20, d: 40 * ms, bytes: 64 << 20, wantLong: true, wantEach: true},
+		{name: "five: not yet", observe: 64 << 20, d: 40 * ms, n: 4, bytes: 64 << 20, wantLong: false, wantEach: true},
+		{name: "six of eight: the worker", observe: 64 << 20, d: 40 * ms, bytes: 64 << 20, wantLong: true, wantEach: true},
 		{name: "same class, smaller", bytes: 64<<20 + 1<<20, wantLong: true, wantEach: true},
 		{name: "next class down", bytes: 32 << 20, wantLong: false, wantEach: false},
 		{name: "next class up", bytes: 128 << 20, wantLong: false, wantEach: false},
-		{name: "a first call's page faults", observe: 4 << 20, d: 12 * ms, bytes: 4 << 20, wantLong: false, wantEach: true},
-		{name: "then its usual 2.5 ms: stays", observe: 4 << 20, d: 2500 * time.Microsecond, bytes: 4 << 20, wantLong: false, wantEach: true},
-		{name: "a straggler between two usual calls", observe: 4 << 20, d: 20 * ms, bytes: 4 << 20, wantLong: false, wantEach: true},
-		{name: "and the usual call after it", observe: 4 << 20, d: 2500 * time.Microsecond, bytes: 4 << 20, wantLong: false, wantEach: true},
-		{name: "exactly the limit twice is long", observe: 16 << 20, d: limit, bytes: 16 << 20, wantLong: false, wantEach: true},
-		{name: "(the second)", observe: 16 << 20, d: limit, bytes: 16 << 20, wantLong: true, wantEach: true},
-		{name: "on the worker, calls just under the limit stay", observe: 64 << 20, d: limit - 1, bytes: 64 << 20, wantLong: true, wantEach: true},
-		{name: "(the second)", observe: 64 << 20, d: limit - 1, bytes: 64 << 20, wantLong: true, wantEach: true},
-		{name: "one under four fifths: still there", observe: 64 << 20, d: limit*4/5 - 1, bytes: 64 << 20, wantLong: true, wantEach: true},
-		{name: "two in a row bring it back", observe: 64 << 20, d: limit*4/5 - 1, bytes: 64 << 20, wantLong: false, wantEach: true},
-		{name: "back on the caller's thread, a long call alone does not return it", observe: 64 << 20, d: limit, bytes: 64 << 20, wantLong: false, wantEach: true},
+		{name: "on the worker, calls just under the limit stay", observe: 64 << 20, d: limit - 1, n: 8, bytes: 64 << 20, wantLong: true, wantEach: true},
+		{name: "five under four fifths: still there", observe: 64 << 20, d: limit*4/5 - 1, n: 5, bytes: 64 << 20, wantLong: true, wantEach: true},
+		{name: "six bring it back", observe: 64 << 20, d: limit*4/5 - 1, bytes: 64 << 20, wantLong: false, wantEach: true},
+		{name: "back on the caller's thread, two long calls do not return it", observe: 64 << 20, d: limit, n: 2, bytes: 64 << 20, wantLong: false, wantEach: true},
 		{name: "under a quarter: no longer timed each time", observe: 64 << 20, d: limit/4 - 1, bytes: 64 << 20, wantLong: false, wantEach: false},
-		{name: "3.5 ms calls, then two slow ones", observe: 8 << 20, d: 6 * ms, bytes: 8 << 20, wantLong: false, wantEach: true},
-		{name: "(the second) send them to the worker", observe: 8 << 20, d: 6 * ms, bytes: 8 << 20, wantLong: true, wantEach: true},
-		{name: "one usual call: still there", observe: 8 << 20, d: 3500 * time.Microsecond, bytes: 8 << 20, wantLong: true, wantEach: true},
-		{name: "two: back on the caller's thread", observe: 8 << 20, d: 3500 * time.Microsecond, bytes: 8 << 20, wantLong: false, wantEach: true},
+		{name: "a first call's page faults", observe: 4 << 20, d: 12 * ms, bytes: 4 << 20, wantLong: false, wantEach: true},
+		{name: "stragglers among 2.5 ms calls", observe: 4 << 20, d: 2500 * time.Microsecond, n: 3, bytes: 4 << 20, wantLong: false, wantEach: true},
+		{name: "(two in a row)", observe: 4 << 20, d: 20 * ms, n: 2, bytes: 4 << 20, wantLong: false, wantEach: true},
+		{name: "(and the usual call after them)", observe: 4 << 20, d: 2500 * time.Microsecond, bytes: 4 << 20, wantLong: false, wantEach: true},
+		{name: "3.8 ms calls with a slow phase", observe: 8 << 20, d: 3800 * time.Microsecond, n: 8, bytes: 8 << 20, wantLong: false, wantEach: true},
+		{name: "(five slow calls of eight)", observe: 8 << 20, d: 6 * ms, n: 5, bytes: 8 << 20, wantLong: false, wantEach: true},
+		{name: "(the usual again)", observe: 8 << 20, d: 3800 * time.Microsecond, n: 8, bytes: 8 << 20, wantLong: false, wantEach: true},
+		{name: "calls of 4-5 ms move nothing", observe: 8 << 20, d: 4500 * time.Microsecond, n: 8, bytes: 8 << 20, wantLong: false, wantEach: true},
+		{name: "exactly the limit is long", observe: 16 << 20, d: limit, n: 6, bytes: 16 << 20, wantLong: true, wantEach: true},
+		{name: "and 4-5 ms calls keep it there", observe: 16 << 20, d: 4500 * time.Microsecond, n: 8, bytes: 16 << 20, wantLong: true, wantEach: true},
 		{name: "a straggler at 8 bytes", observe: 8, d: 20 * ms, bytes: 8, wantLong: false, wantEach: true},
 		{name: "then a normal one", observe: 8, d: time.Microsecond, bytes: 8, wantLong: false, wantEach: false},
 		{name: "zero bytes is its own class", bytes: 0, wantLong: false, wantEach: false},
-		{name: "the largest int", observe: int(^uint(0) >> 1), d: time.Second, bytes: int(^uint(0) >> 1), wantLong: false, wantEach: true},
-		{name: "the largest int, twice", observe: int(^uint(0) >> 1), d: time.Second, bytes: int(^uint(0) >> 1), wantLong: true, wantEach: true},
+		{name: "the largest int", observe: int(^uint(0) >> 1), d: time.Second, n: 5, bytes: int(^uint(0) >> 1), wantLong: false, wantEach: true},
+		{name: "the largest int, six times", observe: int(^uint(0) >> 1), d: time.Second, bytes: int(^uint(0) >> 1), wantLong: true, wantEach: true},
 	}
 	for _, s := range steps {
-		if s.observe != 0 {
-			c.observe(s.observe, s.d)
+		for range max(s.n, 1) {
+			if s.observe != 0 {
+				c.observe(s.observe, s.d)
+			}
 		}
 		if got := c.timeEach(s.bytes, limit); got != s.wantEach {
 			t.Errorf("%s: timeEach(%d) = %v, want %v", s.name, s.bytes, got, s.wantEach)

@@ -495,13 +495,13 @@ type mpiBackend struct {
 // P retaken, and every return from MPI then sets sysmon polling every 20 µs
 // again, on the core the rank busy-polls on (~35 wake-ups per 40 ms call,
 // 4-5× the context switches of C; 64 MiB allreduce 5-10 % behind C). So a
-// call whose size class took at least mpiLongCall twice in a row runs on a
-// C thread (the worker) while the goroutine waits on a pipe through the
-// netpoller: its P is free and sysmon sleeps. The hand-over makes no cgo
-// call (see mpiWorker) and costs 10-20 µs, under 0.5 % of such a call, and
-// a class stays on the worker until two calls in a row take less (see
-// callTimes: switching back and forth costs more, and calls of 1-5 ms are
-// faster on the caller's thread).
+// call whose size class took at least mpiLongCall in most of its recent
+// calls runs on a C thread (the worker) while the goroutine waits on a pipe
+// through the netpoller: its P is free and sysmon sleeps. The hand-over
+// makes no cgo call (see mpiWorker) and costs 10-20 µs, under 0.5 % of such
+// a call, and a class stays on the worker until most of its calls are
+// quicker again (see callTimes: switching back and forth costs more, and
+// calls of 1-5 ms are faster on the caller's thread).
 //
 // The same hand-over cannot replace the yields: after each park, sysmon
 // (asleep while every P was idle) is woken by the next cgo call and polls
@@ -509,7 +509,8 @@ type mpiBackend struct {
 // made 3.3× the sysmon sleeps and left Go at 0.79-0.84× C at 64 and 128
 // KiB (TestMPIOverhead).
 
-// mpiLongCall: half of sysmon's limit. Tests set 0 to send every call to
+// mpiLongCall: over half of sysmon's limit, above the 3-5 ms of the calls
+// that are faster on the caller's thread (see callTimes). Tests set 0 to send every call to
 // the worker. Calls under mpiHandoffMin bytes are quick unless they wait for
 // a straggler, and always stay on the caller's thread, never timed. Larger
 // ones are timed (the clock read before and after) when clockSkip picks
@@ -520,7 +521,7 @@ type mpiBackend struct {
 // process (TestMPIOverhead, alternating launches), more than the ~60 ns of
 // the two reads alone.
 var (
-	mpiLongCall   = 5 * time.Millisecond
+	mpiLongCall   = 6 * time.Millisecond
 	mpiHandoffMin = 64 << 10
 )
 
