@@ -27,11 +27,12 @@ import (
 // launch (all 204 calls, 0.970× C, against 1.003× in a launch with none);
 // two calls in a row at 5 ms both ways had MPICH's 8 MiB run 30 % of its
 // calls on the worker (0.944×); two in a row at 5 and 4 ms had Open MPI's
-// run 21 % there (0.965×). With a limit of 5 ms even six of eight moved
-// Open MPI's 8 MiB class now and then (26 and 50 of 130 calls in two of
-// three launches), hence 6 ms (mpiLongCall). A majority of several calls moves a class only
+// run 21 % there (0.965×). A majority of several calls moves a class only
 // when its calls have changed, not on a straggler or a few slow calls, and
 // a size's first calls (first touch of its buffers) do not count for more.
+// With a limit of 5 ms even six of eight moved Open MPI's 8 MiB class now
+// and then (26 and 50 of 130 calls in two of three launches), hence 6 ms
+// (mpiLongCall).
 type callTimes struct {
 	last   [65][callWindow]time.Duration // the class's last timed calls, a ring
 	next   [65]uint8                     // where the next one goes
