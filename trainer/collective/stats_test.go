@@ -269,6 +269,8 @@ func TestPoolOverhead(t *testing.T) {
 		launch("mpich", 65536, 0.5),
 	}
 	launches[1].Resized, launches[3].Resized = 2, 1
+	launches[1].GoCalls, launches[1].GoHandoffs = 30, 0
+	launches[3].GoCalls, launches[3].GoHandoffs = 40, 12
 	got := poolOverhead(launches)
 	type row struct {
 		Lib                   string
@@ -287,9 +289,11 @@ func TestPoolOverhead(t *testing.T) {
 	if diff := cmp.Diff(want, rows); diff != "" {
 		t.Errorf("pooled (-want +got):\n%s", diff)
 	}
-	if g := got[1]; len(g.GoVsCRounds) != 7 || g.GoVsCRounds[3] != 0.99 || g.GoUs != 10/0.98 || g.Resized != 3 {
-		t.Errorf("64 KiB pooled rounds %v, Go µs %v, %d resized: want the launches' 7 rounds in order, median 10/0.98, 3 resized",
-			g.GoVsCRounds, g.GoUs, g.Resized)
+	if g := got[1]; len(g.GoVsCRounds) != 7 || g.GoVsCRounds[3] != 0.99 || g.GoUs != 10/0.98 || g.Resized != 3 ||
+		g.GoCalls != 70 || g.GoHandoffs != 12 {
+		t.Errorf("64 KiB pooled rounds %v, Go µs %v, %d resized, %d of %d calls on the worker: "+
+			"want the launches' 7 rounds in order, median 10/0.98, 3 resized, 12 of 70",
+			g.GoVsCRounds, g.GoUs, g.Resized, g.GoHandoffs, g.GoCalls)
 	}
 }
 
