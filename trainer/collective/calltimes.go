@@ -36,7 +36,6 @@ import (
 type callTimes struct {
 	last   [65][callWindow]time.Duration // the class's last timed calls, a ring
 	next   [65]uint8                     // where the next one goes
-	took   [65]time.Duration             // the most recent one
 	worker [65]bool
 }
 
@@ -76,7 +75,8 @@ func (c *callTimes) long(bytes int, limit time.Duration) bool {
 // when they read the clock anyway (clockSkip), so a class whose calls turn
 // long (a straggler) is seen within a few calls.
 func (c *callTimes) timeEach(bytes int, limit time.Duration) bool {
-	return c.took[sizeClass(bytes)] >= limit/4
+	k := sizeClass(bytes)
+	return c.last[k][(c.next[k]+callWindow-1)%callWindow] >= limit/4
 }
 
 // observe records that a call of bytes took d.
@@ -84,7 +84,6 @@ func (c *callTimes) observe(bytes int, d time.Duration) {
 	k := sizeClass(bytes)
 	c.last[k][c.next[k]] = d
 	c.next[k] = (c.next[k] + 1) % callWindow
-	c.took[k] = d
 }
 
 // mpiYieldBudget: how long the MPI backend lets a goroutine go without

@@ -510,8 +510,8 @@ type mpiBackend struct {
 // KiB (TestMPIOverhead).
 
 // mpiLongCall: over half of sysmon's limit, above the 3-5 ms of the calls
-// that are faster on the caller's thread (see callTimes). Tests set 0 to send every call to
-// the worker. Calls under mpiHandoffMin bytes are quick unless they wait for
+// that are faster on the caller's thread (see callTimes). Tests set 0 to
+// send every call to the worker. Calls under mpiHandoffMin bytes are quick unless they wait for
 // a straggler, and always stay on the caller's thread, never timed. Larger
 // ones are timed (the clock read before and after) when clockSkip picks
 // them to read it, and every time while their class's calls take a quarter
