@@ -353,10 +353,3 @@ func envValue[T int | time.Duration](t *testing.T, name string, def T, parse fun
 	}
 	return x
 }
-
-// handoffs is how many hand-overs to the worker thread this process made.
-func handoffs() int {
-	mpiState.Lock()
-	defer mpiState.Unlock()
-	return mpiState.handoffs
-}

@@ -525,19 +525,19 @@ func testMPIWorker(t *testing.T, c *Comm, m *mpiBackend) {
 	}
 	defer func(limit time.Duration, min int) { mpiLongCall, mpiHandoffMin = limit, min }(mpiLongCall, mpiHandoffMin)
 	mpiLongCall, mpiHandoffMin = time.Hour, 0
-	before := mpiState.handoffs
+	before := handoffs()
 	testMPIOps(t, c)
-	if n := mpiState.handoffs - before; n != 0 {
+	if n := handoffs() - before; n != 0 {
 		t.Errorf("%d quick calls went to the worker, want none", n)
 	}
 
 	mpiLongCall = 0
-	before = mpiState.handoffs
+	before = handoffs()
 	x := []float32{float32(c.Rank() + 1), 1}
 	if err := Allreduce(c, x, x, Sum); err != nil || x[0] != float32(c.Size()*(c.Size()+1)/2) || x[1] != float32(c.Size()) {
 		t.Errorf("allreduce on the worker: %v, %v", x, err)
 	}
-	if n := mpiState.handoffs - before; n != 1 {
+	if n := handoffs() - before; n != 1 {
 		t.Fatalf("one allreduce with mpiLongCall 0: %d handoffs, want 1", n) // every rank alike
 	}
 	t.Run("ops", func(t *testing.T) { testMPIOps(t, c) })
@@ -545,10 +545,10 @@ func testMPIWorker(t *testing.T, c *Comm, m *mpiBackend) {
 	t.Run("chunking", func(t *testing.T) { testMPIChunking(t, c, m) })
 	t.Run("goroutines", func(t *testing.T) { testMPIGoroutines(t, c) })
 	t.Run("garbage collection", func(t *testing.T) { testMPIWorkerGC(t, c) })
-	if n := mpiState.handoffs - before; n < 400 {
+	if n := handoffs() - before; n < 400 {
 		t.Errorf("%d handoffs, want every call (400 from the goroutines alone)", n)
 	}
-	t.Logf("%d calls on the worker thread", mpiState.handoffs-before)
+	t.Logf("%d calls on the worker thread", handoffs()-before)
 
 	// cLoop, TestMPIOverhead's reference, makes its call iters times on the
 	// worker: an in-place sum of ones three times over is size³ everywhere.
@@ -560,12 +560,12 @@ func testMPIWorker(t *testing.T, c *Comm, m *mpiBackend) {
 
 	// Off: the same forced limit changes nothing.
 	m.handoff = false
-	before = mpiState.handoffs
+	before = handoffs()
 	if err := Allreduce(c, x, x, Sum); err != nil {
 		t.Error(err)
 	}
 	m.handoff = true
-	if n := mpiState.handoffs - before; n != 0 {
+	if n := handoffs() - before; n != 0 {
 		t.Errorf("with handoff off: %d handoffs", n)
 	}
 }
@@ -640,4 +640,11 @@ func TestMPIAbortLikeC(t *testing.T) {
 			t.Errorf("child's stderr has Go's crash report (%q):\n%s", goDump, out)
 		}
 	}
+}
+
+// handoffs is how many hand-overs to the worker thread this process made.
+func handoffs() int {
+	mpiState.Lock()
+	defer mpiState.Unlock()
+	return mpiState.handoffs
 }
