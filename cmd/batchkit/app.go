@@ -31,9 +31,10 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 		Description: "batchkit reads the rank and topology of a process from Slurm, every MPI launcher or torchrun,\n" +
 			"exports the torchrun contract (RANK, WORLD_SIZE, MASTER_ADDR ...) to any program, and expands\n" +
 			"Slurm host lists.",
-		Writer:               stdout,
-		ErrWriter:            stderr,
-		EnableBashCompletion: true,
+		Writer:    stdout,
+		ErrWriter: stderr,
+		// Completion is answered by Main (complete.go), never by urfave/cli,
+		// which runs the action when the words hold a "--".
 		// Errors are mapped to exit codes in one place, Main; never let
 		// urfave/cli call os.Exit on its own.
 		ExitErrHandler: func(*cli.Context, error) {},
@@ -96,6 +97,12 @@ func oneLineUsageErrors(cmds []*cli.Command) {
 func Main(args []string, stdout, stderr io.Writer) int {
 	app := newApp(stdout, stderr)
 	oneLineUsageErrors(app.Commands)
+	if words, ok := completionRequest(args); ok {
+		for _, c := range completions(app, words) {
+			fmt.Fprintln(stdout, c)
+		}
+		return exitOK
+	}
 	err := app.Run(args)
 	code := exitCode(err)
 	if err != nil && code != exitOK {

@@ -6,39 +6,42 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-// Completion scripts ask the binary itself (urfave/cli's
-// --generate-bash-completion), so they never go stale.
+// The completion scripts ask the binary itself, so they never go stale: the
+// words up to the cursor, the current one last (even when empty), then
+// completionFlag. Main answers without running anything (complete.go). An
+// empty answer means file names: after "--", in a flag's value, in the
+// command's arguments.
 const bashCompletion = `_batchkit_complete() {
-  local cur opts
-  COMPREPLY=()
-  cur="${COMP_WORDS[COMP_CWORD]}"
-  if [[ "$cur" == "-"* ]]; then
-    opts=$("${COMP_WORDS[@]:0:$COMP_CWORD}" "$cur" --generate-bash-completion 2>/dev/null)
+  local cur=${COMP_WORDS[COMP_CWORD]} out
+  out=$("${COMP_WORDS[0]}" "${COMP_WORDS[@]:1:COMP_CWORD}" --generate-bash-completion 2>/dev/null </dev/null)
+  if [[ -n $out ]]; then
+    mapfile -t COMPREPLY <<<"$out"
   else
-    opts=$("${COMP_WORDS[@]:0:$COMP_CWORD}" --generate-bash-completion 2>/dev/null)
+    compopt -o filenames 2>/dev/null
+    mapfile -t COMPREPLY < <(compgen -f -- "$cur")
   fi
-  COMPREPLY=($(compgen -W "${opts}" -- "${cur}"))
   return 0
 }
-complete -o bashdefault -o default -F _batchkit_complete batchkit
+complete -F _batchkit_complete batchkit
 `
 
 const zshCompletion = `#compdef batchkit
 _batchkit() {
+  local out
   local -a opts
-  local cur=${words[-1]}
-  if [[ "$cur" == "-"* ]]; then
-    opts=("${(@f)$(${words[@]:0:#words[@]-1} ${cur} --generate-bash-completion)}")
-  else
-    opts=("${(@f)$(${words[@]:0:#words[@]-1} --generate-bash-completion)}")
-  fi
-  if [[ "${opts[1]}" != "" ]]; then
-    _describe 'values' opts
+  out=$("${words[1]}" "${(@)words[2,CURRENT]}" --generate-bash-completion 2>/dev/null </dev/null)
+  if [[ -n $out ]]; then
+    opts=("${(@f)out}")
+    compadd -- "${opts[@]}"
   else
     _files
   fi
 }
-compdef _batchkit batchkit
+if [[ $funcstack[1] == _batchkit ]]; then
+  _batchkit "$@"
+else
+  compdef _batchkit batchkit
+fi
 `
 
 func completionCommand() *cli.Command {
