@@ -30,6 +30,11 @@ func TestWriteRefusesNotRegular(t *testing.T) {
 	if err := syscall.Mkfifo(fifoPNG, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	results := filepath.Join(dir, "r.jsonl") // plottable: one result
+	line := `{"op":"allreduce","backend":"tcp","dtype":"float32","ranks":2,"bytes":8,"count":2,"iters":10,"warmup":1,"avg_us":20.5,"min_us":20.1,"max_us":20.9,"algbw_gbs":0.00039,"busbw_gbs":0.00039}`
+	if err := os.WriteFile(results, []byte(line+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name, path string
 		needsDev   bool
@@ -41,7 +46,7 @@ func TestWriteRefusesNotRegular(t *testing.T) {
 		{"FIFO, --force", fifo, false, sbatchWrite(fifo, "--force"), "a FIFO", fs.ModeNamedPipe},
 		{"device, --force", dev, true, sbatchWrite(dev, "--force"), "a character device", fs.ModeDevice | fs.ModeCharDevice},
 		{"link to a device, --force", toDev, true, sbatchWrite(toDev, "--force"), "a symbolic link to a character device", fs.ModeSymlink},
-		{"bench --plot FIFO --force", fifoPNG, false, []string{"bench", "--force", "--plot", fifoPNG, filepath.Join(dir, "r.jsonl")},
+		{"bench --plot FIFO --force", fifoPNG, false, []string{"bench", "--force", "--plot", fifoPNG, results},
 			"a FIFO", fs.ModeNamedPipe},
 	}
 	for _, tt := range tests {

@@ -41,7 +41,7 @@ type OwnerError struct {
 }
 
 func (e *OwnerError) Error() string {
-	return fmt.Sprintf("%s: owned by uid %d gid %d, which a replacement could not keep: %v", e.Path, e.UID, e.GID, e.Err)
+	return fmt.Sprintf("%s: owned by uid %d gid %d; not replaced, as the new file could not keep that owner (%v)", e.Path, e.UID, e.GID, e.Err)
 }
 
 func (e *OwnerError) Unwrap() error { return e.Err }
