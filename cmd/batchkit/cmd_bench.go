@@ -14,6 +14,7 @@ import (
 
 	"github.com/batchkit/batchkit/detect"
 	"github.com/batchkit/batchkit/internal/closed"
+	"github.com/batchkit/batchkit/internal/outfile"
 	"github.com/batchkit/batchkit/topology"
 	"github.com/batchkit/batchkit/trainer/bench"
 	"github.com/batchkit/batchkit/trainer/collective"
@@ -62,8 +63,8 @@ Examples:
 			&cli.StringFlag{Name: "format", Aliases: []string{"f"}, Value: string(bench.Text), Usage: "text or json"},
 			&cli.DurationFlag{Name: "timeout", Value: collective.DefaultTimeout, Usage: "how long a collective waits for a silent peer (tcp)"},
 			&cli.DurationFlag{Name: "rendezvous-timeout", Value: collective.DefaultRendezvousTimeout, Usage: "how long the ranks wait for each other at start-up (tcp)"},
-			&cli.StringFlag{Name: "plot", Usage: "also write bus bandwidth against size to `FILE` (.png, .svg or .pdf; an existing file is refused without --force)"},
-			&cli.BoolFlag{Name: "force", Usage: "let --plot replace an existing file"},
+			&cli.StringFlag{Name: "plot", Usage: "also write bus bandwidth against size to `FILE` (.png, .svg or .pdf; a regular file or a link to one; an existing file is refused without --force)"},
+			&cli.BoolFlag{Name: "force", Usage: "let --plot replace an existing file (its mode and owner are kept)"},
 			&cli.StringFlag{Name: "baseline", Usage: "compare with the results in `FILE`, size by size (same op, dtype and ranks)"},
 			&cli.BoolFlag{Name: "best", Usage: "with result files holding several runs of the same series: keep each size's fastest (best of N)"},
 			&cli.StringFlag{Name: "label", Usage: "name of this run in the JSON results and plot legends (default: the backend)"},
@@ -230,15 +231,16 @@ func benchOptions(c *cli.Context, format bench.Format) (bench.Options, collectiv
 
 // checkPlotPath refuses, before any run, a plot that could not be written or
 // would replace a file without force (never one of the inputs: that would
-// lose the results it draws).
+// lose the results it draws), or what is not a regular file (outfile.Check).
 func checkPlotPath(path string, inputs []string, force bool) error {
 	if _, err := bench.PlotFormat(path); err != nil {
 		return usagef("invalid --plot %v", err)
 	}
+	var nre *outfile.NotRegularError
+	if err := outfile.Check(path); errors.As(err, &nre) {
+		return usagef("invalid --plot %q: is %s, not a regular file", path, nre.Kind)
+	}
 	if fi, err := os.Stat(path); err == nil {
-		if fi.IsDir() {
-			return usagef("invalid --plot %q: is a directory", path)
-		}
 		for _, in := range inputs {
 			if ii, err := os.Stat(in); err == nil && os.SameFile(fi, ii) {
 				return usagef("invalid --plot %q: it is the result file %s, which the plot would replace", path, in)
@@ -256,6 +258,17 @@ func checkPlotPath(path string, inputs []string, force bool) error {
 		return usagef("invalid --plot %q: cannot write in %s: %v", path, dir, err)
 	}
 	return nil
+}
+
+// refused is outfile's refusal of a destination, which is the user's to
+// fix (exit 2) even after a run: checkPlotPath saw the path before the run,
+// but it may have changed since, and an owner cannot be checked ahead.
+func refused(err error) bool {
+	var (
+		nre *outfile.NotRegularError
+		oe  *outfile.OwnerError
+	)
+	return errors.As(err, &nre) || errors.As(err, &oe)
 }
 
 // accessWrite is access(2)'s W_OK.
@@ -335,7 +348,7 @@ func report(c *cli.Context, results, baseline []bench.Result, format bench.Forma
 	}
 	if plotPath != "" {
 		if err := bench.PlotFile(plotPath, append(results, baseline...), c.Bool("force")); err != nil {
-			if !ran {
+			if !ran || refused(err) {
 				return badInput(fmt.Errorf("--plot %s: %w", plotPath, err))
 			}
 			return fmt.Errorf("--plot %s: %w", plotPath, err)

@@ -27,7 +27,10 @@ launch line — srun with the flavor's --mpi plugin, or the flavor's mpirun — 
 'batchkit exec -- CMD ARGS...' in every rank so the program sees RANK, WORLD_SIZE, MASTER_ADDR ...
 
 Without --dry-run or --write the script is submitted with 'sbatch --parsable' and the job id
-printed; --wait waits for the job and exits with its exit code.
+printed; --wait waits for the job and exits with its exit code. --write writes only a regular
+file, or through a symbolic link to one: a device, FIFO, socket or directory is refused (exit 2)
+and left alone. A file replaced with --force keeps its mode and owner; one whose owner cannot be
+kept (someone else's, when not root) is refused.
 
 Examples:
    batchkit sbatch --dry-run -N 2 --ntasks-per-node 4 -t 1:00:00 -- python3 train.py
@@ -58,8 +61,8 @@ Examples:
 			&cli.GenericFlag{Name: "sbatch-arg", Value: &stringList{}, Usage: "any other directive, e.g. --sbatch-arg=--mail-type=END,FAIL (repeatable)"},
 			&cli.StringFlag{Name: "batchkit", Usage: "path of batchkit on the compute nodes (default: this binary)"},
 			&cli.BoolFlag{Name: "dry-run", Usage: "print the script, submit nothing"},
-			&cli.StringFlag{Name: "write", Usage: "write the script to `FILE`, submit nothing"},
-			&cli.BoolFlag{Name: "force", Usage: "let --write overwrite an existing file"},
+			&cli.StringFlag{Name: "write", Usage: "write the script to `FILE` (a regular file, or a link to one), submit nothing"},
+			&cli.BoolFlag{Name: "force", Usage: "let --write overwrite an existing file (its mode and owner are kept)"},
 			&cli.BoolFlag{Name: "wait", Usage: "wait for the job and exit with its exit code"},
 		),
 		Action: sbatchAction,
@@ -202,13 +205,18 @@ func sbatchAction(c *cli.Context) error {
 
 // writeNew writes a file that must not exist yet, unless force: a user's
 // script is never overwritten by surprise, and a replaced one is swapped in
-// whole (outfile.Write).
+// whole, keeping its mode and owner. Only a regular file, or a link to one,
+// is written: --write /dev/null --force must not replace the device
+// (outfile.Write).
 func writeNew(path, text string, force bool) error {
-	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
-		return usagef("--write %s: is a directory", path)
-	}
 	err := outfile.Write(path, []byte(text), 0o755, force)
+	var (
+		nre *outfile.NotRegularError
+		oe  *outfile.OwnerError
+	)
 	switch {
+	case errors.As(err, &nre), errors.As(err, &oe):
+		return badInput(fmt.Errorf("--write %w", err)) // they start with the path
 	case errors.Is(err, fs.ErrExist):
 		return usagef("--write %s: file exists (use --force to overwrite)", path)
 	case errors.Is(err, fs.ErrNotExist), errors.Is(err, fs.ErrPermission):

@@ -33,11 +33,12 @@ func TestWrite(t *testing.T) {
 	if read() != "one" {
 		t.Errorf("refused write changed the file to %q", read())
 	}
-	// Replaced whole, with the mode asked for, no temporary file left.
+	// Replaced whole, keeping its mode (perm is for a new file), no
+	// temporary file left.
 	if err := Write(path, []byte("three"), 0o644, true); err != nil {
 		t.Fatal(err)
 	}
-	if fi, _ := os.Stat(path); read() != "three" || fi.Mode().Perm() != 0o644 {
+	if fi, _ := os.Stat(path); read() != "three" || fi.Mode().Perm() != 0o755 {
 		t.Errorf("replaced file: %q, mode %v", read(), fi.Mode())
 	}
 	if left, _ := filepath.Glob(filepath.Join(dir, ".*")); len(left) != 0 {

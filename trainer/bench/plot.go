@@ -39,7 +39,8 @@ func PlotFormat(path string) (string, error) {
 
 // PlotFile writes Plot's image to path, in the format its extension names.
 // An existing file is refused (fs.ErrExist) unless replace; a replaced file
-// is swapped in whole (outfile.Write).
+// is swapped in whole and keeps its mode and owner; what is not a regular
+// file is refused (*outfile.NotRegularError). See outfile.Write.
 func PlotFile(path string, results []Result, replace bool) error {
 	format, err := PlotFormat(path)
 	if err != nil {

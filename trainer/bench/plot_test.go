@@ -61,8 +61,8 @@ func TestPlotFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	decodePNG(t, b)
-	if fi, _ := os.Stat(path); fi.Mode().Perm() != 0o644 {
-		t.Errorf("plot mode %v", fi.Mode())
+	if fi, _ := os.Stat(path); fi.Mode().Perm() != 0o600 {
+		t.Errorf("replaced plot mode %v, want the old file's 0600", fi.Mode())
 	}
 	if left, _ := filepath.Glob(filepath.Join(dir, ".*")); len(left) != 0 {
 		t.Errorf("temporary files left behind: %v", left)
