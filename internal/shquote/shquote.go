@@ -66,9 +66,10 @@ func Join(args []string) (string, error) {
 // (zsh's EQUALS expansion makes =ls /usr/bin/ls) nor after a colon (zsh
 // expands it there on an assignment's right-hand side: V=a:=ls). No ~,
 // which expands at the start or after = or :, and no #, which starts a
-// comment.
+// comment. NAME=value is quoted too: as a command's first word it would be
+// an assignment, not the command.
 func plain(s string) bool {
-	if s == "" || s[0] == '=' {
+	if s == "" || s[0] == '=' || assignment(s) {
 		return false
 	}
 	for i := 0; i < len(s); i++ {
@@ -78,6 +79,22 @@ func plain(s string) bool {
 		case strings.IndexByte("_@%+,./:-", c) >= 0:
 		case c == '=' && s[i-1] != ':':
 		default:
+			return false
+		}
+	}
+	return true
+}
+
+// assignment reports whether s starts with NAME=, a shell variable name
+// and an equals sign.
+func assignment(s string) bool {
+	name, _, ok := strings.Cut(s, "=")
+	if !ok || name == "" || '0' <= name[0] && name[0] <= '9' {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_') {
 			return false
 		}
 	}
