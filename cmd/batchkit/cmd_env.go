@@ -26,7 +26,8 @@ Formats:
    text      human-readable (default)
    json      one object: launcher, rank, world_size, local_rank, local_world_size,
              node_rank, num_nodes, hosts, master_addr, master_port, job_id
-   shell     export lines for eval: the torchrun contract and BATCHKIT_* extras
+   shell     export lines for eval in sh, bash or zsh (values single-quoted): the torchrun
+             contract and BATCHKIT_* extras
    torchrun  the torchrun variable contract only, KEY=VALUE per line
 
 Examples:
