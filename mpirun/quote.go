@@ -7,10 +7,12 @@ import (
 	"github.com/batchkit/batchkit/internal/shquote"
 )
 
-// DryRun renders spec as --dry-run prints it: the command on one line,
-// shell-quoted (shquote.Join, so it can be pasted into sh, bash or zsh), preceded by the generated hostfile's content as comments
-// when there is one (hostfile; spec.Hostfile is then the name it is shown
-// under).
+// DryRun renders spec as --dry-run prints it: the command, POSIX
+// single-quoted by shquote.Join so that it can be pasted into sh, bash or
+// zsh, preceded by the generated hostfile's content as comments when there
+// is one (hostfile; spec.Hostfile is then the name it is shown under). It
+// is one line unless an argument holds a line break, which stays literal
+// inside its quotes: no POSIX quoting writes one any other way.
 func DryRun(spec Spec, hostfile string) (string, error) {
 	argv, err := Command(spec)
 	if err != nil {
