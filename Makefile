@@ -79,6 +79,7 @@ unit:
 fuzz:
 	$(GO) test -run='^$$' -fuzz=FuzzExpandHostlist -fuzztime=$(FUZZTIME) ./slurm/
 	$(GO) test -run='^$$' -fuzz=FuzzParseTasksPerNode -fuzztime=$(FUZZTIME) ./slurm/
+	$(GO) test -run='^$$' -fuzz=FuzzQuote -fuzztime=$(FUZZTIME) ./internal/shquote/
 
 cluster-up:
 	scripts/local-cluster.sh up

@@ -202,8 +202,15 @@ func TestMpirunInjection(t *testing.T) {
 				}
 				args = append(append(args, "--", "python3", "-c", printArgvEnv), part...)
 				line := runLocal(t, bin, args...)
-				if strings.Count(line, "\n") != 1 {
-					t.Fatalf("dry run is not one line:\n%s", line)
+				// One command: its only line breaks are the arguments' own, kept
+				// literally inside single quotes: the program's, and each
+				// value's twice (--env, argv).
+				breaks := 1 + strings.Count(printArgvEnv, "\n")
+				for _, s := range part {
+					breaks += 2 * strings.Count(s, "\n")
+				}
+				if !strings.HasSuffix(line, "\n") || strings.Count(line, "\n") != breaks {
+					t.Fatalf("dry run is not one command line (want %d line breaks):\n%s", breaks, line)
 				}
 				out := runLocal(t, "bash", "-c", line)
 				var got struct {

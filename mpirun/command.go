@@ -384,7 +384,7 @@ func BootstrapNeedsAllocation(spec Spec, b string) bool {
 
 // Command builds the launcher's argv for spec. It is a pure function:
 // nothing is looked up, nothing runs. Every value is one argument; the
-// caller quotes them (ShellJoin) only to print.
+// caller quotes them (shquote.Join) only to print.
 func Command(spec Spec) ([]string, error) {
 	r, err := spec.row()
 	if err != nil {

@@ -487,16 +487,15 @@ func TestDryRunGolden(t *testing.T) {
 	}
 }
 
-func TestShellJoin(t *testing.T) {
-	got, err := ShellJoin([]string{"a", "b c", "", "it's", "$(x)", "-x", "\n", "é", "\xff"})
+// The dry-run line is POSIX single-quoted (shquote): pasted into sh, bash
+// or zsh it runs exactly the command. (Command refuses a NUL byte first.)
+func TestDryRunQuotes(t *testing.T) {
+	spec := Spec{Flavor: OpenMPI, NP: 1, Program: []string{"train", "it's", "a\nb", "$(x)", "=ls", ""}}
+	got, err := DryRun(spec, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `a 'b c' '' "it's" '$(x)' -x $'\n' é $'\xff'`
-	if got != want {
-		t.Errorf("ShellJoin = %s, want %s", got, want)
-	}
-	if _, err := ShellJoin([]string{"a\x00"}); err == nil {
-		t.Error("ShellJoin of a NUL byte should fail")
+	if want := " train 'it'\\''s' 'a\nb' '$(x)' '=ls' ''\n"; !strings.HasSuffix(got, want) {
+		t.Errorf("DryRun = %q, want it to end %q", got, want)
 	}
 }

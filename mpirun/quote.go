@@ -4,36 +4,23 @@ import (
 	"fmt"
 	"strings"
 
-	shsyntax "mvdan.cc/sh/v3/syntax"
+	"github.com/batchkit/batchkit/internal/shquote"
 )
 
-// ShellJoin renders argv as one bash command line that runs exactly argv:
-// each argument quoted as needed (syntax.Quote of mvdan.cc/sh), so no expansion, word
-// splitting or globbing can touch it.
-func ShellJoin(argv []string) (string, error) {
-	parts := make([]string, len(argv))
-	for i, a := range argv {
-		q, err := shsyntax.Quote(a, shsyntax.LangBash)
-		if err != nil {
-			return "", err
-		}
-		parts[i] = q
-	}
-	return strings.Join(parts, " "), nil
-}
-
-// DryRun renders spec as --dry-run prints it: the command on one line,
-// shell-quoted, preceded by the generated hostfile's content as comments
-// when there is one (hostfile; spec.Hostfile is then the name it is shown
-// under).
+// DryRun renders spec as --dry-run prints it: the command, POSIX
+// single-quoted by shquote.Join so that it can be pasted into sh, bash or
+// zsh, preceded by the generated hostfile's content as comments when there
+// is one (hostfile; spec.Hostfile is then the name it is shown under). It
+// is one line unless an argument holds a line break, which stays literal
+// inside its quotes: no POSIX quoting writes one any other way.
 func DryRun(spec Spec, hostfile string) (string, error) {
 	argv, err := Command(spec)
 	if err != nil {
 		return "", err
 	}
-	line, err := ShellJoin(argv)
+	line, err := shquote.Join(argv)
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("dry-run command line: %w", err)
 	}
 	var b strings.Builder
 	if hostfile != "" {

@@ -184,7 +184,7 @@ func checkVar(name string) []issue {
 var loginVars = []string{"PATH", "LD_LIBRARY_PATH", "HOME", "USER", "LOGNAME", "SHELL", "PWD"}
 
 // checkVarValue rejects what no exported variable can hold: a NUL byte.
-// A line break is fine: the batch script exports it as $'...'.
+// A line break is fine: the batch script exports it single-quoted (shquote).
 func checkVarValue(v string) []issue {
 	if strings.ContainsRune(v, 0) {
 		return []issue{issuef("", "%s contains a NUL byte, which no program can receive", quoteTOML(v))}

@@ -22,7 +22,7 @@ import (
 	"text/template/parse"
 	"unicode"
 
-	"mvdan.cc/sh/v3/syntax"
+	"github.com/batchkit/batchkit/internal/shquote"
 )
 
 //go:embed *.tmpl
@@ -35,32 +35,6 @@ const (
 
 // Names lists them.
 var Names = []string{Sbatch}
-
-// Quote quotes s as one bash word. A NUL byte cannot be passed to a program
-// at all, so it is an error rather than a silent truncation.
-func Quote(s string) (string, error) {
-	if strings.ContainsRune(s, 0) {
-		return "", fmt.Errorf("value %q contains a NUL byte, which no program can receive", s)
-	}
-	q, err := syntax.Quote(s, syntax.LangBash)
-	if err != nil {
-		return "", fmt.Errorf("cannot quote %q for bash: %w", s, err)
-	}
-	return q, nil
-}
-
-// QuoteArgs quotes each argument and joins them with spaces.
-func QuoteArgs(args []string) (string, error) {
-	out := make([]string, len(args))
-	for i, a := range args {
-		q, err := Quote(a)
-		if err != nil {
-			return "", err
-		}
-		out[i] = q
-	}
-	return strings.Join(out, " "), nil
-}
 
 // DirectiveValue quotes a value for an #SBATCH line. sbatch reads these
 // lines with its own tokenizer, not the shell's: quotes group (a backslash
@@ -112,8 +86,8 @@ func Word(s string) (string, error) {
 }
 
 var funcs = template.FuncMap{
-	"q":         Quote,
-	"qargs":     QuoteArgs,
+	"q":         shquote.Quote, // POSIX single quotes: the same in sh, bash and zsh
+	"qargs":     shquote.Join,
 	"directive": DirectiveValue,
 	"comment":   Comment,
 	"word":      Word,

@@ -2,47 +2,71 @@ package templates
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/batchkit/batchkit/internal/hostile"
+	"github.com/batchkit/batchkit/internal/shquote"
 )
 
-// Every quoted value reaches a program byte for byte through real bash, and
-// nothing in it executes.
-func TestQuoteThroughBash(t *testing.T) {
+// render runs text, a site's replacement for the batch script, on data.
+func render(t *testing.T, text string, data any) (string, error) {
+	t.Helper()
 	dir := t.TempDir()
-	values := append(hostile.Strings(1, 400, true), "", "-n", "--", "'", `\\`)
-	q, err := QuoteArgs(values)
+	if err := os.WriteFile(filepath.Join(dir, Sbatch), []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Load(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command("bash", "-c", "printf '%s\\0' "+q)
+	return s.Render(Sbatch, data)
+}
+
+// Every value qargs quotes reaches a program byte for byte through real
+// bash (the batch script's shell), and nothing in it executes. The
+// quoting itself is internal/shquote's, tested there in dash, bash and zsh.
+func TestQuoteThroughBash(t *testing.T) {
+	dir := t.TempDir()
+	values := append(hostile.Strings(1, 400, true), "", "-n", "--", "'", `\\`, "=ls", "~root", "#x")
+	script, err := render(t, `printf '%s\0' {{qargs .}}`, values)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("bash", "-c", script)
 	cmd.Dir = dir
 	out, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("bash: %v", err)
 	}
 	got := strings.Split(strings.TrimSuffix(string(out), "\x00"), "\x00")
-	if len(got) != len(values) {
-		t.Fatalf("bash saw %d arguments, want %d", len(got), len(values))
-	}
-	for i := range values {
-		if got[i] != values[i] {
-			t.Errorf("value %d: bash saw %q, want %q", i, got[i], values[i])
-		}
+	if diff := cmp.Diff(values, got); diff != "" {
+		t.Errorf("bash saw other arguments (-want +got):\n%s", diff)
 	}
 	if _, err := os.Stat(filepath.Join(dir, hostile.Marker)); err == nil {
 		t.Fatal("a quoted value executed a command")
 	}
 }
 
+// A NUL byte fails the render with shquote.ErrNUL, for q and qargs alike;
+// a line break fails a directive.
 func TestQuoteRejectsNUL(t *testing.T) {
-	if _, err := Quote("a\x00b"); err == nil {
-		t.Error("Quote accepted a NUL byte")
+	for _, c := range []struct {
+		text string
+		data any
+	}{
+		{`{{q .}}`, "a\x00b"},
+		{`{{qargs .}}`, []string{"ok", "a\x00b"}},
+	} {
+		if _, err := render(t, c.text, c.data); !errors.Is(err, shquote.ErrNUL) {
+			t.Errorf("%s of a NUL byte: err = %v, want shquote.ErrNUL", c.text, err)
+		}
 	}
 	if _, err := DirectiveValue("a\nb"); err == nil {
 		t.Error("DirectiveValue accepted a newline")

@@ -9,9 +9,9 @@ import (
 	"strings"
 
 	"github.com/urfave/cli/v2"
-	"mvdan.cc/sh/v3/syntax"
 
 	"github.com/batchkit/batchkit/detect"
+	"github.com/batchkit/batchkit/internal/shquote"
 	"github.com/batchkit/batchkit/topology"
 )
 
@@ -26,7 +26,8 @@ Formats:
    text      human-readable (default)
    json      one object: launcher, rank, world_size, local_rank, local_world_size,
              node_rank, num_nodes, hosts, master_addr, master_port, job_id
-   shell     export lines for eval: the torchrun contract and BATCHKIT_* extras
+   shell     export lines for eval in sh, bash or zsh (values single-quoted): the torchrun
+             contract and BATCHKIT_* extras
    torchrun  the torchrun variable contract only, KEY=VALUE per line
 
 Examples:
@@ -106,9 +107,9 @@ func shellAssignments(t topology.Topology, extras bool) [][2]string {
 
 func writeAssignments(w io.Writer, kvs [][2]string, prefix string) error {
 	for _, kv := range kvs {
-		q, err := syntax.Quote(kv[1], syntax.LangBash)
+		q, err := shquote.Quote(kv[1])
 		if err != nil {
-			return fmt.Errorf("quoting %s: %w", kv[0], err)
+			return fmt.Errorf("%s: %w", kv[0], err)
 		}
 		if _, err := fmt.Fprintf(w, "%s%s=%s\n", prefix, kv[0], q); err != nil {
 			return err

@@ -16,6 +16,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/batchkit/batchkit/internal/freeport"
+	"github.com/batchkit/batchkit/internal/shquote"
 	"github.com/batchkit/batchkit/launch/local"
 	"github.com/batchkit/batchkit/mpirun"
 	"github.com/batchkit/batchkit/profile"
@@ -173,7 +174,7 @@ func sourceWarning(profileName string, scripts []profile.Script, getenv topology
 			done = done || (m.match(sc.Script) && getenv(m.env) != "")
 		}
 		if !done {
-			line, err := mpirun.ShellJoin(append([]string{"source", sc.Script}, sc.Args...))
+			line, err := shquote.Join(append([]string{"source", sc.Script}, sc.Args...))
 			if err != nil {
 				line = "source " + sc.Script
 			}
