@@ -92,7 +92,7 @@ func (w *LocalWorld) barrier() error {
 	for gen == w.gen && !w.aborted {
 		w.cond.Wait()
 	}
-	if w.aborted {
+	if gen == w.gen { // aborted before everyone came
 		return ErrAborted
 	}
 	return nil
