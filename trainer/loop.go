@@ -86,7 +86,7 @@ func WeightsSHA256(p []float32) string {
 
 // PreemptedError ends a run that a rank was asked to stop: every rank
 // finished the same step and rank 0 wrote Checkpoint ("" without a
-// checkpoint dir).
+// checkpoint dir; every rank names the file).
 type PreemptedError struct {
 	Step       int
 	Checkpoint string

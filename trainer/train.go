@@ -2,6 +2,7 @@ package trainer
 
 import (
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"time"
@@ -126,14 +127,7 @@ func (r *run) runEpoch() error {
 			return err
 		}
 		if stop {
-			path, err := r.checkpoint()
-			if err != nil {
-				return err
-			}
-			if err := r.c.Barrier(); err != nil {
-				return err
-			}
-			return &PreemptedError{Step: r.globalStep, Checkpoint: path}
+			return r.preempted()
 		}
 		if r.cfg.CheckpointEvery > 0 && r.globalStep%r.cfg.CheckpointEvery == 0 {
 			if _, err := r.checkpoint(); err != nil {
@@ -183,6 +177,22 @@ func (r *run) step(idx []int) (bool, error) {
 		}
 	}
 	return extra[xStop] > 0, nil
+}
+
+// preempted checkpoints and waits for every rank: under srun, a rank that
+// exited first could get the others killed before the file is written.
+func (r *run) preempted() error {
+	if _, err := r.checkpoint(); err != nil {
+		return err
+	}
+	if err := r.c.Barrier(); err != nil {
+		return err
+	}
+	e := &PreemptedError{Step: r.globalStep}
+	if r.cfg.CheckpointDir != "" {
+		e.Checkpoint = filepath.Join(r.cfg.CheckpointDir, checkpointName(r.globalStep))
+	}
+	return e
 }
 
 // endEpoch evaluates the test set, reports and starts the next epoch.

@@ -222,7 +222,7 @@ func TestPreempt(t *testing.T) {
 		if !errors.As(err, &pe) || pe.Step != 17 {
 			t.Fatalf("rank %d: %v, want preempted after step 17", r, err)
 		}
-		if (pe.Checkpoint != "") != (r == 0) {
+		if pe.Checkpoint != filepath.Join(cfg.CheckpointDir, "ckpt-0000000017.bkpt") {
 			t.Errorf("rank %d: checkpoint %q", r, pe.Checkpoint)
 		}
 	}
