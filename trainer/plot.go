@@ -62,7 +62,11 @@ func Plot(w io.Writer, format string, h History) error {
 	if err := addLines(acc, "train", train, "test", test); err != nil {
 		return err
 	}
-	acc.Y.Max = 1
+	acc.Y.Max, acc.Legend.Top = 1, false
+	// One step axis for both: the accuracy starts only after an epoch.
+	loss.X.Min, acc.X.Min = 0, 0
+	loss.X.Max = max(loss.X.Max, acc.X.Max)
+	acc.X.Max = loss.X.Max
 	c, err := draw.NewFormattedCanvas(8*vg.Inch, 7*vg.Inch, format)
 	if err != nil {
 		return err

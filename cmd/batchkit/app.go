@@ -48,6 +48,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			profileCommand(),
 			mpirunCommand(),
 			benchCommand(),
+			trainCommand(),
 			completionCommand(),
 		},
 	}
