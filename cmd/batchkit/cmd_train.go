@@ -1,0 +1,410 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+	"github.com/urfave/cli/v2"
+
+	"github.com/batchkit/batchkit/detect"
+	"github.com/batchkit/batchkit/internal/closed"
+	"github.com/batchkit/batchkit/trainer"
+	"github.com/batchkit/batchkit/trainer/collective"
+)
+
+// exitPreempted is train's exit code when it stopped on SIGTERM or SIGUSR1
+// after writing a checkpoint: EX_TEMPFAIL of sysexits.h, "try again later".
+// Not 143 (128+SIGTERM), which is also what a rank killed by SIGTERM before
+// it could save anything returns: 75 says the checkpoint is there to resume.
+const exitPreempted = 75
+
+func trainCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "train",
+		Usage: "train an MLP data-parallel on every rank of the job (the embedded digits by default)",
+		Description: `Run by every rank of a job (batchkit run, mpirun, srun; alone it is a world of 1), train
+fits a multi-layer perceptron with SGD. Each rank trains on its share of every batch
+(--batch-size per rank; torch's DistributedSampler order, a permutation of seed and epoch),
+the gradients are averaged with one allreduce per step, and every rank takes the same step:
+the ranks' weights stay bit-identical, which is checked every --check-every steps.
+
+Data: the UCI digits (1797 8×8 images, 10 classes), embedded; or --data FILE, a CSV of
+numbers with the integer label 0..K-1 last and no header (.gz: gzip). Every 5th row is a
+test row; features are standardised with the train rows' mean and deviation.
+
+Checkpoints (--checkpoint-dir): rank 0 writes one every --checkpoint-every steps, at the end
+and when stopped, keeping the newest 3; a run started again resumes from the newest valid one
+and ends with the weights an uninterrupted run would have. A damaged checkpoint is reported
+and the one before it used; one of another model, data shape, world size, batch size or
+seed is refused.
+
+SIGTERM or SIGUSR1 to any rank stops every rank after the same step; rank 0 checkpoints and
+train exits with 75 (EX_TEMPFAIL: rerun the same command to continue). Bad flags or data: 2.
+
+Output, on rank 0: a progress bar when stdout is a terminal, one line per epoch otherwise.
+--format json prints one summary object (epoch lines go to stderr): test_accuracy,
+test_loss, epochs, steps, world_size, backend, samples_per_second, resumed_from_step,
+weights_sha256 (SHA-256 of the final float32 parameters, little-endian), elapsed_seconds.
+--metrics FILE gets one JSON line per epoch: epoch, step, loss, train_acc, test_acc, test_loss,
+samples_per_second, elapsed (seconds); a fresh run starts the file over, a resumed one appends.
+
+Examples:
+   batchkit train
+   batchkit run -n 2 -- batchkit train --plot train.png
+   batchkit run -n 4 -- batchkit train --hidden 512,512 --checkpoint-dir ckpt --format json`,
+		Flags: []cli.Flag{
+			&cli.IntFlag{Name: "epochs", Value: 20, Usage: "passes over the train rows"},
+			&cli.IntFlag{Name: "batch-size", Value: 32, Usage: "samples per step on each rank"},
+			&cli.Float64Flag{Name: "lr", Value: 0.05, Usage: "learning rate"},
+			&cli.Float64Flag{Name: "momentum", Value: 0.9, Usage: "SGD momentum, 0 <= m < 1"},
+			&cli.Float64Flag{Name: "weight-decay", Value: 1e-4, Usage: "L2 weight decay"},
+			&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "seed of the initial weights and the sample order"},
+			&cli.StringFlag{Name: "hidden", Value: "64", Usage: "hidden layer sizes, comma-separated (\"\" for none)"},
+			&cli.StringFlag{Name: "data", Usage: "train on the CSV `FILE` instead of the embedded digits"},
+			&cli.StringFlag{Name: "backend", Value: string(collective.Auto), Usage: "collective backend: auto, mpi or tcp"},
+			&cli.StringFlag{Name: "checkpoint-dir", Usage: "write checkpoints to and resume from `DIR`"},
+			&cli.IntFlag{Name: "checkpoint-every", Value: 100, Usage: "steps between checkpoints (0: only at the end and when stopped)"},
+			&cli.IntFlag{Name: "check-every", Value: 100, Usage: "steps between checks that the ranks' weights agree (0: start and end only)"},
+			&cli.StringFlag{Name: "metrics", Usage: "append one JSON line per epoch to `FILE`"},
+			&cli.StringFlag{Name: "plot", Usage: "draw loss and accuracy against step into `FILE` (.png, .svg or .pdf)"},
+			&cli.BoolFlag{Name: "force", Usage: "let --plot replace an existing file"},
+			&cli.StringFlag{Name: "format", Aliases: []string{"f"}, Value: "text", Usage: "text or json"},
+		},
+		OnUsageError: onUsageError,
+		Action:       trainAction,
+	}
+}
+
+// trainSetup is everything the flags decide, checked before any rank
+// connects.
+type trainSetup struct {
+	cfg         trainer.Config
+	kind        collective.Kind
+	json        bool
+	dataName    string
+	train, test *trainer.Dataset
+}
+
+func trainAction(c *cli.Context) error {
+	if c.Args().Present() {
+		return usagef("train takes no arguments, got %q", c.Args().First())
+	}
+	s, err := trainFlags(c)
+	if err != nil {
+		return err
+	}
+	topo, err := detect.Detect(os.Getenv, detect.Options{Hostname: hostname()})
+	if err != nil {
+		return badInput(err)
+	}
+	if plot := c.String("plot"); topo.Rank == 0 && plot != "" {
+		if err := checkPlotPath(plot, nil, c.Bool("force")); err != nil {
+			return err
+		}
+	} else if c.IsSet("force") && plot == "" {
+		return usagef("--force is for --plot: it lets the plot replace an existing file")
+	}
+	comm, err := collective.Init(collective.Config{Topology: topo, Backend: s.kind, Getenv: os.Getenv,
+		Logf: func(format string, a ...any) { fmt.Fprintf(c.App.ErrWriter, "batchkit: "+format+"\n", a...) }})
+	var (
+		tokenErr *collective.TokenError
+		worldErr *collective.WorldError
+		setupErr *collective.SetupError
+	)
+	if errors.Is(err, collective.ErrNoMPI) || errors.As(err, &tokenErr) || errors.As(err, &worldErr) || errors.As(err, &setupErr) {
+		return badInput(err)
+	}
+	if err != nil {
+		return err
+	}
+	defer comm.Close()
+	return runTraining(c, s, comm)
+}
+
+// trainFlags validates the flags and reads the data: one line, exit 2.
+func trainFlags(c *cli.Context) (*trainSetup, error) {
+	s := &trainSetup{dataName: "digits"}
+	switch c.String("format") {
+	case "text":
+	case "json":
+		s.json = true
+	default:
+		return nil, usagef("invalid --format %q: want text or json", c.String("format"))
+	}
+	var err error
+	if s.kind, err = collective.ParseKind(c.String("backend")); err != nil {
+		return nil, usagef("invalid --backend %q: want one of %s", c.String("backend"), closed.Join(collective.Kinds))
+	}
+	hidden, err := parseHidden(c.String("hidden"))
+	if err != nil {
+		return nil, usagef("invalid --hidden %q: %v", c.String("hidden"), err)
+	}
+	s.cfg = trainer.Config{Hidden: hidden, Epochs: c.Int("epochs"), BatchSize: c.Int("batch-size"),
+		LR: float32(c.Float64("lr")), Momentum: float32(c.Float64("momentum")), WeightDecay: float32(c.Float64("weight-decay")),
+		Seed: c.Uint64("seed"), CheckEvery: c.Int("check-every"),
+		CheckpointDir: c.String("checkpoint-dir"), CheckpointEvery: c.Int("checkpoint-every")}
+	if err := s.cfg.Validate(); err != nil {
+		return nil, usagef("invalid flags: %v", err)
+	}
+	var d *trainer.Dataset
+	if path := c.String("data"); path != "" {
+		s.dataName = path
+		d, err = trainer.ReadDataFile(path)
+	} else {
+		d, err = trainer.Digits()
+	}
+	if err != nil {
+		return nil, badInput(err)
+	}
+	if s.train, s.test, err = trainer.Split(d); err != nil {
+		return nil, usagef("invalid --data %s: %v", s.dataName, err)
+	}
+	if _, err := trainer.NewMLP(d.Features, hidden, d.Classes); err != nil {
+		return nil, usagef("invalid --hidden %q: %v", c.String("hidden"), err)
+	}
+	return s, nil
+}
+
+// parseHidden reads "64" or "512,512"; "" is no hidden layer.
+func parseHidden(s string) ([]int, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	var sizes []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("%q is not a positive layer size", f)
+		}
+		sizes = append(sizes, n)
+	}
+	return sizes, nil
+}
+
+// stopOnSignals turns SIGTERM and SIGUSR1 into the loop's stop request, at
+// the edge: the library installs no handler. The returned func undoes it.
+func stopOnSignals() (stop func() bool, undo func()) {
+	var requested atomic.Bool
+	sigs := make(chan os.Signal, 1)
+	done := make(chan struct{})
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGUSR1)
+	go func() {
+		for {
+			select {
+			case <-sigs:
+				requested.Store(true)
+			case <-done:
+				return
+			}
+		}
+	}()
+	return requested.Load, func() { signal.Stop(sigs); close(done) }
+}
+
+// preemptedExit is a PreemptedError with its exit code.
+type preemptedExit struct{ err *trainer.PreemptedError }
+
+func (e *preemptedExit) Error() string { return e.err.Error() }
+func (e *preemptedExit) Unwrap() error { return e.err }
+func (e *preemptedExit) ExitCode() int { return exitPreempted }
+
+// runTraining trains on this rank; rank 0 reports.
+func runTraining(c *cli.Context, s *trainSetup, comm *collective.Comm) error {
+	stop, undo := stopOnSignals()
+	defer undo()
+	cfg := s.cfg
+	cfg.Stop = stop
+	rep := &trainReport{setup: s, out: c.App.Writer, log: c.App.Writer, backend: comm.Backend(), world: comm.Size(),
+		metricsPath: c.String("metrics"), bar: isTerminal(c.App.Writer) && !s.json}
+	if s.json {
+		rep.log = c.App.ErrWriter
+	}
+	if comm.Rank() == 0 {
+		cfg.OnStart, cfg.OnStep, cfg.OnEpoch = rep.start, rep.step, rep.epoch
+		cfg.Warn = func(err error) { fmt.Fprintf(c.App.ErrWriter, "batchkit: warning: %v: skipped\n", err) }
+	}
+	begin := time.Now()
+	res, err := trainer.Train(trainer.FromCollective(comm), s.train, s.test, cfg)
+	if cerr := rep.close(); err == nil {
+		err = cerr
+	}
+	var (
+		pe *trainer.PreemptedError
+		ie *trainer.IncompatibleError
+	)
+	switch {
+	case errors.As(err, &pe):
+		return &preemptedExit{pe}
+	case errors.As(err, &ie):
+		return badInput(err)
+	case err != nil:
+		return err
+	}
+	if comm.Rank() != 0 {
+		return nil
+	}
+	if path := c.String("plot"); path != "" {
+		if err := trainer.PlotFile(path, rep.hist, c.Bool("force")); err != nil {
+			return fmt.Errorf("--plot %s: %w", path, err)
+		}
+	}
+	return rep.summary(res, time.Since(begin), c.String("plot"))
+}
+
+// trainReport is rank 0's output: progress, epoch lines, metrics, summary.
+type trainReport struct {
+	setup       *trainSetup
+	out, log    io.Writer // the summary; epoch lines (stderr with --format json)
+	backend     string
+	world       int
+	bar         bool
+	progress    *progressbar.ProgressBar
+	metricsPath string
+	metrics     *os.File
+	hist        trainer.History
+	resumedFrom int
+	epochs      int
+}
+
+func (r *trainReport) start(st trainer.Start) error {
+	r.resumedFrom, r.epochs = st.ResumedFrom, r.setup.cfg.Epochs
+	m := st.Model
+	fmt.Fprintf(r.log, "train: MLP %s (%d parameters) on %s: %d train / %d test rows; %d rank(s) over %s, batch %d per rank, %d steps per epoch\n",
+		joinInts(m.Sizes, "-"), m.NumParams(), r.setup.dataName, r.setup.train.Rows(), r.setup.test.Rows(),
+		r.world, r.backend, r.setup.cfg.BatchSize, st.StepsPerEpoch)
+	if st.ResumedFrom > 0 {
+		where := fmt.Sprintf("epoch %d", st.ResumedAtEpoch+1)
+		if st.ResumedAtEpoch >= r.epochs {
+			where = "all epochs done"
+		}
+		fmt.Fprintf(r.log, "train: resumed from %s at step %d (%s)\n", st.ResumedFile, st.ResumedFrom, where)
+	}
+	if r.metricsPath != "" {
+		// A fresh run starts the file over; a resumed one continues it.
+		flags := os.O_WRONLY | os.O_CREATE | os.O_TRUNC
+		if st.ResumedFrom > 0 {
+			flags = os.O_WRONLY | os.O_CREATE | os.O_APPEND
+		}
+		f, err := os.OpenFile(r.metricsPath, flags, 0o644)
+		if err != nil {
+			return fmt.Errorf("--metrics: %w", err)
+		}
+		r.metrics = f
+	}
+	if r.bar && st.TotalSteps > st.ResumedFrom {
+		r.progress = progressbar.NewOptions(st.TotalSteps-st.ResumedFrom,
+			progressbar.OptionSetWriter(r.out), progressbar.OptionSetWidth(30), progressbar.OptionShowCount(),
+			progressbar.OptionSetElapsedTime(true), progressbar.OptionClearOnFinish())
+	}
+	return nil
+}
+
+func (r *trainReport) step(s trainer.StepInfo) error {
+	r.hist.Steps = append(r.hist.Steps, s)
+	if r.progress != nil {
+		r.progress.Describe(fmt.Sprintf("epoch %d/%d loss %.4f", s.Epoch+1, r.epochs, s.Loss))
+		r.progress.Add(1)
+	}
+	return nil
+}
+
+// epochLine is one --metrics line.
+type epochLine struct {
+	Epoch            int     `json:"epoch"`
+	Step             int     `json:"step"`
+	Loss             float64 `json:"loss"`
+	TrainAcc         float64 `json:"train_acc"`
+	TestAcc          float64 `json:"test_acc"`
+	TestLoss         float64 `json:"test_loss"`
+	SamplesPerSecond float64 `json:"samples_per_second"`
+	Elapsed          float64 `json:"elapsed"`
+}
+
+func (r *trainReport) epoch(e trainer.EpochInfo) error {
+	r.hist.Epochs = append(r.hist.Epochs, e)
+	if r.progress != nil {
+		r.progress.Clear()
+	}
+	fmt.Fprintf(r.log, "epoch %3d/%d  step %6d  loss %.4f  train_acc %.4f  test_acc %.4f  %.0f samples/s\n",
+		e.Epoch, r.epochs, e.GlobalStep, e.Loss, e.TrainAcc, e.TestAcc, e.SamplesPerSecond)
+	if r.metrics == nil {
+		return nil
+	}
+	b, err := json.Marshal(epochLine{Epoch: e.Epoch, Step: e.GlobalStep, Loss: e.Loss, TrainAcc: e.TrainAcc,
+		TestAcc: e.TestAcc, TestLoss: e.TestLoss, SamplesPerSecond: e.SamplesPerSecond, Elapsed: e.Elapsed.Seconds()})
+	if err == nil {
+		_, err = r.metrics.Write(append(b, '\n'))
+	}
+	if err != nil {
+		return fmt.Errorf("--metrics %s: %w", r.metricsPath, err)
+	}
+	return nil
+}
+
+func (r *trainReport) close() error {
+	if r.progress != nil {
+		r.progress.Finish()
+	}
+	if r.metrics != nil {
+		if err := r.metrics.Close(); err != nil {
+			return fmt.Errorf("--metrics %s: %w", r.metricsPath, err)
+		}
+	}
+	return nil
+}
+
+// trainSummary is --format json's output.
+type trainSummary struct {
+	TestAccuracy     float64 `json:"test_accuracy"`
+	TestLoss         float64 `json:"test_loss"`
+	Epochs           int     `json:"epochs"`
+	Steps            int     `json:"steps"`
+	WorldSize        int     `json:"world_size"`
+	Backend          string  `json:"backend"`
+	SamplesPerSecond float64 `json:"samples_per_second"`
+	ResumedFromStep  int     `json:"resumed_from_step"`
+	WeightsSHA256    string  `json:"weights_sha256"`
+	ElapsedSeconds   float64 `json:"elapsed_seconds"`
+	Model            []int   `json:"model"`
+	Parameters       int     `json:"parameters"`
+	Plot             string  `json:"plot,omitempty"`
+}
+
+func (r *trainReport) summary(res trainer.Result, elapsed time.Duration, plot string) error {
+	s := trainSummary{TestAccuracy: res.TestAcc, TestLoss: res.TestLoss, Epochs: res.Epochs, Steps: res.Steps,
+		WorldSize: r.world, Backend: r.backend, SamplesPerSecond: res.SamplesPerSecond, ResumedFromStep: res.ResumedFrom,
+		WeightsSHA256: trainer.WeightsSHA256(res.Params), ElapsedSeconds: elapsed.Seconds(),
+		Model: res.Model.Sizes, Parameters: res.Model.NumParams(), Plot: plot}
+	if r.setup.json {
+		b, err := json.Marshal(s)
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(r.out, "%s\n", b)
+		return err
+	}
+	fmt.Fprintf(r.out, "test accuracy %.4f (loss %.4f) after %d epochs, %d steps on %d rank(s), %.1f s, %.0f samples/s\nweights sha256 %s\n",
+		s.TestAccuracy, s.TestLoss, s.Epochs, s.Steps, s.WorldSize, s.ElapsedSeconds, s.SamplesPerSecond, s.WeightsSHA256)
+	if plot != "" {
+		fmt.Fprintf(r.out, "plot: %s\n", plot)
+	}
+	return nil
+}
+
+func joinInts(xs []int, sep string) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = strconv.Itoa(x)
+	}
+	return strings.Join(s, sep)
+}

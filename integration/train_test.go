@@ -1,0 +1,151 @@
+package integration
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// trainSummary is the part of batchkit train --format json's summary the
+// tests read.
+type trainSummary struct {
+	TestAccuracy    float64 `json:"test_accuracy"`
+	Steps           int     `json:"steps"`
+	WorldSize       int     `json:"world_size"`
+	Backend         string  `json:"backend"`
+	ResumedFromStep int     `json:"resumed_from_step"`
+	WeightsSHA256   string  `json:"weights_sha256"`
+}
+
+// summaryOf finds rank 0's summary in batchkit run's output ("[0] {...}").
+func summaryOf(t *testing.T, out string) trainSummary {
+	t.Helper()
+	for _, l := range strings.Split(out, "\n") {
+		if js, ok := strings.CutPrefix(l, "[0] {"); ok {
+			var s trainSummary
+			if err := json.Unmarshal([]byte("{"+js), &s); err != nil {
+				t.Fatalf("%v: %s", err, l)
+			}
+			return s
+		}
+	}
+	t.Fatalf("no summary from rank 0 in:\n%s", out)
+	return trainSummary{}
+}
+
+// trainArgs is `batchkit run -n 2 -- batchkit train --format json` and flags.
+func trainArgs(flags ...string) []string {
+	return append([]string{"run", "-n", "2", "--", bin, "train", "--format", "json"}, flags...)
+}
+
+// Two ranks over TCP, twice: the same weights, and at least 95 % accuracy.
+func TestTrainTwoRanks(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test in -short mode")
+	}
+	var sums []string
+	for range 2 {
+		s := summaryOf(t, run(t, time.Minute, bin, trainArgs("--epochs", "10")...))
+		if s.WorldSize != 2 || s.Backend != "tcp" || s.Steps != 230 || s.ResumedFromStep != 0 {
+			t.Errorf("summary %+v: want 2 ranks over tcp, 230 steps, fresh", s)
+		}
+		if s.TestAccuracy < 0.95 {
+			t.Errorf("test accuracy %.4f, want >= 0.95", s.TestAccuracy)
+		}
+		sums = append(sums, s.WeightsSHA256)
+	}
+	if sums[0] != sums[1] {
+		t.Errorf("two identical runs ended with weights %s and %s", sums[0], sums[1])
+	}
+}
+
+// slowTrain is a run long enough (~2 s) to be interrupted at a random step.
+var slowTrain = []string{"--hidden", "512,512", "--batch-size", "8", "--epochs", "6", "--checkpoint-every", "5"}
+
+// startTrain starts the slow run in its own process group, checkpointing in
+// dir.
+func startTrain(t *testing.T, dir string) (*exec.Cmd, *bytes.Buffer) {
+	t.Helper()
+	cmd := exec.Command(bin, trainArgs(append(slowTrain, "--checkpoint-dir", dir)...)...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); cmd.Wait() })
+	return cmd, &out
+}
+
+// waitCheckpoint waits until dir holds a checkpoint of step >= step.
+func waitCheckpoint(t *testing.T, dir string, step int) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		names, _ := filepath.Glob(filepath.Join(dir, "ckpt-*.bkpt"))
+		for _, n := range names {
+			var s int
+			if _, err := fmt.Sscanf(filepath.Base(n), "ckpt-%d.bkpt", &s); err == nil && s >= step {
+				return
+			}
+		}
+	}
+	t.Fatalf("no checkpoint of step %d or later in %s after 30 s", step, dir)
+}
+
+// The whole job (batchkit run and both ranks) SIGKILLed at a random step
+// after a checkpoint, then the same command again: it resumes and ends
+// with the weights of an uninterrupted run.
+func TestTrainKillResume(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test in -short mode")
+	}
+	want := summaryOf(t, run(t, time.Minute, bin, trainArgs(append(slowTrain, "--checkpoint-dir", t.TempDir())...)...))
+	dir := t.TempDir()
+	cmd, _ := startTrain(t, dir)
+	k := 5 * (1 + rand.IntN(80)) // steps 5 .. 400 of 540
+	waitCheckpoint(t, dir, k)
+	syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	cmd.Wait()
+	got := summaryOf(t, run(t, time.Minute, bin, trainArgs(append(slowTrain, "--checkpoint-dir", dir)...)...))
+	t.Logf("killed after checkpoint %d; resumed from step %d", k, got.ResumedFromStep)
+	if got.ResumedFromStep < k || got.ResumedFromStep >= want.Steps {
+		t.Errorf("resumed from step %d, want a step from %d on", got.ResumedFromStep, k)
+	}
+	if got.WeightsSHA256 != want.WeightsSHA256 || got.Steps != want.Steps {
+		t.Errorf("resumed run: %d steps, weights %s; uninterrupted: %d steps, %s", got.Steps, got.WeightsSHA256, want.Steps, want.WeightsSHA256)
+	}
+}
+
+// SIGTERM to batchkit run (forwarded to the ranks): every rank stops after
+// the same step, rank 0 checkpoints, the job exits 75; run again, it ends
+// with the uninterrupted run's weights.
+func TestTrainPreemptSIGTERM(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test in -short mode")
+	}
+	want := summaryOf(t, run(t, time.Minute, bin, trainArgs(append(slowTrain, "--checkpoint-dir", t.TempDir())...)...))
+	dir := t.TempDir()
+	cmd, out := startTrain(t, dir)
+	waitCheckpoint(t, dir, 5)
+	cmd.Process.Signal(syscall.SIGTERM)
+	err := cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 75 {
+		t.Fatalf("after SIGTERM: %v, want exit status 75\n%s", err, out)
+	}
+	if !strings.Contains(out.String(), "[0] batchkit: preempted after step") {
+		t.Errorf("no preemption message from rank 0:\n%s", out)
+	}
+	got := summaryOf(t, run(t, time.Minute, bin, trainArgs(append(slowTrain, "--checkpoint-dir", dir)...)...))
+	if got.ResumedFromStep == 0 || got.WeightsSHA256 != want.WeightsSHA256 {
+		t.Errorf("resumed from step %d, weights %s; uninterrupted %s", got.ResumedFromStep, got.WeightsSHA256, want.WeightsSHA256)
+	}
+}

@@ -1,0 +1,21 @@
+// Package trainer is batchkit's data-parallel trainer: a multi-layer
+// perceptron trained with SGD on a CSV data set, one process per rank, the
+// gradients averaged with one fused allreduce per step.
+//
+// The pieces, each usable alone:
+//
+//   - data.go: the embedded digits set (trainer/data), CSV parsing of any
+//     "features..., label" file, the fixed train/test split and scaling.
+//   - model.go: the MLP, its parameters in one contiguous []float32, forward
+//     and backward on gonum's pure-Go BLAS.
+//   - optim.go: SGD with momentum and weight decay, PyTorch's semantics.
+//   - sampler.go: the per-epoch permutation and DistributedSampler sharding.
+//   - loop.go: Train, the data-parallel loop: resume, steps, checks that the
+//     ranks' weights agree, checkpoints and preemption.
+//   - checkpoint.go: the versioned, checksummed, atomically written format.
+//   - comm.go: Comm, the four collectives the loop needs, over
+//     trainer/collective or in process (NewLocalWorld, for tests).
+//
+// The library changes no process-wide state: the caller (batchkit train)
+// owns signals, GOMAXPROCS and output.
+package trainer

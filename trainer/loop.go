@@ -1,0 +1,170 @@
+package trainer
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"math"
+	"slices"
+	"time"
+)
+
+// Config is one training run. Every rank passes the same.
+type Config struct {
+	Hidden                    []int
+	Epochs                    int
+	BatchSize                 int // per rank
+	LR, Momentum, WeightDecay float32
+	Seed                      uint64
+
+	// CheckEvery: every so many steps (and at the start and the end) the
+	// ranks compare hashes of their weights; 0: start and end only.
+	CheckEvery int
+	// CheckpointDir: where rank 0 writes checkpoints and every rank looks
+	// for one to resume from ("" = none). CheckpointEvery: every so many
+	// steps (0: only at the end and on preemption).
+	CheckpointDir   string
+	CheckpointEvery int
+
+	// Stop reports whether this rank was asked to stop (a signal, say). It
+	// is polled once a step; nil is never.
+	Stop func() bool
+	// Warn receives what the run survives: a corrupt checkpoint skipped.
+	Warn func(error)
+	// Now is the clock for samples/s and elapsed times (nil: time.Now).
+	Now func() time.Time
+
+	OnStart func(Start) error     // once, after any resume
+	OnStep  func(StepInfo) error  // after every step; an error ends the run
+	OnEpoch func(EpochInfo) error // after every epoch
+}
+
+// Start describes the run about to train.
+type Start struct {
+	Model          MLP
+	StepsPerEpoch  int
+	TotalSteps     int
+	ResumedFrom    int    // the checkpoint's global step, 0 for a fresh run
+	ResumedFile    string // its path
+	ResumedAtEpoch int
+}
+
+// StepInfo is one step's global figures (the same on every rank).
+type StepInfo struct {
+	Epoch, GlobalStep int
+	Loss              float64 // mean over the step's samples of all ranks
+}
+
+// EpochInfo is one epoch's figures (the same on every rank).
+type EpochInfo struct {
+	Epoch            int // 1-based: epochs done
+	GlobalStep       int
+	Loss, TrainAcc   float64 // over the epoch's samples, as trained on
+	TestLoss         float64
+	TestAcc          float64
+	SamplesPerSecond float64 // all ranks' samples over this run's time in the epoch
+	Elapsed          time.Duration
+}
+
+// Result is the end of a run.
+type Result struct {
+	Model             MLP
+	Params            []float32
+	Epochs, Steps     int // global step at the end
+	ResumedFrom       int
+	TestLoss, TestAcc float64
+	SamplesPerSecond  float64 // over this run's steps
+}
+
+// WeightsSHA256 is the SHA-256 of p's little-endian float32 bytes, hex.
+func WeightsSHA256(p []float32) string {
+	s := sha256.Sum256(appendFloats(nil, p))
+	return hex.EncodeToString(s[:])
+}
+
+// PreemptedError ends a run that a rank was asked to stop: every rank
+// finished the same step and rank 0 wrote Checkpoint ("" without a
+// checkpoint dir; every rank names the file).
+type PreemptedError struct {
+	Step       int
+	Checkpoint string
+}
+
+func (e *PreemptedError) Error() string {
+	if e.Checkpoint == "" {
+		return fmt.Sprintf("preempted after step %d (no --checkpoint-dir: nothing saved)", e.Step)
+	}
+	return fmt.Sprintf("preempted after step %d: checkpoint %s", e.Step, e.Checkpoint)
+}
+
+// DivergedError is ranks whose weights differ from rank 0's: a bug or
+// broken hardware, never a state to train on.
+type DivergedError struct {
+	Step  int
+	Ranks []int
+}
+
+func (e *DivergedError) Error() string {
+	return fmt.Sprintf("step %d: the weights of rank(s) %v differ from rank 0's", e.Step, e.Ranks)
+}
+
+// IncompatibleError is a checkpoint of another model, data set or world.
+type IncompatibleError struct {
+	File      string
+	What      string
+	Have, Got string // the checkpoint's value, this run's
+}
+
+func (e *IncompatibleError) Error() string {
+	return fmt.Sprintf("checkpoint %s was written with %s %s, this run has %s (use another --checkpoint-dir)", e.File, e.What, e.Have, e.Got)
+}
+
+// Validate checks the hyperparameters.
+func (c *Config) Validate() error {
+	switch {
+	case c.Epochs < 1:
+		return fmt.Errorf("epochs %d: want at least 1", c.Epochs)
+	case c.BatchSize < 1:
+		return fmt.Errorf("batch size %d: want at least 1", c.BatchSize)
+	case !(c.LR > 0) || math.IsInf(float64(c.LR), 0):
+		return fmt.Errorf("learning rate %v: want a positive number", c.LR)
+	case !(c.Momentum >= 0 && c.Momentum < 1):
+		return fmt.Errorf("momentum %v: want 0 <= momentum < 1", c.Momentum)
+	case !(c.WeightDecay >= 0) || math.IsInf(float64(c.WeightDecay), 0):
+		return fmt.Errorf("weight decay %v: want a finite number >= 0", c.WeightDecay)
+	case c.CheckEvery < 0 || c.CheckpointEvery < 0:
+		return errors.New("check and checkpoint intervals must be >= 0")
+	}
+	return nil
+}
+
+// weightsHash is FNV-64a of p's bytes as two float64 of 32 bits each, exact,
+// for an Allgather.
+func weightsHash(p []float32, buf []byte) ([]byte, [2]float64) {
+	buf = appendFloats(buf[:0], p)
+	h := fnv.New64a()
+	h.Write(buf)
+	s := h.Sum64()
+	return buf, [2]float64{float64(s >> 32), float64(uint32(s))}
+}
+
+// checkWeights compares every rank's weights with rank 0's.
+func checkWeights(c Comm, p []float32, step int, scratch []byte) ([]byte, error) {
+	scratch, mine := weightsHash(p, scratch)
+	all := make([]float64, 2*c.Size())
+	if err := c.Allgather(mine[:], all); err != nil {
+		return scratch, fmt.Errorf("weight check: %w", err)
+	}
+	var bad []int
+	for r := 1; r < c.Size(); r++ {
+		if !slices.Equal(all[2*r:2*r+2], all[:2]) {
+			bad = append(bad, r)
+		}
+	}
+	if bad != nil {
+		return scratch, &DivergedError{Step: step, Ranks: bad}
+	}
+	return scratch, nil
+}

@@ -1,0 +1,315 @@
+package trainer
+
+import (
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"time"
+)
+
+// Train runs the data-parallel loop on this rank: every rank calls it with
+// its Comm, the same data and the same Config. Each step trains on the
+// rank's shard of the batch (Shard), averages the fused gradient with one
+// AllreduceAvg and takes the same SGD step, so every rank keeps bit-identical
+// weights (checked every CheckEvery steps).
+//
+// With a CheckpointDir it first resumes from the newest valid checkpoint
+// there; rank 0 writes one every CheckpointEvery steps, at the end and when
+// stopped. When any rank's Stop reports true, all ranks finish the same step
+// and Train returns a *PreemptedError.
+func Train(c Comm, train, test *Dataset, cfg Config) (Result, error) {
+	if err := cfg.Validate(); err != nil {
+		return Result{}, err
+	}
+	if test.Features != train.Features {
+		return Result{}, fmt.Errorf("test set has %d features, train set %d", test.Features, train.Features)
+	}
+	m, err := NewMLP(train.Features, cfg.Hidden, max(train.Classes, test.Classes))
+	if err != nil {
+		return Result{}, err
+	}
+	r := newRun(c, m, train, test, cfg)
+	if err := r.resume(); err != nil {
+		return Result{}, err
+	}
+	if err := r.check(); err != nil {
+		return Result{}, err
+	}
+	if cfg.OnStart != nil {
+		if err := cfg.OnStart(r.start()); err != nil {
+			return Result{}, err
+		}
+	}
+	for r.epoch < cfg.Epochs {
+		if err := r.runEpoch(); err != nil {
+			return Result{}, err
+		}
+	}
+	return r.finish()
+}
+
+// run is one rank's training state.
+type run struct {
+	c           Comm
+	m           MLP
+	train, test *Dataset
+	cfg         Config
+	now         func() time.Time
+
+	params []float32
+	opt    *SGD
+	buf    []float32 // gradient, then the piggybacked extras
+	ws     Workspace
+	bx     []float32
+	by     []int32
+	hash   []byte
+
+	epoch, stepInEpoch, globalStep int
+	lossSum, correct, samples      float64 // this epoch's, all ranks
+	resumedFrom                    int
+	resumedFile                    string
+	began                          time.Time
+	ranSamples                     float64 // this run's, all ranks
+	epochBegan                     time.Time
+	epochSamples                   float64 // this run's part of the epoch
+}
+
+// The elements appended to the gradient in the one allreduce of a step: the
+// mean makes "any rank was asked to stop" > 0, and sums of the metrics.
+const (
+	xStop = iota
+	xLoss
+	xCorrect
+	xCount
+	nExtra
+)
+
+func newRun(c Comm, m MLP, train, test *Dataset, cfg Config) *run {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Warn == nil {
+		cfg.Warn = func(error) {}
+	}
+	n := m.NumParams()
+	r := &run{c: c, m: m, train: train, test: test, cfg: cfg, now: cfg.Now,
+		params: make([]float32, n), opt: NewSGD(n, cfg.LR, cfg.Momentum, cfg.WeightDecay),
+		buf: make([]float32, n+nExtra),
+		bx:  make([]float32, cfg.BatchSize*train.Features), by: make([]int32, cfg.BatchSize)}
+	m.InitParams(r.params, cfg.Seed)
+	r.began = r.now()
+	return r
+}
+
+func (r *run) stepsPerEpoch() int {
+	return StepsPerEpoch(r.train.Rows(), r.c.Size(), r.cfg.BatchSize)
+}
+
+func (r *run) start() Start {
+	return Start{Model: r.m, StepsPerEpoch: r.stepsPerEpoch(), TotalSteps: r.cfg.Epochs * r.stepsPerEpoch(),
+		ResumedFrom: r.resumedFrom, ResumedFile: r.resumedFile, ResumedAtEpoch: r.epoch}
+}
+
+func (r *run) check() (err error) {
+	r.hash, err = checkWeights(r.c, r.params, r.globalStep, r.hash)
+	return err
+}
+
+// runEpoch trains the rest of epoch r.epoch, then evaluates.
+func (r *run) runEpoch() error {
+	shard := Shard(Permutation(r.cfg.Seed, r.epoch, r.train.Rows()), r.c.Rank(), r.c.Size())
+	r.epochBegan, r.epochSamples = r.now(), 0
+	for s := r.stepInEpoch; s < r.stepsPerEpoch(); s++ {
+		idx := shard[s*r.cfg.BatchSize : min((s+1)*r.cfg.BatchSize, len(shard))]
+		stop, err := r.step(idx)
+		if err != nil {
+			return err
+		}
+		if stop {
+			return r.preempted()
+		}
+		if r.cfg.CheckpointEvery > 0 && r.globalStep%r.cfg.CheckpointEvery == 0 {
+			if _, err := r.checkpoint(); err != nil {
+				return err
+			}
+		}
+	}
+	return r.endEpoch()
+}
+
+// step trains on the samples idx and reports whether any rank asked to stop.
+func (r *run) step(idx []int) (bool, error) {
+	f := r.train.Features
+	for i, j := range idx {
+		copy(r.bx[i*f:(i+1)*f], r.train.Row(j))
+		r.by[i] = r.train.Y[j]
+	}
+	n := r.m.NumParams()
+	loss, correct := r.m.LossGrad(r.params, r.buf[:n], r.bx[:len(idx)*f], r.by[:len(idx)], &r.ws)
+	extra := r.buf[n:]
+	extra[xStop] = 0
+	if r.cfg.Stop != nil && r.cfg.Stop() {
+		extra[xStop] = 1
+	}
+	extra[xLoss], extra[xCorrect], extra[xCount] = float32(loss), float32(correct), float32(len(idx))
+	if err := r.c.AllreduceAvg(r.buf); err != nil {
+		return false, fmt.Errorf("step %d: %w", r.globalStep+1, err)
+	}
+	r.opt.Step(r.params, r.buf[:n])
+	r.globalStep++
+	r.stepInEpoch++
+	w := float64(r.c.Size())
+	count := float64(extra[xCount]) * w
+	r.lossSum += float64(extra[xLoss]) * w
+	r.correct += float64(extra[xCorrect]) * w
+	r.samples += count
+	r.epochSamples += count
+	r.ranSamples += count
+	if r.cfg.OnStep != nil {
+		if err := r.cfg.OnStep(StepInfo{Epoch: r.epoch, GlobalStep: r.globalStep, Loss: float64(extra[xLoss]) / float64(extra[xCount])}); err != nil {
+			return false, err
+		}
+	}
+	if r.cfg.CheckEvery > 0 && r.globalStep%r.cfg.CheckEvery == 0 {
+		if err := r.check(); err != nil {
+			return false, err
+		}
+	}
+	return extra[xStop] > 0, nil
+}
+
+// preempted checkpoints and waits for every rank: under srun, a rank that
+// exited first could get the others killed before the file is written.
+func (r *run) preempted() error {
+	if _, err := r.checkpoint(); err != nil {
+		return err
+	}
+	if err := r.c.Barrier(); err != nil {
+		return err
+	}
+	e := &PreemptedError{Step: r.globalStep}
+	if r.cfg.CheckpointDir != "" {
+		e.Checkpoint = filepath.Join(r.cfg.CheckpointDir, checkpointName(r.globalStep))
+	}
+	return e
+}
+
+// endEpoch evaluates the test set, reports and starts the next epoch.
+func (r *run) endEpoch() error {
+	testLoss, testAcc, err := r.m.Evaluate(r.params, r.test)
+	if err != nil {
+		return err
+	}
+	info := EpochInfo{Epoch: r.epoch + 1, GlobalStep: r.globalStep,
+		Loss: r.lossSum / max(r.samples, 1), TrainAcc: r.correct / max(r.samples, 1),
+		TestLoss: testLoss, TestAcc: testAcc, Elapsed: r.now().Sub(r.began)}
+	if d := r.now().Sub(r.epochBegan).Seconds(); d > 0 {
+		info.SamplesPerSecond = r.epochSamples / d
+	}
+	r.epoch, r.stepInEpoch = r.epoch+1, 0
+	r.lossSum, r.correct, r.samples = 0, 0, 0
+	if r.cfg.OnEpoch != nil {
+		return r.cfg.OnEpoch(info)
+	}
+	return nil
+}
+
+// finish checks the weights once more, checkpoints and evaluates.
+func (r *run) finish() (Result, error) {
+	if err := r.check(); err != nil {
+		return Result{}, err
+	}
+	if _, err := r.checkpoint(); err != nil {
+		return Result{}, err
+	}
+	if r.cfg.CheckpointDir != "" {
+		if err := r.c.Barrier(); err != nil { // nobody exits before the file is there
+			return Result{}, err
+		}
+	}
+	loss, acc, err := r.m.Evaluate(r.params, r.test)
+	if err != nil {
+		return Result{}, err
+	}
+	res := Result{Model: r.m, Params: slices.Clone(r.params), Epochs: r.epoch, Steps: r.globalStep,
+		ResumedFrom: r.resumedFrom, TestLoss: loss, TestAcc: acc}
+	if d := r.now().Sub(r.began).Seconds(); d > 0 {
+		res.SamplesPerSecond = r.ranSamples / d
+	}
+	return res, nil
+}
+
+// header is the checkpoint metadata of the current state.
+func (r *run) header() CheckpointHeader {
+	return CheckpointHeader{Epoch: r.epoch, StepInEpoch: r.stepInEpoch, GlobalStep: r.globalStep,
+		WorldSize: r.c.Size(), Seed: r.cfg.Seed, BatchSize: r.cfg.BatchSize,
+		LR: r.cfg.LR, Momentum: r.cfg.Momentum, WeightDecay: r.cfg.WeightDecay, Epochs: r.cfg.Epochs,
+		ModelSizes: r.m.Sizes, TrainRows: r.train.Rows(), Features: r.train.Features, Classes: r.m.Sizes[len(r.m.Sizes)-1],
+		EpochLossSum: r.lossSum, EpochCorrect: r.correct, EpochSamples: r.samples}
+}
+
+// checkpoint writes the state on rank 0 (the others return at once).
+func (r *run) checkpoint() (string, error) {
+	if r.cfg.CheckpointDir == "" || r.c.Rank() != 0 {
+		return "", nil
+	}
+	path, err := SaveCheckpoint(r.cfg.CheckpointDir, &Checkpoint{Header: r.header(), Params: r.params, Momentum: r.opt.Buf})
+	if err != nil {
+		return "", fmt.Errorf("checkpoint at step %d: %w", r.globalStep, err)
+	}
+	return path, nil
+}
+
+// resume loads the newest valid checkpoint. Every rank reads it (the
+// directory is shared, or the same on one machine): no broadcast of the
+// model. Should ranks read different files (a node-local directory), the
+// weight check that follows fails.
+func (r *run) resume() error {
+	if r.cfg.CheckpointDir == "" {
+		return nil
+	}
+	ck, path, err := LoadLatestCheckpoint(r.cfg.CheckpointDir, r.cfg.Warn)
+	if err != nil || ck == nil {
+		return err
+	}
+	if err := r.compatible(ck.Header, path); err != nil {
+		return err
+	}
+	if len(ck.Params) != len(r.params) {
+		return &CorruptError{File: path, Err: fmt.Errorf("%d parameters for a model of %d", len(ck.Params), len(r.params))}
+	}
+	h := ck.Header
+	copy(r.params, ck.Params)
+	copy(r.opt.Buf, ck.Momentum)
+	r.epoch, r.stepInEpoch, r.globalStep = h.Epoch, h.StepInEpoch, h.GlobalStep
+	r.lossSum, r.correct, r.samples = h.EpochLossSum, h.EpochCorrect, h.EpochSamples
+	r.resumedFrom, r.resumedFile = h.GlobalStep, path
+	return nil
+}
+
+// compatible refuses a checkpoint this run cannot continue exactly: another
+// model, data, world size (no resharding), batch size or seed (another
+// sample order). Learning rate, momentum, weight decay and epochs may change.
+func (r *run) compatible(h CheckpointHeader, path string) error {
+	want := r.header()
+	for _, f := range []struct{ what, have, got string }{
+		{"model sizes", fmt.Sprint(h.ModelSizes), fmt.Sprint(want.ModelSizes)},
+		{"data shape (rows × features, classes)", shape(h), shape(want)},
+		{"world size", strconv.Itoa(h.WorldSize), strconv.Itoa(want.WorldSize)},
+		{"batch size", strconv.Itoa(h.BatchSize), strconv.Itoa(want.BatchSize)},
+		{"seed", strconv.FormatUint(h.Seed, 10), strconv.FormatUint(want.Seed, 10)},
+	} {
+		if f.have != f.got {
+			return &IncompatibleError{File: path, What: f.what, Have: f.have, Got: f.got}
+		}
+	}
+	if h.StepInEpoch > r.stepsPerEpoch() {
+		return &CorruptError{File: path, Err: fmt.Errorf("step %d of an epoch of %d steps", h.StepInEpoch, r.stepsPerEpoch())}
+	}
+	return nil
+}
+
+func shape(h CheckpointHeader) string {
+	return fmt.Sprintf("%d×%d, %d classes", h.TrainRows, h.Features, h.Classes)
+}
