@@ -31,8 +31,17 @@ the failing rank's code (128+S for a rank killed by signal S). If batchkit itsel
 killed with SIGKILL, which it cannot catch, each rank gets SIGKILL too (Linux), but what
 a rank started in the background is left running.
 
+--max-restarts N (torchrun's): when a rank exits non-zero or is killed, the others are
+stopped and all ranks started again, up to N times, each time with a new MASTER_PORT
+(unless --master-port) and a new BATCHKIT_JOB_TOKEN; TORCHELASTIC_RESTART_COUNT and
+TORCHELASTIC_MAX_RESTARTS tell the ranks which attempt this is. Not restarted: a stop you
+asked for (a signal to batchkit), and a first failing rank that exited 75 (stopped on
+purpose: batchkit train preempted after a checkpoint) or 2 (a usage error, which would
+repeat). batchkit train with --checkpoint-dir resumes where the last checkpoint left off.
+
 Examples:
    batchkit run -n 4 -- python3 train.py --epochs 3
+   batchkit run -n 2 --max-restarts 3 -- batchkit train --checkpoint-dir ckpt
    batchkit run -n 2 --tee logs -- sh -c 'echo rank $RANK of $WORLD_SIZE'`,
 		Flags: []cli.Flag{
 			&cli.IntFlag{Name: "n", Aliases: []string{"nproc"}, Usage: "number of ranks, at least 1 (required)", DefaultText: "none"},
@@ -40,6 +49,7 @@ Examples:
 			&cli.StringFlag{Name: "color", Value: "auto", Usage: "colour the rank prefixes: auto (on a terminal), always or never"},
 			&cli.StringFlag{Name: "tee", Usage: "also write each rank's output, unprefixed, to `DIR`/rank-N.log (never overwritten)"},
 			&cli.DurationFlag{Name: "grace", Value: local.DefaultGrace, Usage: "time between SIGTERM and SIGKILL when stopping ranks"},
+			&cli.IntFlag{Name: "max-restarts", Usage: "start all ranks again up to `N` times after a rank failed"},
 		},
 		Action: func(c *cli.Context) error {
 			args := c.Args().Slice()
@@ -60,6 +70,9 @@ Examples:
 			}
 			if g := c.Duration("grace"); g < 0 {
 				return usagef("invalid --grace %v: must not be negative", g)
+			}
+			if m := c.Int("max-restarts"); m < 0 {
+				return usagef("invalid --max-restarts %d: must not be negative", m)
 			}
 			colorOut, colorErr, err := colors(c.String("color"), c.App.Writer, c.App.ErrWriter)
 			if err != nil {
@@ -84,6 +97,7 @@ Examples:
 				Grace:       c.Duration("grace"),
 				MasterPort:  c.Int("master-port"),
 				Signals:     sigs,
+				MaxRestarts: c.Int("max-restarts"),
 			})
 			switch {
 			case errors.Is(err, local.ErrInvalid):

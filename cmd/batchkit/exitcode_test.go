@@ -35,6 +35,8 @@ func TestExitCodes(t *testing.T) {
 		{"exec not executable", nil, []string{"exec", "--", "/etc/hostname"}, 126},
 		{"exec a directory", nil, []string{"exec", "--", "/tmp"}, 126},
 		{"run a directory", nil, []string{"run", "-n", "1", "--", "/tmp"}, 126},
+		{"run with negative --max-restarts", nil, []string{"run", "-n", "1", "--max-restarts", "-1", "--", "true"}, 2},
+		{"run with non-numeric --max-restarts", nil, []string{"run", "-n", "1", "--max-restarts", "x", "--", "true"}, 2},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/batchkit/batchkit/internal/freeport"
@@ -40,13 +41,35 @@ func RankTopology(rank, n, masterPort int) topology.Topology {
 // taking them for leftovers of an outer job.
 const RunIDVar = "TORCHELASTIC_RUN_ID"
 
-// RankEnv is one rank's environment: base with the torchrun contract of t,
-// the run id and the job token set, replacing any inherited values.
-func RankEnv(base []string, t topology.Topology, token, runID string) []string {
+// RestartCountVar and MaxRestartsVar tell a rank, as torchrun does, how
+// many times its world has been restarted and how many restarts are
+// allowed. Detection ignores them (only RunIDVar matters to it).
+const (
+	RestartCountVar = "TORCHELASTIC_RESTART_COUNT"
+	MaxRestartsVar  = "TORCHELASTIC_MAX_RESTARTS"
+)
+
+// Attempt is what the ranks of one attempt share besides the topology.
+type Attempt struct {
+	Token       string // TokenVar: new in every attempt
+	RunID       string // RunIDVar: the same in every attempt, as torchrun's
+	Restart     int    // RestartCountVar: 0 in the first attempt
+	MaxRestarts int    // MaxRestartsVar
+}
+
+// RankEnv is one rank's environment: base with the torchrun contract of t
+// and a's variables set, replacing any inherited values.
+func RankEnv(base []string, t topology.Topology, a Attempt) []string {
 	set := t.TorchrunEnv()
-	set[TokenVar] = token
-	set[RunIDVar] = runID
+	set[TokenVar] = a.Token
+	set[RunIDVar] = a.RunID
+	set[RestartCountVar] = strconv.Itoa(a.Restart)
+	set[MaxRestartsVar] = strconv.Itoa(a.MaxRestarts)
 	return topology.MergeEnviron(base, set)
+}
+
+func (l *launch) attempt() Attempt {
+	return Attempt{Token: l.token, RunID: l.runID, Restart: l.restart, MaxRestarts: l.opts.MaxRestarts}
 }
 
 // lookupEnv finds key in an os.Environ-style list; later entries win.

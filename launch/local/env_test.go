@@ -19,7 +19,7 @@ func TestRankEnv(t *testing.T) {
 			name: "rank 0 of 1", rank: 0, n: 1, port: 29500, token: "tok", base: []string{"PATH=/bin"},
 			want: []string{
 				"BATCHKIT_JOB_TOKEN=tok", "GROUP_RANK=0", "GROUP_WORLD_SIZE=1", "LOCAL_RANK=0", "LOCAL_WORLD_SIZE=1",
-				"MASTER_ADDR=127.0.0.1", "MASTER_PORT=29500", "NODE_RANK=0", "PATH=/bin", "RANK=0", "TORCHELASTIC_RUN_ID=run-1", "WORLD_SIZE=1",
+				"MASTER_ADDR=127.0.0.1", "MASTER_PORT=29500", "NODE_RANK=0", "PATH=/bin", "RANK=0", "TORCHELASTIC_MAX_RESTARTS=3", "TORCHELASTIC_RESTART_COUNT=0", "TORCHELASTIC_RUN_ID=run-1", "WORLD_SIZE=1",
 			},
 		},
 		{
@@ -27,14 +27,14 @@ func TestRankEnv(t *testing.T) {
 			want: []string{
 				"BATCHKIT_JOB_TOKEN=abc", "GROUP_RANK=0", "GROUP_WORLD_SIZE=1", "HOME=/home/u", "LOCAL_RANK=2",
 				"LOCAL_WORLD_SIZE=4", "MASTER_ADDR=127.0.0.1", "MASTER_PORT=40001", "NODE_RANK=0", "PATH=/bin",
-				"RANK=2", "TORCHELASTIC_RUN_ID=run-1", "WORLD_SIZE=4",
+				"RANK=2", "TORCHELASTIC_MAX_RESTARTS=3", "TORCHELASTIC_RESTART_COUNT=0", "TORCHELASTIC_RUN_ID=run-1", "WORLD_SIZE=4",
 			},
 		},
 		{
 			name: "empty base", rank: 3, n: 4, port: 1, token: "t", base: nil,
 			want: []string{
 				"BATCHKIT_JOB_TOKEN=t", "GROUP_RANK=0", "GROUP_WORLD_SIZE=1", "LOCAL_RANK=3", "LOCAL_WORLD_SIZE=4",
-				"MASTER_ADDR=127.0.0.1", "MASTER_PORT=1", "NODE_RANK=0", "RANK=3", "TORCHELASTIC_RUN_ID=run-1", "WORLD_SIZE=4",
+				"MASTER_ADDR=127.0.0.1", "MASTER_PORT=1", "NODE_RANK=0", "RANK=3", "TORCHELASTIC_MAX_RESTARTS=3", "TORCHELASTIC_RESTART_COUNT=0", "TORCHELASTIC_RUN_ID=run-1", "WORLD_SIZE=4",
 			},
 		},
 	}
@@ -44,7 +44,7 @@ func TestRankEnv(t *testing.T) {
 			if err := top.Validate(); err != nil {
 				t.Fatal(err)
 			}
-			got := RankEnv(tt.base, top, tt.token, "run-1")
+			got := RankEnv(tt.base, top, Attempt{Token: tt.token, RunID: "run-1", MaxRestarts: 3})
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("RankEnv (-want +got):\n%s", diff)
 			}

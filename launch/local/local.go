@@ -59,6 +59,11 @@ type Options struct {
 	// Signals are forwarded to every rank's process group (typically SIGINT
 	// and SIGTERM from signal.Notify). nil forwards nothing.
 	Signals <-chan os.Signal
+
+	// MaxRestarts is how many times all ranks are started again after a
+	// rank failed (see Decide for which failures count), each time with a
+	// new MASTER_PORT (unless MasterPort is set) and a new job token.
+	MaxRestarts int
 }
 
 // Run starts opts.N ranks of opts.Cmd and waits until all have exited and no
@@ -86,13 +91,17 @@ type Options struct {
 // err is non-nil only if the launcher itself failed; exitCode is then 2 for
 // invalid options (errors.Is(err, ErrInvalid)), 127 when Cmd is not found,
 // 126 when it cannot be executed, and 1 otherwise.
+//
+// With opts.MaxRestarts, a failed attempt may be followed by another, after
+// every rank of the old one and its process group are gone; the result is
+// the last attempt's.
 func Run(ctx context.Context, opts Options) (exitCode int, err error) {
 	r, code, err := prepare(opts)
 	if err != nil {
 		return code, err
 	}
 	defer r.closeTees()
-	return r.run(ctx)
+	return r.runAttempts(ctx)
 }
 
 // rank is one started rank.
@@ -114,9 +123,10 @@ type launch struct {
 	opts  Options
 	path  string
 	env   []string // base environment
-	port  int
-	token string
-	runID string // RunIDVar: one per launch
+	port    int    // this attempt's MASTER_PORT
+	token   string // this attempt's job token
+	runID   string // RunIDVar: one per launch, the same in every attempt
+	restart int    // restarts so far: this attempt's RestartCountVar
 	tees  []*os.File
 
 	mu    sync.Mutex // serialises all output lines
@@ -146,6 +156,8 @@ func prepare(o Options) (*launch, int, error) {
 		return nil, 2, invalid("grace period %v is negative", o.Grace)
 	case o.MasterPort < 0 || o.MasterPort > 65535:
 		return nil, 2, invalid("master port %d out of range 1-65535", o.MasterPort)
+	case o.MaxRestarts < 0:
+		return nil, 2, invalid("max restarts %d is negative", o.MaxRestarts)
 	}
 	path, err := exec.LookPath(o.Cmd)
 	if err != nil {
@@ -263,7 +275,7 @@ func (l *launch) start(id int, exits chan<- exitEvent, copied *sync.WaitGroup) e
 	r.cmd = &exec.Cmd{
 		Path:        l.path,
 		Args:        append([]string{l.opts.Cmd}, l.opts.Args...),
-		Env:         RankEnv(l.env, t, l.token, l.runID),
+		Env:         RankEnv(l.env, t, l.attempt()),
 		Stdout:      outW,
 		Stderr:      errW,
 		SysProcAttr: sysProcAttr(),
@@ -349,7 +361,8 @@ func ExecHint(err error) string {
 	return ""
 }
 
-func (l *launch) run(ctx context.Context) (int, error) {
+// run runs one attempt: it starts every rank and waits for all of them.
+func (l *launch) run(ctx context.Context) (Outcome, error) {
 	exits := make(chan exitEvent, l.opts.N)
 	var copied sync.WaitGroup
 
@@ -364,11 +377,11 @@ func (l *launch) run(ctx context.Context) (int, error) {
 			}
 			err = fmt.Errorf("starting rank %d: %w%s", id, err, ExecHint(err))
 			if len(l.ranks) == 0 {
-				return code, err
+				return Outcome{Code: code, Rank: -1}, err
 			}
 			l.printf("%v; stopping %s", err, plural(len(l.ranks), "other rank"))
 			l.stopAndWait(exits, len(l.ranks), &copied)
-			return code, err
+			return Outcome{Code: code, Rank: -1}, err
 		}
 	}
 
@@ -379,7 +392,7 @@ func (l *launch) run(ctx context.Context) (int, error) {
 		graceC    <-chan time.Time
 		killed    bool // SIGKILL went out
 		killedAt  time.Time
-		failCode  int            // the first non-zero rank status
+		failed    *exitEvent     // the first rank that exited non-zero
 		launchSig syscall.Signal // the first signal forwarded, 0 if none
 		ctxDone   = ctx.Done()
 		ctxErr    error
@@ -433,8 +446,8 @@ func (l *launch) run(ctx context.Context) (int, error) {
 		case ev := <-exits:
 			running--
 			code := exitStatus(ev.ps)
-			if code != 0 && failCode == 0 {
-				failCode = code
+			if code != 0 && failed == nil {
+				failed = &ev
 				if !stopping {
 					msg := fmt.Sprintf("rank %d exited with code %d", ev.rank, code)
 					if ws, ok := ev.ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
@@ -459,10 +472,7 @@ func (l *launch) run(ctx context.Context) (int, error) {
 	}
 	l.finishOutput(&copied)
 
-	code := failCode
-	if code == 0 && launchSig != 0 {
-		code = 128 + int(launchSig)
-	}
+	o := outcome(failed, launchSig)
 	for _, r := range l.ranks {
 		for _, w := range r.writers {
 			if w.teeErr != nil {
@@ -471,7 +481,7 @@ func (l *launch) run(ctx context.Context) (int, error) {
 			}
 		}
 	}
-	return code, ctxErr
+	return o, ctxErr
 }
 
 // stopAndWait stops the n ranks started so far after a failure to start

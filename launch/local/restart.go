@@ -1,0 +1,138 @@
+package local
+
+import (
+	"context"
+	"fmt"
+	"syscall"
+)
+
+// Restarts (Options.MaxRestarts, torchrun's --max-restarts): when a rank
+// fails, the launcher stops the others as usual and then starts all ranks
+// again, as a fresh world. Whether to restart is decided by Decide from how
+// the attempt ended; runAttempts is the loop around whole attempts.
+
+// ExitPreempted is the exit status of a rank that stopped on purpose and can
+// be run again later: EX_TEMPFAIL of sysexits.h, which batchkit train exits
+// with when it was preempted after writing a checkpoint. Restarting at once
+// would undo the stop, so it is never restarted.
+const ExitPreempted = 75
+
+// ExitUsage is the exit status of a usage error (bad flags or input): the
+// same command would fail the same way, so it is never restarted.
+const ExitUsage = 2
+
+// Outcome is how one attempt ended, as far as restarting is concerned.
+type Outcome struct {
+	// Code is what the launcher would exit with after this attempt.
+	Code int
+	// Rank is the first rank that failed, -1 when none did. It is the
+	// cause: the ranks failing after it were stopped by the launcher or
+	// lost their peer.
+	Rank int
+	// Exit is that rank's exit code, Signal the signal that killed it
+	// (0 if it exited).
+	Exit   int
+	Signal syscall.Signal
+	// Stopped: the user stopped the run (a forwarded signal, or the
+	// context was cancelled). A stop asked for is never undone by a restart.
+	Stopped bool
+	// LaunchErr: the launcher itself failed (a rank could not be started),
+	// which a restart would repeat.
+	LaunchErr bool
+}
+
+// outcome is an attempt's Outcome from its first failing rank (nil if
+// none) and the first signal forwarded to the ranks (0 if none). Code is
+// that rank's status (128+S if killed by signal S), else 128+launchSig
+// after a forwarded signal, else 0.
+func outcome(failed *exitEvent, launchSig syscall.Signal) Outcome {
+	o := Outcome{Rank: -1, Stopped: launchSig != 0}
+	if launchSig != 0 {
+		o.Code = 128 + int(launchSig)
+	}
+	if failed != nil {
+		o.Code, o.Rank, o.Exit = exitStatus(failed.ps), failed.rank, failed.ps.ExitCode()
+		if ws, ok := failed.ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			o.Signal = ws.Signal()
+		}
+	}
+	return o
+}
+
+// Decision is what follows an attempt.
+type Decision struct {
+	Restart bool
+	// Say is the launcher's line about it ("" for nothing): the restart,
+	// or why a failure is not restarted when restarts were asked for.
+	Say string
+}
+
+// Decide says whether to restart after an attempt that ended with o, when
+// restarts have been made already and max are allowed. The rule: restart
+// when the first failing rank exited non-zero or was killed by a signal,
+// except for a stop the user asked for, a launcher error, exit 75
+// (ExitPreempted: a deliberate stop) and exit 2 (ExitUsage: it would fail
+// again identically). torchrun restarts on any failure; these two exits are
+// the ones where that is known to be pointless or wrong.
+func Decide(o Outcome, restarts, max int) Decision {
+	if o.Rank < 0 || o.Stopped || o.LaunchErr || max == 0 {
+		return Decision{}
+	}
+	what := fmt.Sprintf("rank %d failed (exit code %d)", o.Rank, o.Exit)
+	if o.Signal != 0 {
+		what = fmt.Sprintf("rank %d died (signal %d)", o.Rank, int(o.Signal))
+	}
+	switch {
+	case o.Signal == 0 && o.Exit == ExitPreempted:
+		return Decision{Say: what + ": it stopped on purpose (75: preempted, rerun later); not restarting"}
+	case o.Signal == 0 && o.Exit == ExitUsage:
+		return Decision{Say: what + ": a usage error would fail again; not restarting"}
+	case restarts >= max:
+		return Decision{Say: fmt.Sprintf("%s; no restarts left (%d of %d done)", what, restarts, max)}
+	}
+	return Decision{Restart: true, Say: fmt.Sprintf("%s; restart %d of %d", what, restarts+1, max)}
+}
+
+// runAttempts runs attempts until Decide stops; each restart is a fresh
+// world (newWorld). The result is the last attempt's.
+func (l *launch) runAttempts(ctx context.Context) (int, error) {
+	for {
+		o, err := l.run(ctx)
+		if err != nil {
+			o.LaunchErr = true
+		}
+		d := Decide(o, l.restart, l.opts.MaxRestarts)
+		if d.Say != "" {
+			l.printf("%s", d.Say)
+		}
+		if !d.Restart {
+			return o.Code, err
+		}
+		if err := l.newWorld(); err != nil {
+			return 1, err
+		}
+	}
+}
+
+// newWorld prepares the next attempt: a new MASTER_PORT (unless the user
+// chose one) and a new job token, so that a straggler of the old world can
+// never join the new one, and the next restart count.
+func (l *launch) newWorld() error {
+	l.restart++
+	l.ranks = nil
+	var err error
+	if l.token, err = newToken(); err != nil {
+		return err
+	}
+	if l.opts.MasterPort == 0 {
+		old := l.port
+		// The kernel may hand out the same free port again; ask a few
+		// times for another.
+		for range 10 {
+			if l.port, err = freePort(); err != nil || l.port != old {
+				return err
+			}
+		}
+	}
+	return nil
+}
