@@ -37,6 +37,7 @@ func TestExitCodes(t *testing.T) {
 		{"run a directory", nil, []string{"run", "-n", "1", "--", "/tmp"}, 126},
 		{"run with negative --max-restarts", nil, []string{"run", "-n", "1", "--max-restarts", "-1", "--", "true"}, 2},
 		{"run with non-numeric --max-restarts", nil, []string{"run", "-n", "1", "--max-restarts", "x", "--", "true"}, 2},
+		{"run with --max-restarts", nil, []string{"run", "-n", "1", "--max-restarts", "1", "--", "true"}, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

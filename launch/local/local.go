@@ -120,14 +120,14 @@ type exitEvent struct {
 }
 
 type launch struct {
-	opts  Options
-	path  string
-	env   []string // base environment
-	port    int    // this attempt's MASTER_PORT
-	token   string // this attempt's job token
-	runID   string // RunIDVar: one per launch, the same in every attempt
-	restart int    // restarts so far: this attempt's RestartCountVar
-	tees  []*os.File
+	opts    Options
+	path    string
+	env     []string // base environment
+	port    int      // this attempt's MASTER_PORT
+	token   string   // this attempt's job token
+	runID   string   // RunIDVar: one per launch, the same in every attempt
+	restart int      // restarts so far: this attempt's RestartCountVar
+	tees    []*os.File
 
 	mu    sync.Mutex // serialises all output lines
 	ranks []*rank
