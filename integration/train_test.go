@@ -6,8 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -147,5 +150,120 @@ func TestTrainPreemptSIGTERM(t *testing.T) {
 	got := summaryOf(t, run(t, time.Minute, bin, trainArgs(append(slowTrain, "--checkpoint-dir", dir)...)...))
 	if got.ResumedFromStep == 0 || got.WeightsSHA256 != want.WeightsSHA256 {
 		t.Errorf("resumed from step %d, weights %s; uninterrupted %s", got.ResumedFromStep, got.WeightsSHA256, want.WeightsSHA256)
+	}
+}
+
+// restartTrain is slowTrain made long enough (~4 s) that a rank can be
+// killed well before the end.
+var restartTrain = append(slowTrain[:len(slowTrain):len(slowTrain)], "--epochs", "10")
+
+// startRunTrain starts `batchkit run -n 2 RUNFLAGS -- batchkit train
+// --format json restartTrain --checkpoint-dir dir` in its own process group,
+// with stdout and stderr kept apart.
+func startRunTrain(t *testing.T, dir string, runFlags ...string) (cmd *exec.Cmd, stdout, stderr *bytes.Buffer) {
+	t.Helper()
+	args := append([]string{"run", "-n", "2"}, runFlags...)
+	args = append(args, "--", bin, "train", "--format", "json", "--checkpoint-dir", dir)
+	cmd = exec.Command(bin, append(args, restartTrain...)...)
+	stdout, stderr = &bytes.Buffer{}, &bytes.Buffer{}
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); cmd.Wait() })
+	return cmd, stdout, stderr
+}
+
+// rankPid finds the child of batchkit run (pid parent) that is rank of the
+// first attempt, by the children's environment.
+func rankPid(t *testing.T, parent, rank int) int {
+	t.Helper()
+	want := []string{fmt.Sprintf("RANK=%d", rank), "TORCHELASTIC_RESTART_COUNT=0"}
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", parent))
+	for _, f := range tasks {
+		b, _ := os.ReadFile(f)
+		for _, pid := range strings.Fields(string(b)) {
+			env, _ := os.ReadFile("/proc/" + pid + "/environ")
+			vars := strings.Split(string(env), "\x00")
+			if slices.Contains(vars, want[0]) && slices.Contains(vars, want[1]) {
+				n, _ := strconv.Atoi(pid)
+				return n
+			}
+		}
+	}
+	t.Fatalf("no child of %d with %v", parent, want)
+	return 0
+}
+
+// waitExit waits up to timeout for cmd and returns its exit code and how
+// long it took.
+func waitExit(t *testing.T, cmd *exec.Cmd, timeout time.Duration) (int, time.Duration) {
+	t.Helper()
+	start := time.Now()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(timeout):
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGQUIT) // goroutine dumps show where it hangs
+		<-done
+		t.Fatalf("batchkit run still running %v later", timeout)
+	}
+	return cmd.ProcessState.ExitCode(), time.Since(start)
+}
+
+// Rank 1 SIGKILLed after a checkpoint under --max-restarts: batchkit run
+// starts both ranks again, they resume from the checkpoint, and the run
+// ends with the uninterrupted run's weights.
+func TestTrainRestartAfterKill(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test in -short mode")
+	}
+	want := summaryOf(t, run(t, time.Minute, bin, trainArgs(append(restartTrain, "--checkpoint-dir", t.TempDir())...)...))
+	dir := t.TempDir()
+	cmd, stdout, stderr := startRunTrain(t, dir, "--max-restarts", "2")
+	waitCheckpoint(t, dir, 50)
+	if err := syscall.Kill(rankPid(t, cmd.Process.Pid, 1), syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	code, _ := waitExit(t, cmd, time.Minute)
+	if code != 0 {
+		t.Fatalf("exit code %d, want 0\nstderr:\n%s", code, stderr)
+	}
+	if line := "batchkit: rank 1 died (signal 9); restart 1 of 2\n"; !strings.Contains(stderr.String(), line) {
+		t.Errorf("no %q in stderr:\n%s", line, stderr)
+	}
+	got := summaryOf(t, stdout.String())
+	if got.ResumedFromStep < 50 || got.WeightsSHA256 != want.WeightsSHA256 || got.Steps != want.Steps {
+		t.Errorf("restarted run: resumed from step %d, %d steps, weights %s; uninterrupted: %d steps, %s",
+			got.ResumedFromStep, got.Steps, got.WeightsSHA256, want.Steps, want.WeightsSHA256)
+	}
+}
+
+// Rank 1 SIGKILLed mid-run without restarts: rank 0 fails its next
+// collective at once, naming rank 1, and batchkit run exits non-zero within
+// seconds. A long --grace keeps the launcher's SIGKILL from hiding a rank 0
+// that hangs.
+func TestTrainDeadPeer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test in -short mode")
+	}
+	dir := t.TempDir()
+	cmd, _, stderr := startRunTrain(t, dir, "--grace", "1m")
+	waitCheckpoint(t, dir, 50)
+	if err := syscall.Kill(rankPid(t, cmd.Process.Pid, 1), syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	code, took := waitExit(t, cmd, 30*time.Second)
+	t.Logf("batchkit run exited %d, %v after rank 1 was killed", code, took)
+	if code != 137 {
+		t.Errorf("exit code %d, want 137 (rank 1's SIGKILL)\nstderr:\n%s", code, stderr)
+	}
+	if took > 5*time.Second {
+		t.Errorf("batchkit run took %v to exit after rank 1 died, want < 5s", took)
+	}
+	if msg := "[0] batchkit: step "; !strings.Contains(stderr.String(), msg) || !strings.Contains(stderr.String(), "lost the connection to rank 1 ") {
+		t.Errorf("rank 0 did not report losing rank 1:\n%s", stderr)
 	}
 }
