@@ -22,7 +22,7 @@ func runCommand() *cli.Command {
 		Description: `Starts N ranks of CMD on this machine, each with RANK, LOCAL_RANK, WORLD_SIZE,
 LOCAL_WORLD_SIZE, NODE_RANK=0, GROUP_RANK=0, GROUP_WORLD_SIZE=1, MASTER_ADDR=127.0.0.1 and
 MASTER_PORT (a free port unless --master-port) set on top of the inherited environment, plus
-BATCHKIT_JOB_TOKEN, a random secret shared by the ranks (kept if already set).
+BATCHKIT_JOB_TOKEN, a random secret shared by the ranks (kept if already set, except in restarts).
 
 Each output line is prefixed with its rank, "[3] ...": stdout to stdout, stderr to stderr.
 SIGINT, SIGTERM, SIGHUP and SIGQUIT are forwarded to every rank's process group. When a rank exits non-zero

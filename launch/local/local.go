@@ -34,7 +34,8 @@ type Options struct {
 	Args []string // its arguments
 	// Env is the environment each rank inherits, os.Environ-style; nil means
 	// os.Environ(). The torchrun contract and BATCHKIT_JOB_TOKEN are set on
-	// top. A non-empty BATCHKIT_JOB_TOKEN in Env is kept.
+	// top. A non-empty BATCHKIT_JOB_TOKEN in Env is kept for the first
+	// attempt; every restart gets a fresh one (see MaxRestarts).
 	Env []string
 
 	// Stdout and Stderr receive the ranks' stdout and stderr, each line
