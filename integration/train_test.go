@@ -156,7 +156,7 @@ func TestTrainPreemptSIGTERM(t *testing.T) {
 
 // restartTrain is slowTrain made long enough (~4 s) that a rank can be
 // killed well before the end.
-var restartTrain = append(slowTrain[:len(slowTrain):len(slowTrain)], "--epochs", "10")
+var restartTrain = []string{"--hidden", "512,512", "--batch-size", "8", "--epochs", "10", "--checkpoint-every", "5"}
 
 // startRunTrain starts `batchkit run -n 2 RUNFLAGS -- batchkit train
 // --format json restartTrain --checkpoint-dir dir` in its own process group,
