@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/batchkit/batchkit/internal/outfile"
 )
 
 // digitsGz is the UCI optical digits test set as scikit-learn ships it
@@ -80,7 +82,7 @@ func ReadDataFile(path string) (*Dataset, error) {
 		return nil, &DataError{File: path, Err: unwrapPath(err)}
 	}
 	if !st.Mode().IsRegular() {
-		return nil, &DataError{File: path, Err: fmt.Errorf("not a regular file (%s)", st.Mode().Type())}
+		return nil, &DataError{File: path, Err: fmt.Errorf("is %s, not a regular file", outfile.KindOf(st.Mode()))}
 	}
 	if st.Size() > MaxDataBytes {
 		return nil, &DataError{File: path, Err: fmt.Errorf("%d bytes: larger than the %d-byte limit", st.Size(), MaxDataBytes)}

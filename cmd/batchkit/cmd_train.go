@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/batchkit/batchkit/detect"
 	"github.com/batchkit/batchkit/internal/closed"
+	"github.com/batchkit/batchkit/internal/outfile"
 	"github.com/batchkit/batchkit/trainer"
 	"github.com/batchkit/batchkit/trainer/collective"
 )
@@ -107,6 +109,9 @@ func trainAction(c *cli.Context) error {
 	if err != nil {
 		return badInput(err)
 	}
+	if err := checkTrainPaths(c, topo.Rank); err != nil {
+		return err
+	}
 	if plot := c.String("plot"); topo.Rank == 0 && plot != "" {
 		if err := checkPlotPath(plot, nil, c.Bool("force")); err != nil {
 			return err
@@ -173,6 +178,25 @@ func trainFlags(c *cli.Context) (*trainSetup, error) {
 		return nil, usagef("invalid --hidden %q: %v", c.String("hidden"), err)
 	}
 	return s, nil
+}
+
+// checkTrainPaths refuses, before any rank connects, the paths train would
+// fail on after the training: a checkpoint directory that is a file, and
+// (rank 0 writes it) a --metrics file that is a FIFO, a device or a
+// directory — opening a FIFO for writing blocks until a reader comes.
+func checkTrainPaths(c *cli.Context, rank int) error {
+	if dir := c.String("checkpoint-dir"); dir != "" {
+		if fi, err := os.Stat(dir); err == nil && !fi.IsDir() {
+			return usagef("invalid --checkpoint-dir %q: is %s, not a directory", dir, cmp.Or(outfile.KindOf(fi.Mode()), "a file"))
+		}
+	}
+	var nre *outfile.NotRegularError
+	if m := c.String("metrics"); rank == 0 && m != "" {
+		if err := outfile.Check(m); errors.As(err, &nre) {
+			return usagef("invalid --metrics %q: is %s, not a regular file", m, nre.Kind)
+		}
+	}
+	return nil
 }
 
 // parseHidden reads "64" or "512,512"; "" is no hidden layer.

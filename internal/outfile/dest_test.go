@@ -156,7 +156,7 @@ func snapshot(t *testing.T, dir string) map[string]string {
 		if err != nil {
 			t.Fatal(err)
 		}
-		switch m[e.Name()] = kindOf(fi.Mode()); {
+		switch m[e.Name()] = KindOf(fi.Mode()); {
 		case fi.Mode().IsRegular():
 			b, err := os.ReadFile(p)
 			if err != nil {

@@ -143,7 +143,7 @@ func resolve(path string) (target string, old fs.FileInfo, err error) {
 // case is a table row.
 func classify(lmode, tmode fs.FileMode, terr error) string {
 	if lmode&fs.ModeSymlink == 0 {
-		return kindOf(lmode)
+		return KindOf(lmode)
 	}
 	switch {
 	case errors.Is(terr, syscall.ELOOP):
@@ -153,14 +153,15 @@ func classify(lmode, tmode fs.FileMode, terr error) string {
 	case terr != nil:
 		return "" // not a kind: the caller returns terr
 	}
-	if kind := kindOf(tmode); kind != "" {
+	if kind := KindOf(tmode); kind != "" {
 		return "a symbolic link to " + kind
 	}
 	return ""
 }
 
-// kindOf names a mode's file type, "" for a regular file.
-func kindOf(m fs.FileMode) string {
+// KindOf names a mode's file type for a message ("a FIFO"), "" for a
+// regular file.
+func KindOf(m fs.FileMode) string {
 	switch {
 	case m.IsRegular():
 		return ""
@@ -261,7 +262,7 @@ func unchanged(path, target string, old fs.FileInfo) error {
 	case old != nil && os.SameFile(old, now):
 		return nil
 	}
-	if kind := kindOf(now.Mode()); kind != "" {
+	if kind := KindOf(now.Mode()); kind != "" {
 		return &NotRegularError{Path: path, Kind: kind}
 	}
 	return fmt.Errorf("%s: replaced by another file while being written; left as it is", path)
