@@ -146,22 +146,10 @@ func benchAction(c *cli.Context) error {
 	if err := checkMemory(c.String("max-bytes"), opts, topo, memAvailable()); err != nil {
 		return err
 	}
-	comm, err := collective.Init(collective.Config{
+	comm, err := initComm(c, collective.Config{
 		Topology: topo, Backend: kind, Getenv: os.Getenv,
 		Timeout: c.Duration("timeout"), RendezvousTimeout: c.Duration("rendezvous-timeout"),
-		// Refused connections and links kept off shared memory are worth a
-		// line: the first is someone else's job (or an attack), the second
-		// a slower run than expected.
-		Logf: func(format string, a ...any) { fmt.Fprintf(c.App.ErrWriter, "batchkit: "+format+"\n", a...) },
 	})
-	var (
-		tokenErr *collective.TokenError
-		worldErr *collective.WorldError
-		setupErr *collective.SetupError
-	)
-	if errors.Is(err, collective.ErrNoMPI) || errors.As(err, &tokenErr) || errors.As(err, &worldErr) || errors.As(err, &setupErr) {
-		return badInput(err)
-	}
 	if err != nil {
 		return err
 	}

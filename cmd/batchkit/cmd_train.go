@@ -119,16 +119,7 @@ func trainAction(c *cli.Context) error {
 	} else if c.IsSet("force") && plot == "" {
 		return usagef("--force is for --plot: it lets the plot replace an existing file")
 	}
-	comm, err := collective.Init(collective.Config{Topology: topo, Backend: s.kind, Getenv: os.Getenv,
-		Logf: func(format string, a ...any) { fmt.Fprintf(c.App.ErrWriter, "batchkit: "+format+"\n", a...) }})
-	var (
-		tokenErr *collective.TokenError
-		worldErr *collective.WorldError
-		setupErr *collective.SetupError
-	)
-	if errors.Is(err, collective.ErrNoMPI) || errors.As(err, &tokenErr) || errors.As(err, &worldErr) || errors.As(err, &setupErr) {
-		return badInput(err)
-	}
+	comm, err := initComm(c, collective.Config{Topology: topo, Backend: s.kind, Getenv: os.Getenv})
 	if err != nil {
 		return err
 	}
