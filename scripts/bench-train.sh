@@ -16,7 +16,9 @@
 #     (samples/s at 2 / (2 × at 1)) on the TCP and both MPI backends.
 #     GOMAXPROCS=1 on every rank: gonum's Sgemm runs blocks on GOMAXPROCS
 #     goroutines, so a rank would otherwise use both of a 2-core machine's
-#     cores and the 1-rank figure would not be one core's.
+#     cores and the 1-rank figure would not be one core's. A control beside
+#     them: two independent 1-rank runs at once, no communication at all,
+#     the most 2 processes get out of this machine at that moment.
 # Every comparison has an A/A control: the reference runs before and after
 # the program in each repetition (the order of the two reference labels
 # swapping every repetition), and the second reference run is compared with
@@ -100,6 +102,29 @@ timed() {
 torch2() { "${torchrun[@]}" --nproc_per_node 2 --no_python /usr/bin/time -a -o "$MEM" -f %M "$PYTHON" "$REF" --epochs "$EPOCHS" --metrics "$M"; }
 bk2() { "$BK" run -n 2 -- /usr/bin/time -a -o "$MEM" -f %M "$BK" train --epochs "$EPOCHS" --metrics "$M" --format json; }
 
+# independent N FLAGS...: N single-rank trainings at once, no communication
+# between them: what the machine gives N processes at a time (cores, memory
+# bandwidth, whatever else runs), the ceiling of the scaling measurements.
+# Their --metrics are merged into $M, samples/s summed epoch by epoch.
+independent() {
+	local n=$1 i pids=()
+	shift
+	for i in $(seq "$n"); do
+		"$BK" train "$@" --metrics "$M.$i" --format json &
+		pids+=($!)
+	done
+	for i in "${pids[@]}"; do wait "$i"; done
+	"$PYTHON" - "$M" "$n" <<'EOF'
+import json, sys
+out, n = sys.argv[1], int(sys.argv[2])
+runs = [[json.loads(l) for l in open("%s.%d" % (out, i + 1))] for i in range(n)]
+with open(out, "w") as f:
+    for epochs in zip(*runs):
+        e = dict(epochs[0], samples_per_second=sum(x["samples_per_second"] for x in epochs))
+        f.write(json.dumps(e) + "\n")
+EOF
+}
+
 # Calibration: the epoch at which each first reaches the target.
 echo "bench-train: calibration (20 epochs each)" >&2
 for prog in torch bk; do
@@ -142,16 +167,17 @@ for rep in $(seq "$REPS"); do
 	echo "bench-train: repetition $rep of $REPS: scaling 1 -> 2 ranks" >&2
 	one=1 one_aa=1-aa
 	if [ $((rep % 2)) = 0 ]; then one=1-aa one_aa=1; fi
-	for backend in tcp openmpi mpich; do
+	for backend in independent tcp openmpi mpich; do
 		for label in "$one" 2 "$one_aa"; do
 			n=${label%-aa}
 			M=$W/scale-$backend-$label-$rep.jsonl
 			case $backend in
+			independent) launch=(independent "$n") ;;
 			tcp) launch=("$BK" run -n "$n" -- "$BK" train --backend tcp) ;;
 			openmpi) launch=("${ompi[@]}" -n "$n" bin/batchkit-openmpi train --backend mpi) ;;
 			mpich) launch=(mpirun.mpich -n "$n" bin/batchkit-mpich train --backend mpi) ;;
 			esac
-			timed "scale-$backend-$label-$rep" env GOMAXPROCS=1 "${launch[@]}" "${BIG[@]}" --metrics "$M"
+			GOMAXPROCS=1 timed "scale-$backend-$label-$rep" "${launch[@]}" "${BIG[@]}" --metrics "$M"
 			record "scale-$backend" "$label" "$rep" "$WALL" "$M"
 		done
 	done
@@ -203,15 +229,25 @@ pair("time to %.0f %%, whole launch (a)" % (100 * target), "t95", "wall_s", 0.3,
 pair("time to %.0f %%, training loop (b)" % (100 * target), "t95", "loop_to_target_s", 0.5, True, unit="s")
 pair("peak RSS per rank (largest rank)", "t95", "rank_peak_rss_kib", 0.2, True, unit="MiB")
 pair("samples/s, 1 rank, 1 thread, 1024x1024", "tput", "samples_per_second", 0.5, False)
-for b in ("tcp", "openmpi", "mpich"):
-    R = range(1, reps + 1)
+R = range(1, reps + 1)
+def efficiency(kind):
+    return [val(kind, "2", r, "samples_per_second") / (2 * val(kind, "1", r, "samples_per_second")) for r in R]
+ceiling = efficiency("scale-independent")
+for b in ("independent", "tcp", "openmpi", "mpich"):
     kind = "scale-" + b
-    eff = [val(kind, "2", r, "samples_per_second") / (2 * val(kind, "1", r, "samples_per_second")) for r in R]
+    eff = efficiency(kind)
     a = [val(kind, "1-aa", r, "samples_per_second") / val(kind, "1", r, "samples_per_second") for r in R]
     s1 = statistics.median(val(kind, "1", r, "samples_per_second") for r in R)
     s2 = statistics.median(val(kind, "2", r, "samples_per_second") for r in R)
+    if b == "independent":  # the control: no goal, no communication
+        rows.append(("2 independent 1-rank runs at once (ceiling)", "-", spread(eff), spread(a), "-",
+                     "%.0f /s for both, %.0f /s alone" % (s2, s1), "-"))
+        continue
+    # Against the ceiling of the same repetition: what communication and
+    # synchronisation cost, apart from what the machine gives 2 processes.
+    vs = [e / c for e, c in zip(eff, ceiling)]
     rows.append(("scaling 1->2 ranks, %s (efficiency)" % b, ">= 0.85", spread(eff), spread(a), "-",
-                 "%.0f /s at 2, %.0f /s at 1" % (s2, s1), verdict(eff, 0.85, False)))
+                 "%.0f /s at 2, %.0f /s at 1; / ceiling %s" % (s2, s1, spread(vs)), verdict(eff, 0.85, False)))
 
 calib = {r["label"]: r for r in runs if r["kind"] == "calib"}
 print("# batchkit train against PyTorch DDP (%s), %d repetitions; median [min-max]" % (
@@ -221,7 +257,7 @@ print("# second run / its first (scaling: the 1-rank run again); A/A bk: batchki
 print("# %.0f %% test accuracy first at epoch %d (torch), %d (batchkit), of 20; final %.4f / %.4f" % (
     100 * target, calib["torch"]["epoch_at_target"], calib["bk"]["epoch_at_target"],
     calib["torch"]["final_test_acc"], calib["bk"]["final_test_acc"]))
-head = ("comparison", "goal", "ratio", "A/A ref", "A/A bk", "batchkit / torch (medians)", "goal")
+head = ("comparison", "goal", "ratio", "A/A ref", "A/A bk", "batchkit / torch (medians)", "verdict")
 w = [max(len(str(r[i])) for r in rows + [head]) for i in range(len(head))]
 for r in [head] + rows:
     print("  ".join(str(c).ljust(w[i]) for i, c in enumerate(r)).rstrip())
