@@ -10,7 +10,7 @@ LDFLAGS  := -X main.version=$(VERSION)
 GO       ?= go
 FUZZTIME ?= 20s
 
-.PHONY: all build build-mpi demo bench test vet unit integration fuzz cluster-up cluster-down cluster-status clean
+.PHONY: all build build-mpi demo bench bench-train test vet unit integration fuzz cluster-up cluster-down cluster-status clean
 
 all: build
 
@@ -55,6 +55,12 @@ demo: build
 # measured in one run (scripts/bench.sh; ROUNDS, MAX_BYTES, OUT override).
 bench:
 	scripts/bench.sh
+
+# The trainer against PyTorch DDP (time to 95 %, memory, samples/s, scaling
+# 1 -> 2 ranks on every backend), a few minutes (scripts/bench-train.sh;
+# REPS, OUT override). Kept apart from bench, the collectives' long run.
+bench-train:
+	scripts/bench-train.sh
 
 # Everything: install what is missing, bring the local two-node Slurm
 # cluster up, vet, unit + fuzz-seed + integration tests. BATCHKIT_REQUIRE_CLUSTER

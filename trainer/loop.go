@@ -64,8 +64,8 @@ type EpochInfo struct {
 	Loss, TrainAcc   float64 // over the epoch's samples, as trained on
 	TestLoss         float64
 	TestAcc          float64
-	SamplesPerSecond float64 // all ranks' samples over this run's time in the epoch
-	Elapsed          time.Duration
+	SamplesPerSecond float64       // all ranks' samples over this run's time in the epoch's steps (evaluation excluded)
+	Elapsed          time.Duration // from just before this run's first step to the end of this epoch's evaluation
 }
 
 // Result is the end of a run.
@@ -75,7 +75,7 @@ type Result struct {
 	Epochs, Steps     int // global step at the end
 	ResumedFrom       int
 	TestLoss, TestAcc float64
-	SamplesPerSecond  float64 // over this run's steps
+	SamplesPerSecond  float64 // over this run's steps (from the first, per-epoch evaluations included)
 }
 
 // WeightsSHA256 is the SHA-256 of p's little-endian float32 bytes, hex.

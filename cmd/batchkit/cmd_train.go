@@ -58,7 +58,8 @@ Output, on rank 0: a progress bar when stdout is a terminal, one line per epoch 
 test_loss, epochs, steps, world_size, backend, samples_per_second, resumed_from_step,
 weights_sha256 (SHA-256 of the final float32 parameters, little-endian), elapsed_seconds.
 --metrics FILE gets one JSON line per epoch: epoch, step, loss, train_acc, test_acc, test_loss,
-samples_per_second, elapsed (seconds); a fresh run starts the file over, a resumed one appends.
+samples_per_second (of the steps), elapsed (seconds since the first step, evaluations
+included); a fresh run starts the file over, a resumed one appends.
 
 Examples:
    batchkit train
