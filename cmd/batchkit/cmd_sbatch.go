@@ -55,7 +55,7 @@ Examples:
 			&cli.BoolFlag{Name: "exclusive", Usage: "whole nodes"},
 			&cli.StringFlag{Name: "signal", Usage: "signal before the time limit, e.g. USR1@120"},
 			&cli.StringFlag{Name: "dependency", Aliases: []string{"d"}, Usage: "job dependencies"},
-			&cli.BoolFlag{Name: "requeue", Usage: "allow requeueing"},
+			&cli.BoolFlag{Name: "requeue", Usage: "requeue the job when CMD exits 75 (checkpointed on SIGUSR1/SIGTERM; it must resume); --requeue=false overrides the profile (profile: slurm.requeue)"},
 			// Not a StringSliceFlag: that splits at commas, and
 			// --mail-type=END,FAIL is one directive.
 			&cli.GenericFlag{Name: "sbatch-arg", Value: &stringList{}, Usage: "any other directive, e.g. --sbatch-arg=--mail-type=END,FAIL (repeatable)"},
@@ -118,7 +118,7 @@ func loadProfile(c *cli.Context, overrides map[string]string) (*profile.Resolved
 var sbatchOverrides = map[string]string{
 	"flavor": "mpi.flavor", "launcher": "mpi.launcher", "mpirun": "mpi.binary",
 	"partition": "slurm.partition", "account": "slurm.account", "qos": "slurm.qos",
-	"time": "slurm.time", "constraint": "slurm.constraint",
+	"time": "slurm.time", "constraint": "slurm.constraint", "requeue": "slurm.requeue",
 }
 
 // programArgs returns CMD ARGS..., after an optional "--".
@@ -164,7 +164,7 @@ func sbatchAction(c *cli.Context) error {
 		NTasksPerNode: c.Int("ntasks-per-node"), CPUsPerTask: c.Int("cpus-per-task"), GPUs: c.String("gpus"),
 		Output: c.String("output"), Error: c.String("error"), Array: c.String("array"),
 		Exclusive: c.Bool("exclusive"), Signal: c.String("signal"), Dependency: c.String("dependency"),
-		Requeue: c.Bool("requeue"), Extra: []string(*c.Generic("sbatch-arg").(*stringList)),
+		Requeue: r.Profile.Slurm.Requeue, Extra: []string(*c.Generic("sbatch-arg").(*stringList)),
 	}
 	script, err := launch.SbatchScript(launch.SbatchRequest{
 		ProfileName: r.Name, Profile: r.Profile, Job: job, Program: program, Batchkit: self,
