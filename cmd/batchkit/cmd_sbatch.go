@@ -32,11 +32,17 @@ file, or through a symbolic link to one: a device, FIFO, socket or directory is 
 and left alone. A file replaced with --force keeps its mode and owner; one whose owner cannot be
 kept (someone else's, when not root) is refused.
 
+The script survives SIGUSR1 and SIGTERM (--signal B:USR1@120, scancel --batch or --full) and
+passes SIGUSR1 on to the launcher, which forwards it to the ranks. With --requeue (profile:
+slurm.requeue) an exit 75 of CMD (it stopped after a checkpoint, as batchkit train does) requeues
+the job, and CMD must resume from its checkpoint when run again; without, 75 ends the job.
+
 Examples:
    batchkit sbatch --dry-run -N 2 --ntasks-per-node 4 -t 1:00:00 -- python3 train.py
    batchkit sbatch --profile intel-oneccl -N 4 --ntasks-per-node 2 -J train -- python3 train.py --epochs 3
    batchkit sbatch --write job.sh --launcher srun -N 2 -- ./bench
-   batchkit sbatch --wait -N 2 --ntasks-per-node 2 -o out.txt -- batchkit env`,
+   batchkit sbatch --wait -N 2 --ntasks-per-node 2 -o out.txt -- batchkit env
+   batchkit sbatch --requeue --signal B:USR1@120 -N 2 -- batchkit train --checkpoint-dir ckpt`,
 		Flags: append(profileFlags(),
 			&cli.StringFlag{Name: "nodes", Aliases: []string{"N"}, Usage: "number of nodes (N or MIN-MAX)"},
 			&cli.IntFlag{Name: "ntasks", Aliases: []string{"n"}, Usage: "total number of tasks (ranks)"},
