@@ -27,6 +27,8 @@ type SbatchRequest struct {
 // SbatchScript builds the batch script's content: #SBATCH directives from
 // the profile under the flags, module loads, environment scripts and
 // variables, and the launch line for the profile's launcher and flavor.
+// With Requeue (the flag or slurm.requeue) the script requeues the job when
+// the program exits 75, having checkpointed.
 func SbatchScript(req SbatchRequest) (slurm.Script, error) {
 	if len(req.Program) == 0 || req.Program[0] == "" {
 		return slurm.Script{}, fmt.Errorf("no program given: batchkit sbatch [flags] -- CMD [ARGS...]")
@@ -45,6 +47,9 @@ func SbatchScript(req SbatchRequest) (slurm.Script, error) {
 			*f.dst = f.def
 		}
 	}
+	// A profile's requeue = true cannot be undone here; the CLI's
+	// --requeue=false does it by setting slurm.requeue (flags beat profiles).
+	job.Requeue = job.Requeue || p.Slurm.Requeue
 	job.SiteExtra = append(append([]string{}, p.Slurm.ExtraSbatch...), job.SiteExtra...)
 	directives, err := job.Directives()
 	if err != nil {
@@ -76,6 +81,7 @@ func SbatchScript(req SbatchRequest) (slurm.Script, error) {
 		Sources:    sources,
 		Env:        env,
 		Launch:     launchLine,
+		Requeue:    job.Requeue,
 	}, nil
 }
 

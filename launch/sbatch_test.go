@@ -58,18 +58,25 @@ func TestSbatchGolden(t *testing.T) {
 	type tc struct {
 		name, profile string
 		over          map[string]string
+		requeue       bool
 	}
 	var cases []tc
 	for _, p := range []string{"local", "generic-openmpi", "intel-oneccl", "mpich"} {
-		cases = append(cases, tc{p, p, nil})
+		cases = append(cases, tc{name: p, profile: p})
 	}
 	for _, f := range mpirun.Flavors {
 		for _, l := range []string{"mpirun", "srun"} {
-			cases = append(cases, tc{"local-" + string(f) + "-" + l, "local", map[string]string{"mpi.flavor": string(f), "mpi.launcher": l}})
+			cases = append(cases, tc{name: "local-" + string(f) + "-" + l, profile: "local", over: map[string]string{"mpi.flavor": string(f), "mpi.launcher": l}})
 		}
+	}
+	// --requeue: the script requeues itself after an exit 75, under either launcher.
+	for _, l := range []string{"mpirun", "srun"} {
+		cases = append(cases, tc{name: "local-openmpi-" + l + "-requeue", profile: "local", over: map[string]string{"mpi.launcher": l}, requeue: true})
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			job := job
+			job.Requeue = c.requeue
 			got := render(t, c.profile, c.over, job)
 			cmd := exec.Command("bash", "-n")
 			cmd.Stdin = strings.NewReader(got)

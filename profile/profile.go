@@ -47,6 +47,10 @@ type Slurm struct {
 	QOS        string `toml:"qos"`
 	Time       string `toml:"time"` // a Slurm time limit: minutes, MM:SS, HH:MM:SS, D-HH[:MM[:SS]] or UNLIMITED
 	Constraint string `toml:"constraint"`
+	// Requeue is sbatch --requeue: the batch script requeues the job when
+	// the program exits 75 (stopped after a checkpoint), and Slurm may
+	// requeue it after a node failure or preemption.
+	Requeue bool `toml:"requeue"`
 	// ExtraSbatch are further #SBATCH options, one per line, e.g. "--exclusive".
 	ExtraSbatch []string `toml:"extra_sbatch"`
 	// Modules are loaded with 'module load', in order, before Env.Source.

@@ -294,7 +294,7 @@ func TestSuggest(t *testing.T) {
 func TestKeys(t *testing.T) {
 	want := []string{
 		"extends", "description", "templates",
-		"slurm.partition", "slurm.account", "slurm.qos", "slurm.time", "slurm.constraint", "slurm.extra_sbatch", "slurm.modules",
+		"slurm.partition", "slurm.account", "slurm.qos", "slurm.time", "slurm.constraint", "slurm.requeue", "slurm.extra_sbatch", "slurm.modules",
 		"mpi.flavor", "mpi.launcher", "mpi.binary", "mpi.args", "mpi.bootstrap", "mpi.srun_mpi", "mpi.allow_run_as_root", "mpi.oversubscribe",
 		"env.source", "env.vars.NAME",
 		"rendezvous.port_policy", "rendezvous.port",
@@ -533,6 +533,13 @@ func TestFileChecks(t *testing.T) {
 		}},
 		{"extra_sbatch NUL", mpi + "[slurm]\nextra_sbatch = [\"--comment=a\\u0000b\"]\n", []string{
 			`DIR/p.toml:4:17: slurm.extra_sbatch[0]: "--comment=a\u0000b" contains a NUL byte, which an #SBATCH line cannot carry`,
+		}},
+		{"requeue", mpi + "[slurm]\nrequeue = true\nextra_sbatch = [\"--exclusive\"]\n", nil},
+		{"requeue and --no-requeue", mpi + "[slurm]\nrequeue = true\nextra_sbatch = [\"--no-requeue\"]\n", []string{
+			`DIR/p.toml:4:11: slurm.requeue = true, and slurm.extra_sbatch has "--no-requeue": choose one`,
+		}},
+		{"requeue quoted", mpi + "[slurm]\nrequeue = \"true\"\n", []string{
+			`DIR/p.toml:4:11: slurm.requeue: want a boolean (true or false), got string "true" (drop the quotes)`,
 		}},
 		{"setvars.sh with --force", mpi + "[env]\nsource = [{ script = \"/opt/intel/oneapi/setvars.sh\", args = [\"--config\", \"c.txt\", \"--force\"] }]\n", nil},
 		{"setvars.sh without --force", mpi + "[env]\nsource = [{ script = \"/opt/intel/oneapi/setvars.sh\" }]\n", []string{

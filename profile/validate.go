@@ -322,6 +322,15 @@ func (d *decoder) checkFile() {
 			}
 		}
 	}
+	// Both would be written, --no-requeue first, and sbatch takes the last:
+	// the file says two things, and one of them is ignored.
+	if f.Has("slurm.requeue") && p.Slurm.Requeue && f.Has("slurm.extra_sbatch") {
+		for _, s := range p.Slurm.ExtraSbatch {
+			if dir, err := slurm.ParseDirective(s); err == nil && dir.Flag == "no-requeue" {
+				d.problem("slurm.requeue", false, "slurm.requeue = true, and slurm.extra_sbatch has \"--no-requeue\": choose one")
+			}
+		}
+	}
 	if f.Has("mpi.launcher") && p.MPI.Launcher == LauncherSrun && f.Has("mpi.bootstrap") {
 		d.problem("mpi.bootstrap", false, "mpi.bootstrap: srun takes no bootstrap; it is for mpirun and mpiexec")
 	}

@@ -39,6 +39,9 @@ type Script struct {
 	Sources    []Source
 	Env        []EnvVar
 	Launch     []string // argv of the launch line
+	// Requeue: the script requeues the job when the launch line exits 75
+	// (the program stopped after a checkpoint).
+	Requeue bool
 }
 
 // JobOptions are the sbatch options batchkit understands by name. Zero

@@ -250,6 +250,7 @@ func TestSbatchTemplateSyntax(t *testing.T) {
 		"Sources":    []map[string]any{{"Path": "/opt/intel/oneapi/setvars.sh", "Args": []string{"--force"}}},
 		"Env":        []map[string]string{{"Name": "A", "Value": "$(x)"}},
 		"Launch":     []string{"srun", "batchkit", "exec", "--", "python3", "train.py"},
+		"Requeue":    true,
 	}
 	out, err := s.Render(Sbatch, data)
 	if err != nil {
@@ -265,7 +266,7 @@ func TestSbatchTemplateSyntax(t *testing.T) {
 	for _, want := range []string{"#SBATCH --job-name=\"x y\"\n", "#SBATCH --exclusive\n", "module load intel/oneapi\n",
 		"source /opt/intel/oneapi/setvars.sh --force\n", "batchkit_had_A=${A+1} batchkit_was_A=${A-}\n",
 		"if [ -n \"$batchkit_had_A\" ]; then A=$batchkit_was_A; else A='$(x)'; fi; export A\n",
-		"srun batchkit exec -- python3 train.py\n"} {
+		"srun batchkit exec -- python3 train.py &\n", "\tscontrol requeue \"$SLURM_JOB_ID\""} {
 		if !strings.Contains(out, want) {
 			t.Errorf("rendered script lacks %q:\n%s", want, out)
 		}
@@ -283,7 +284,7 @@ func TestProfileNameStaysInTheComment(t *testing.T) {
 		"Profile":    "./evil\ntouch PWNED\r\x1b.toml",
 		"Directives": []map[string]string{},
 		"Modules":    []string{}, "Sources": []map[string]any{}, "Env": []map[string]string{},
-		"Launch": []string{"true"},
+		"Launch": []string{"true"}, "Requeue": false,
 	}
 	out, err := s.Render(Sbatch, data)
 	if err != nil {
@@ -332,6 +333,7 @@ func TestProfileVariablesKeepTheUsers(t *testing.T) {
 		"Sources": []map[string]any{{"Path": vendor, "Args": []string{}}},
 		"Env":     []map[string]string{{"Name": "CCL_WORKER_COUNT", "Value": "1"}, {"Name": "FI_PROVIDER", "Value": "psm3"}, {"Name": "I_MPI_PIN_DOMAIN", "Value": "socket"}},
 		"Launch":  []string{"sh", "-c", `echo "$CCL_WORKER_COUNT $FI_PROVIDER $I_MPI_PIN_DOMAIN"`},
+		"Requeue": false,
 	}
 	script, err := s.Render(Sbatch, data)
 	if err != nil {

@@ -32,11 +32,17 @@ file, or through a symbolic link to one: a device, FIFO, socket or directory is 
 and left alone. A file replaced with --force keeps its mode and owner; one whose owner cannot be
 kept (someone else's, when not root) is refused.
 
+The script survives SIGUSR1 and SIGTERM (--signal B:USR1@120, scancel --batch or --full) and
+passes SIGUSR1 on to the launcher, which forwards it to the ranks. With --requeue (profile:
+slurm.requeue) an exit 75 of CMD (it stopped after a checkpoint, as batchkit train does) requeues
+the job, and CMD must resume from its checkpoint when run again; without, 75 ends the job.
+
 Examples:
    batchkit sbatch --dry-run -N 2 --ntasks-per-node 4 -t 1:00:00 -- python3 train.py
    batchkit sbatch --profile intel-oneccl -N 4 --ntasks-per-node 2 -J train -- python3 train.py --epochs 3
    batchkit sbatch --write job.sh --launcher srun -N 2 -- ./bench
-   batchkit sbatch --wait -N 2 --ntasks-per-node 2 -o out.txt -- batchkit env`,
+   batchkit sbatch --wait -N 2 --ntasks-per-node 2 -o out.txt -- batchkit env
+   batchkit sbatch --requeue --signal B:USR1@120 -N 2 -- batchkit train --checkpoint-dir ckpt`,
 		Flags: append(profileFlags(),
 			&cli.StringFlag{Name: "nodes", Aliases: []string{"N"}, Usage: "number of nodes (N or MIN-MAX)"},
 			&cli.IntFlag{Name: "ntasks", Aliases: []string{"n"}, Usage: "total number of tasks (ranks)"},
@@ -55,7 +61,7 @@ Examples:
 			&cli.BoolFlag{Name: "exclusive", Usage: "whole nodes"},
 			&cli.StringFlag{Name: "signal", Usage: "signal before the time limit, e.g. USR1@120"},
 			&cli.StringFlag{Name: "dependency", Aliases: []string{"d"}, Usage: "job dependencies"},
-			&cli.BoolFlag{Name: "requeue", Usage: "allow requeueing"},
+			&cli.BoolFlag{Name: "requeue", Usage: "requeue the job when CMD exits 75 (checkpointed on SIGUSR1/SIGTERM; it must resume); --requeue=false overrides the profile (profile: slurm.requeue)"},
 			// Not a StringSliceFlag: that splits at commas, and
 			// --mail-type=END,FAIL is one directive.
 			&cli.GenericFlag{Name: "sbatch-arg", Value: &stringList{}, Usage: "any other directive, e.g. --sbatch-arg=--mail-type=END,FAIL (repeatable)"},
@@ -118,7 +124,7 @@ func loadProfile(c *cli.Context, overrides map[string]string) (*profile.Resolved
 var sbatchOverrides = map[string]string{
 	"flavor": "mpi.flavor", "launcher": "mpi.launcher", "mpirun": "mpi.binary",
 	"partition": "slurm.partition", "account": "slurm.account", "qos": "slurm.qos",
-	"time": "slurm.time", "constraint": "slurm.constraint",
+	"time": "slurm.time", "constraint": "slurm.constraint", "requeue": "slurm.requeue",
 }
 
 // programArgs returns CMD ARGS..., after an optional "--".
@@ -164,7 +170,7 @@ func sbatchAction(c *cli.Context) error {
 		NTasksPerNode: c.Int("ntasks-per-node"), CPUsPerTask: c.Int("cpus-per-task"), GPUs: c.String("gpus"),
 		Output: c.String("output"), Error: c.String("error"), Array: c.String("array"),
 		Exclusive: c.Bool("exclusive"), Signal: c.String("signal"), Dependency: c.String("dependency"),
-		Requeue: c.Bool("requeue"), Extra: []string(*c.Generic("sbatch-arg").(*stringList)),
+		Requeue: r.Profile.Slurm.Requeue, Extra: []string(*c.Generic("sbatch-arg").(*stringList)),
 	}
 	script, err := launch.SbatchScript(launch.SbatchRequest{
 		ProfileName: r.Name, Profile: r.Profile, Job: job, Program: program, Batchkit: self,

@@ -1,0 +1,157 @@
+package integration
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// requeueTrain lasts ~5 s under srun, ~10 s under batchkit run: long enough
+// to be signalled after a checkpoint and well before its end.
+var requeueTrain = []string{"--hidden", "512,512", "--batch-size", "8", "--epochs", "25", "--checkpoint-every", "5"}
+
+var (
+	uninterruptedOnce sync.Once
+	uninterrupted     trainSummary
+)
+
+// uninterruptedRun is requeueTrain on 2 ranks, never stopped.
+func uninterruptedRun(t *testing.T) trainSummary {
+	t.Helper()
+	uninterruptedOnce.Do(func() {
+		uninterrupted = summaryOf(t, run(t, 2*time.Minute, bin, trainArgs(append(requeueTrain, "--checkpoint-dir", t.TempDir())...)...))
+	})
+	if uninterrupted.WeightsSHA256 == "" {
+		t.Fatal("no uninterrupted run to compare with")
+	}
+	return uninterrupted
+}
+
+// A job submitted with batchkit sbatch --requeue, signalled mid-run with
+// SIGUSR1 (scancel --full: every process of the job; scancel --batch: the
+// batch shell alone), checkpoints, requeues itself, runs again and resumes:
+// it ends with the weights of an uninterrupted run.
+func TestSbatchRequeueSrun(t *testing.T) {
+	testSbatchRequeue(t, []string{"--launcher", "srun", "--flavor", "mpich"}) // pmi2: pmix fails on this cluster
+}
+
+func TestSbatchRequeueMpirun(t *testing.T) {
+	needTool(t, "mpirun.openmpi")
+	testSbatchRequeue(t, nil) // the local profile: mpirun.openmpi
+}
+
+func testSbatchRequeue(t *testing.T, launcher []string) {
+	needCluster(t)
+	needTool(t, "scontrol")
+	want := uninterruptedRun(t)
+	for _, how := range []string{"--full", "--batch"} {
+		t.Run(strings.TrimPrefix(how, "--"), func(t *testing.T) {
+			dir := t.TempDir()
+			os.Chmod(dir, 0o777)
+			ckpt := filepath.Join(dir, "ckpt")
+			out := filepath.Join(dir, "job.out")
+			args := append([]string{"sbatch", "--requeue", "-N", "2", "--ntasks-per-node", "1", "-o", out,
+				"--sbatch-arg=--open-mode=append"}, launcher...) // both runs' output, for the record
+			args = append(args, "--", bin, "train", "--format", "json", "--checkpoint-dir", ckpt)
+			args = append(args, requeueTrain...)
+			id := strings.TrimSpace(run(t, time.Minute, bin, args...))
+			t.Cleanup(func() { exec.Command("scancel", id).Run() }) // a no-op once it is done
+			start := time.Now()
+
+			waitCheckpoint(t, ckpt, 50)
+			run(t, time.Minute, "scancel", "--signal=USR1", how, id)
+			state, restarts := waitJobRequeued(t, id)
+			b, _ := os.ReadFile(out)
+			if state != "COMPLETED" || restarts != 1 {
+				t.Fatalf("job %s: %s after %d restarts, want COMPLETED after 1\njob output:\n%s", id, state, restarts, b)
+			}
+			got := lastSummary(t, string(b))
+			t.Logf("job %s: signalled (scancel %s) after checkpoint 50, requeued, resumed from step %d; %.1f s in all",
+				id, how, got.ResumedFromStep, time.Since(start).Seconds())
+			if !strings.Contains(string(b), "batchkit: exit 75 (checkpointed): requeueing job "+id) {
+				t.Errorf("no requeue message in the job output:\n%s", b)
+			}
+			if got.ResumedFromStep < 50 || got.ResumedFromStep >= want.Steps {
+				t.Errorf("resumed from step %d, want a step from 50 on, before %d", got.ResumedFromStep, want.Steps)
+			}
+			if got.WeightsSHA256 != want.WeightsSHA256 || got.Steps != want.Steps || got.WorldSize != 2 {
+				t.Errorf("requeued job: %d steps on %d ranks, weights %s; uninterrupted: %d steps, %s\njob output:\n%s",
+					got.Steps, got.WorldSize, got.WeightsSHA256, want.Steps, want.WeightsSHA256, b)
+			}
+		})
+	}
+}
+
+var (
+	jobStateRE = regexp.MustCompile(`\bJobState=(\S+)`)
+	restartsRE = regexp.MustCompile(`\bRestarts=(\d+)`)
+	reasonRE   = regexp.MustCompile(`\bReason=(\S+)`)
+)
+
+// waitJobRequeued waits until job id has ended and returns its final state
+// and restart count. Slurm holds a requeued job for 120 s (Reason=BeginTime);
+// the test lets it start sooner, but not in the second the job was
+// requeued: slurmd refuses a job whose credential is no newer than the
+// revocation of its last run's ("Job credential revoked", seconds resolution).
+func waitJobRequeued(t *testing.T, id string) (state string, restarts int) {
+	t.Helper()
+	released := false
+	var pendingSince time.Time
+	for deadline := time.Now().Add(90 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		b, err := exec.Command("scontrol", "show", "job", id).Output()
+		if err != nil {
+			t.Fatalf("scontrol show job %s: %v", id, err)
+		}
+		s := string(b)
+		state = submatch(jobStateRE, s)
+		restarts = 0
+		if r := submatch(restartsRE, s); r != "" {
+			json.Unmarshal([]byte(r), &restarts)
+		}
+		switch {
+		case state == "PENDING" && restarts > 0 && submatch(reasonRE, s) == "BeginTime" && !released:
+			if pendingSince.IsZero() {
+				pendingSince = time.Now()
+			}
+			if time.Since(pendingSince) > 2*time.Second {
+				run(t, time.Minute, "scontrol", "update", "JobId="+id, "StartTime=now")
+				released = true
+			}
+		case state == "COMPLETED", state == "FAILED", state == "CANCELLED", state == "TIMEOUT", state == "NODE_FAIL", state == "OUT_OF_MEMORY":
+			return state, restarts
+		}
+	}
+	t.Fatalf("job %s still %s after 90 s (%d restarts)", id, state, restarts)
+	return "", 0
+}
+
+func submatch(re *regexp.Regexp, s string) string {
+	if m := re.FindStringSubmatch(s); m != nil {
+		return m[1]
+	}
+	return ""
+}
+
+// lastSummary is the last line of the job's output that holds rank 0's JSON
+// summary (srun and mpirun print it without a rank prefix).
+func lastSummary(t *testing.T, out string) trainSummary {
+	t.Helper()
+	lines := strings.Split(out, "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		if strings.HasPrefix(lines[i], `{"test_accuracy"`) {
+			var s trainSummary
+			if err := json.Unmarshal([]byte(lines[i]), &s); err != nil {
+				t.Fatalf("%v: %s", err, lines[i])
+			}
+			return s
+		}
+	}
+	t.Fatalf("no summary in the job output:\n%s", out)
+	return trainSummary{}
+}
