@@ -102,6 +102,8 @@ func trainAction(c *cli.Context) error {
 	if c.Args().Present() {
 		return usagef("train takes no arguments, got %q", c.Args().First())
 	}
+	stop, undo := stopOnSignals(c.App.ErrWriter)
+	defer undo()
 	s, err := trainFlags(c)
 	if err != nil {
 		return err
@@ -125,7 +127,7 @@ func trainAction(c *cli.Context) error {
 		return err
 	}
 	defer comm.Close()
-	return runTraining(c, s, comm)
+	return runTraining(c, s, comm, stop)
 }
 
 // trainFlags validates the flags and reads the data: one line, exit 2.
@@ -208,17 +210,33 @@ func parseHidden(s string) ([]int, error) {
 }
 
 // stopOnSignals turns SIGTERM and SIGUSR1 into the loop's stop request, at
-// the edge: the library installs no handler. The returned func undoes it.
-func stopOnSignals() (stop func() bool, undo func()) {
+// the edge: the library installs no handler. It is called before the
+// rendezvous, so that a signal Slurm sends while the ranks start up is
+// kept for the first step (it would otherwise kill the rank, and the job
+// would end without a checkpoint to requeue from). A second SIGTERM ends
+// the rank at once, by that signal: the way out of a rank that hangs (a
+// rendezvous that never completes). SIGUSR1 never does: with scancel --full
+// a rank gets it from Slurm and again from the batch shell. The returned
+// func undoes it.
+func stopOnSignals(errw io.Writer) (stop func() bool, undo func()) {
 	var requested atomic.Bool
-	sigs := make(chan os.Signal, 1)
+	sigs := make(chan os.Signal, 2)
 	done := make(chan struct{})
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGUSR1)
 	go func() {
+		terms := 0
 		for {
 			select {
-			case <-sigs:
+			case s := <-sigs:
 				requested.Store(true)
+				if s == syscall.SIGTERM {
+					terms++
+				}
+				if terms == 2 {
+					fmt.Fprintln(errw, "batchkit: second SIGTERM: stopping now, without a checkpoint")
+					signal.Reset(syscall.SIGTERM)
+					syscall.Kill(os.Getpid(), syscall.SIGTERM)
+				}
 			case <-done:
 				return
 			}
@@ -235,9 +253,7 @@ func (e *preemptedExit) Unwrap() error { return e.err }
 func (e *preemptedExit) ExitCode() int { return exitPreempted }
 
 // runTraining trains on this rank; rank 0 reports.
-func runTraining(c *cli.Context, s *trainSetup, comm *collective.Comm) error {
-	stop, undo := stopOnSignals()
-	defer undo()
+func runTraining(c *cli.Context, s *trainSetup, comm *collective.Comm, stop func() bool) error {
 	cfg := s.cfg
 	cfg.Stop = stop
 	rep := &trainReport{setup: s, out: c.App.Writer, log: c.App.Writer, backend: comm.Backend(), world: comm.Size(),
