@@ -61,7 +61,9 @@ const tailLines = 3
 // arguments. Nothing of them is ever part of the shell text. It dumps the
 // environment before and after into files of its own, so the scripts'
 // chatter on stdout cannot mix in, and the "before" dump comes from the
-// same bash, so whatever bash itself adds or drops is in both. `set --`
+// same bash, so whatever bash itself adds or drops is in both. Each
+// script's output goes to files of its own (a { } group runs in this
+// shell), for the failing one's last lines. `set --`
 // then a plain `source FILE` gives a script exactly its arguments, none
 // inherited (bash's source without arguments keeps the caller's).
 const program = `__batchkit_dir=$1; shift
@@ -75,7 +77,7 @@ while [ "$#" -gt 0 ]; do
 	__batchkit_rest=("$@")
 	printf '%s' "$__batchkit_i" > "$__batchkit_dir/current"
 	set -- "${__batchkit_args[@]}"
-	source "$__batchkit_script"
+	{ source "$__batchkit_script"; } >"$__batchkit_dir/out.$__batchkit_i" 2>"$__batchkit_dir/err.$__batchkit_i"
 	__batchkit_rc=$?
 	[ "$__batchkit_rc" -eq 0 ] || exit "$__batchkit_rc"
 	set -- "${__batchkit_rest[@]}"
@@ -113,7 +115,8 @@ func (r Runner) Source(ctx context.Context, environ []string, scripts []Script) 
 	if err1 != nil || err2 != nil {
 		// bash ended well, but before the end of the program: a script ran
 		// exit 0 instead of return.
-		return Changes{}, &SourceError{Script: failedScript(dir, abs), Code: 0, Err: ErrExited, Stderr: outputTail(dir)}
+		i := failedScript(dir, abs)
+		return Changes{}, &SourceError{Script: abs[i].Path, Code: 0, Err: ErrExited, Stderr: outputTail(dir, i)}
 	}
 	b := ParseDump(before)
 	return Diff(b, DedupeLists(b, ParseDump(after))), nil
@@ -194,7 +197,8 @@ func (r Runner) run(ctx context.Context, dir string, environ []string, scripts [
 	if err == nil {
 		return nil
 	}
-	se := &SourceError{Script: failedScript(dir, scripts), Code: -1, Stderr: outputTail(dir)}
+	i := failedScript(dir, scripts)
+	se := &SourceError{Script: scripts[i].Path, Code: -1, Stderr: outputTail(dir, i)}
 	var ee *exec.ExitError
 	switch {
 	case ctx.Err() != nil:
@@ -208,20 +212,21 @@ func (r Runner) run(ctx context.Context, dir string, environ []string, scripts [
 	return se
 }
 
-// failedScript names the script that was being sourced when bash failed.
-func failedScript(dir string, scripts []Script) string {
+// failedScript is the index of the script that was being sourced when
+// bash failed.
+func failedScript(dir string, scripts []Script) int {
 	b, err := os.ReadFile(filepath.Join(dir, "current"))
 	if i, err2 := strconv.Atoi(string(b)); err == nil && err2 == nil && 0 <= i && i < len(scripts) {
-		return scripts[i].Path
+		return i
 	}
-	return scripts[0].Path
+	return 0
 }
 
-// outputTail is the last lines of the scripts' stderr, or of their stdout
-// when stderr is empty (oneAPI's setvars.sh says why it refuses on stdout),
-// on one line.
-func outputTail(dir string) string {
-	for _, name := range []string{"stderr", "stdout"} {
+// outputTail is the last lines of script i's stderr, or of its stdout when
+// stderr is empty (oneAPI's setvars.sh says why it refuses on stdout), or
+// of bash's own, on one line.
+func outputTail(dir string, i int) string {
+	for _, name := range []string{"err." + strconv.Itoa(i), "out." + strconv.Itoa(i), "stderr", "stdout"} {
 		b, _ := os.ReadFile(filepath.Join(dir, name))
 		if t := tail(b, tailLines); t != "" {
 			return t
