@@ -102,15 +102,8 @@ Examples:
 			if err != nil {
 				return fmt.Errorf("finding the batchkit binary: %w", err)
 			}
-			// Sourced once, here, before the launcher is looked up on the
-			// PATH the scripts set; the ranks inherit it through the
-			// launcher. The profile's variables go by the launcher (-genv).
-			if len(sources) > 0 && !o.dryRun {
-				sourced, err := envsetup.Runner{Timeout: c.Duration("source-timeout")}.Source(c.Context, os.Environ(), profileScripts(sources))
-				if err != nil {
-					return sourceFailure(err)
-				}
-				if err := applyToProcess(sourced); err != nil {
+			if !o.dryRun {
+				if err := sourceOnce(c, sources); err != nil {
 					return err
 				}
 			}
@@ -131,6 +124,21 @@ Examples:
 			return runPlan(p, env, c.App.Reader, c.App.Writer, c.App.ErrWriter)
 		},
 	}
+}
+
+// sourceOnce sources the profile's scripts into this process before the
+// launcher is looked up on the PATH they set; the ranks inherit the result
+// through the launcher, so nothing is sourced per rank. The profile's
+// variables go by the launcher (-genv), not here.
+func sourceOnce(c *cli.Context, sources []profile.Script) error {
+	if len(sources) == 0 {
+		return nil
+	}
+	sourced, err := envsetup.Runner{Timeout: c.Duration("source-timeout")}.Source(c.Context, os.Environ(), profileScripts(sources))
+	if err != nil {
+		return sourceFailure(err)
+	}
+	return applyToProcess(sourced)
 }
 
 // mpirunDefaults are the settings under the flags: the site profile's
