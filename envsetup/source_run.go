@@ -168,6 +168,9 @@ func (r Runner) run(ctx context.Context, dir string, environ []string, scripts [
 		}
 		bash = p
 	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
 	timeout := r.Timeout
 	if timeout <= 0 {
 		timeout = DefaultTimeout
