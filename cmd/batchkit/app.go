@@ -48,6 +48,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			hostlistCommand(),
 			profileCommand(),
 			mpirunCommand(),
+			envsetupCommand(),
 			benchCommand(),
 			trainCommand(),
 			completionCommand(),

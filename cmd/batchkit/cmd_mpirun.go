@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -15,8 +14,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/batchkit/batchkit/envsetup"
 	"github.com/batchkit/batchkit/internal/freeport"
-	"github.com/batchkit/batchkit/internal/shquote"
 	"github.com/batchkit/batchkit/launch/local"
 	"github.com/batchkit/batchkit/mpirun"
 	"github.com/batchkit/batchkit/profile"
@@ -54,8 +53,11 @@ mpirun.openmpi, mpirun.mpich, mpirun (asked for --version) ... on PATH.
 With --profile (or $BATCHKIT_PROFILE) the site profile's [mpi] settings are the defaults under
 these flags; a --flavor or --launcher other than the profile's drops its binary, args and bootstrap.
 A profile's bootstrap through Slurm (Hydra -bootstrap slurm) applies only inside an allocation.
-The profile's [env] variables reach every rank like --env (which wins); its source scripts
-(setvars.sh) cannot be sourced by mpirun: source them in your shell first.
+The profile's [env] source scripts (oneAPI setvars.sh, oneCCL vars.sh) are sourced once, by real
+bash, before the launcher is looked up on the PATH they set; the launcher and the ranks run in the
+resulting environment (see 'batchkit envsetup'). --dry-run sources nothing: it prints them as
+'source' lines before the command. The profile's [env] variables reach every rank like --env
+(which wins).
 
 Every rank gets BATCHKIT_JOB_TOKEN (kept if set, else new) via the launcher's environment, never argv (mpirun_rsh: none).
 
@@ -84,10 +86,11 @@ Examples:
 			&cli.StringFlag{Name: "bootstrap", Usage: "Hydra -bootstrap / Open MPI --mca plm / mpirun_rsh -launcher (default slurm for Hydra in an allocation)"},
 			&cli.StringFlag{Name: "srun-mpi", Usage: "srun --mpi plugin (default: pmix for Open MPI, pmi2 otherwise)"},
 			&cli.IntFlag{Name: "master-port", Usage: "MASTER_PORT for all ranks"},
+			&cli.DurationFlag{Name: "source-timeout", Value: envsetup.DefaultTimeout, Usage: "time for the profile's source scripts"},
 			&cli.BoolFlag{Name: "dry-run", Usage: "print the command, shell-quoted, instead of running it"},
 		},
 		Action: func(c *cli.Context) error {
-			defaults, err := mpirunDefaults(c)
+			defaults, sources, err := mpirunDefaults(c)
 			if err != nil {
 				return err
 			}
@@ -99,12 +102,17 @@ Examples:
 			if err != nil {
 				return fmt.Errorf("finding the batchkit binary: %w", err)
 			}
+			if !o.dryRun {
+				if err := sourceOnce(c, sources); err != nil {
+					return err
+				}
+			}
 			p, err := planMpirun(o, os.Getenv, systemProbe, self, freePort)
 			if err != nil {
 				return err
 			}
 			if o.dryRun {
-				return printPlan(c.App.Writer, p)
+				return printPlan(c.App.Writer, sources, p)
 			}
 			if !p.found {
 				return cli.Exit(fmt.Sprintf("%s: launcher not found on PATH", p.spec.Binary), 127)
@@ -118,20 +126,35 @@ Examples:
 	}
 }
 
+// sourceOnce sources the profile's scripts into this process before the
+// launcher is looked up on the PATH they set; the ranks inherit the result
+// through the launcher, so nothing is sourced per rank. The profile's
+// variables go by the launcher (-genv), not here.
+func sourceOnce(c *cli.Context, sources []profile.Script) error {
+	if len(sources) == 0 {
+		return nil
+	}
+	sourced, err := envsetup.Runner{Timeout: c.Duration("source-timeout")}.Source(c.Context, os.Environ(), profileScripts(sources))
+	if err != nil {
+		return sourceFailure(err)
+	}
+	return applyToProcess(sourced)
+}
+
 // mpirunDefaults are the settings under the flags: the site profile's
 // [mpi] table (and a fixed rendezvous port), when a profile is named by
 // --profile or $BATCHKIT_PROFILE. Without either, nothing is assumed: the
 // flavor is detected from the launchers on PATH.
-func mpirunDefaults(c *cli.Context) (mpirun.Defaults, error) {
+func mpirunDefaults(c *cli.Context) (mpirun.Defaults, []profile.Script, error) {
 	if !c.IsSet("profile") && os.Getenv("BATCHKIT_PROFILE") == "" {
-		return mpirun.Defaults{}, nil
+		return mpirun.Defaults{}, nil, nil
 	}
 	// --flavor, --launcher and --mpirun go into the profile as its top
 	// layer, so that a different flavor or launcher drops the profile's
 	// binary, args and bootstrap written for the other one.
 	r, err := loadProfile(c, map[string]string{"flavor": "mpi.flavor", "launcher": "mpi.launcher", "mpirun": "mpi.binary"})
 	if err != nil {
-		return mpirun.Defaults{}, err
+		return mpirun.Defaults{}, nil, err
 	}
 	m := r.Profile.MPI
 	d := mpirun.Defaults{
@@ -142,50 +165,7 @@ func mpirunDefaults(c *cli.Context) (mpirun.Defaults, error) {
 	if r.Profile.Rendezvous.PortPolicy == profile.PortFixed {
 		d.MasterPort = r.Profile.Rendezvous.Port
 	}
-	if w := sourceWarning(r.Name, r.Profile.Env.Source, os.Getenv); w != "" {
-		fmt.Fprintln(c.App.ErrWriter, w)
-	}
-	return d, nil
-}
-
-// sourcedMarkers tell a profile's source script that has already run in
-// this shell by a variable it exports; a script without a row never looks
-// sourced.
-var sourcedMarkers = []struct {
-	match func(script string) bool
-	env   string // non-empty once the script ran
-}{
-	// oneAPI's setvars.sh: SETVARS_COMPLETED=1 (it also runs every
-	// component's env/vars.sh, oneCCL's among them).
-	{func(s string) bool { return filepath.Base(s) == "setvars.sh" }, "SETVARS_COMPLETED"},
-	// oneCCL's env/vars.sh: CCL_ROOT.
-	{func(s string) bool { return strings.Contains(s, "/ccl/") && strings.HasSuffix(s, "/env/vars.sh") }, "CCL_ROOT"},
-}
-
-// sourceWarning is the one line to print when a profile's source scripts
-// have not run in this shell: mpirun cannot source them for the ranks
-// (batchkit sbatch writes them into the batch script). "" when every
-// script looks sourced already.
-func sourceWarning(profileName string, scripts []profile.Script, getenv topology.Getenv) string {
-	var todo []string
-	for _, sc := range scripts {
-		done := false
-		for _, m := range sourcedMarkers {
-			done = done || (m.match(sc.Script) && getenv(m.env) != "")
-		}
-		if !done {
-			line, err := shquote.Join(append([]string{"source", sc.Script}, sc.Args...))
-			if err != nil {
-				line = "source " + sc.Script
-			}
-			todo = append(todo, line)
-		}
-	}
-	if len(todo) == 0 {
-		return ""
-	}
-	return fmt.Sprintf("batchkit mpirun: profile %s's source scripts are not sourced by mpirun: source them in your shell first: %s",
-		profileName, strings.Join(todo, " && "))
+	return d, r.Profile.Env.Source, nil
 }
 
 // perRankVars are the torchrun contract's variables that differ from rank
@@ -487,11 +467,19 @@ func allocationHosts(getenv topology.Getenv) ([]mpirun.Host, error) {
 	return hosts, nil
 }
 
-func printPlan(w io.Writer, p mpirunPlan) error {
+// printPlan prints the launch as shell text: the profile's source
+// scripts first, as `source` lines (a dry run does not source them), then
+// the launcher's command line.
+func printPlan(w io.Writer, sources []profile.Script, p mpirunPlan) error {
 	out, err := mpirun.DryRun(p.spec, p.hostfile)
 	if err != nil {
 		return badInput(err)
 	}
+	lines, err := sourceLines(sources)
+	if err != nil {
+		return badInput(err)
+	}
+	out = lines + out
 	_, err = io.WriteString(w, out)
 	return err
 }

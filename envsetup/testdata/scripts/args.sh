@@ -1,0 +1,3 @@
+# Exports its positional parameters, to show what a script was given.
+export ARGC=$#
+export ARGS="$*"

@@ -1,0 +1,3 @@
+# Removes a variable and changes another.
+unset GOES_AWAY
+export CHANGED="new $CHANGED"
