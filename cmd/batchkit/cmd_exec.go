@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"syscall"
@@ -10,6 +11,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/batchkit/batchkit/detect"
+	"github.com/batchkit/batchkit/envsetup"
 	"github.com/batchkit/batchkit/launch/local"
 	"github.com/batchkit/batchkit/topology"
 )
@@ -25,9 +27,20 @@ environment, and replaces itself with CMD: signals reach CMD directly and its ex
 exit code. This makes torch.distributed.init_process_group(init_method="env://") work under
 srun and any mpirun.
 
+With --pin (or BATCHKIT_PIN=1, which a profile can export) it also sets this rank's
+OMP_NUM_THREADS, KMP_AFFINITY, KMP_BLOCKTIME, CCL_WORKER_COUNT, CCL_WORKER_AFFINITY,
+I_MPI_PIN_DOMAIN, CCL_ATL_TRANSPORT and CCL_PROCESS_LAUNCHER/CCL_LOCAL_RANK/CCL_LOCAL_SIZE from
+the topology and the node's CPUs (README: "Intel oneAPI and oneCCL: per-rank pinning"). A value
+already in the environment wins; local rank 0 says so on stderr.
+
 Examples:
    srun -N2 --ntasks-per-node=2 batchkit exec -- python3 train.py
-   mpirun -n 4 batchkit exec -- python3 train.py --epochs 3`,
+   mpirun -n 4 batchkit exec -- python3 train.py --epochs 3
+   batchkit run -n 2 -- batchkit exec --pin -- python3 train.py`,
+		Flags: []cli.Flag{
+			&cli.BoolFlag{Name: "pin", EnvVars: []string{"BATCHKIT_PIN"},
+				Usage: "also set per-rank CPU pinning and oneCCL variables (OMP_NUM_THREADS, CCL_WORKER_AFFINITY ...)"},
+		},
 		Action: func(c *cli.Context) error {
 			args := c.Args().Slice()
 			if len(args) > 0 && args[0] == "--" {
@@ -44,9 +57,34 @@ Examples:
 				return usagef("cannot determine MASTER_ADDR for %d ranks on %d nodes under %s: set MASTER_ADDR (batchkit mpirun does) or run inside a Slurm allocation",
 					t.WorldSize, t.NumNodes, t.Launcher)
 			}
-			return execve(args, topology.MergeEnviron(os.Environ(), t.TorchrunEnv()))
+			env := t.TorchrunEnv()
+			if c.Bool("pin") {
+				if err := addPinning(env, t, c.App.ErrWriter); err != nil {
+					return err
+				}
+			}
+			return execve(args, topology.MergeEnviron(os.Environ(), env))
 		},
 	}
+}
+
+// addPinning adds envsetup.Pinning's variables for this rank to env. Its
+// warnings are the same on every rank of a node, so local rank 0 prints them.
+func addPinning(env map[string]string, t topology.Topology, stderr io.Writer) error {
+	cpus, err := envsetup.ReadCPUs("/")
+	if err != nil {
+		return fmt.Errorf("exec --pin: %w", err)
+	}
+	set, warnings := envsetup.Pinning(t, cpus, envsetup.PinOptions{}, os.Getenv)
+	for k, v := range set {
+		env[k] = v
+	}
+	if t.LocalRank == 0 {
+		for _, w := range warnings {
+			fmt.Fprintln(stderr, "batchkit exec:", w)
+		}
+	}
+	return nil
 }
 
 // execve replaces this process with args[0], found on PATH like a shell does.
