@@ -188,15 +188,19 @@ func mpiStarted(t topology.Topology, getenv topology.Getenv) bool {
 
 // ownMask reports whether this process's affinity mask is its own slice,
 // already narrowed for it by its launcher, rather than shared with the
-// node's other local ranks: it is alone on the node; SLURM_CPUS_PER_TASK
-// says it has no more CPUs than one task gets; srun bound it
-// (SLURM_CPU_BIND_TYPE names a binding); or an MPI launcher started it and
-// the mask is narrower than the node (Intel MPI and Open MPI pin their ranks
-// by default). A job's cgroup narrower than the node, shared by its tasks,
-// is none of these: it is divided between the local ranks.
+// node's other local ranks: it is alone on the node, or the mask is
+// narrower than the node and SLURM_CPUS_PER_TASK says it has no more CPUs
+// than one task gets, or srun bound it (SLURM_CPU_BIND_TYPE names a
+// binding), or an MPI launcher started it (Intel MPI and Open MPI pin their
+// ranks by default). A mask of the whole node is shared whatever Slurm
+// says (a node may declare more CPUs than it has), and so is a job's cgroup
+// narrower than the node without a binding: both are divided.
 func ownMask(t topology.Topology, cpus CPUSet, getenv topology.Getenv) bool {
 	if t.LocalWorldSize <= 1 {
 		return true
+	}
+	if len(cpus.Allowed) >= cpus.Online {
+		return false
 	}
 	if c, err := strconv.Atoi(getenv("SLURM_CPUS_PER_TASK")); err == nil && c > 0 && len(cpus.Allowed) <= c {
 		return true
@@ -204,8 +208,7 @@ func ownMask(t topology.Topology, cpus CPUSet, getenv topology.Getenv) bool {
 	if b := getenv("SLURM_CPU_BIND_TYPE"); b != "" && !strings.HasPrefix(b, "none") {
 		return true
 	}
-	narrowed := len(cpus.Allowed) < cpus.Online
-	return narrowed && mpiStarted(t, getenv) && t.Launcher != topology.Slurm
+	return mpiStarted(t, getenv) && t.Launcher != topology.Slurm
 }
 
 // cpusPerTaskCores converts SLURM_CPUS_PER_TASK to physical cores: Slurm

@@ -92,6 +92,14 @@ func TestPinning(t *testing.T) {
 		want: base("1", "2", "ofi", map[string]string{"OMP_NUM_THREADS": "1",
 			"KMP_AFFINITY": "granularity=fine,proclist=[2],explicit", "CCL_WORKER_AFFINITY": "3,3"}),
 	}, {
+		name: "srun -n2 -c2 on a node that declares 4 CPUs but has 2: the whole node's mask is shared",
+		topo: topo(topology.Slurm, 1, 2), cpus: flat(0, 2, 2),
+		env: map[string]string{"SLURM_STEP_ID": "0", "SLURM_CPUS_PER_TASK": "2"},
+		want: base("1", "2", "ofi", map[string]string{"OMP_NUM_THREADS": "1",
+			"KMP_AFFINITY":        "granularity=fine,proclist=[1],explicit",
+			"CCL_WORKER_AFFINITY": "0,1", "I_MPI_PIN_DOMAIN": "[1,2]"}),
+		warnings: []string{"pinning: 1 core(s) per rank for 1 oneCCL worker(s): the workers share cores with compute"},
+	}, {
 		name: "srun --cpu-bind=cores: SLURM_CPU_BIND_TYPE says the mask is the task's",
 		topo: topo(topology.Slurm, 1, 2), cpus: flat(4, 4, 8),
 		env: map[string]string{"SLURM_STEP_ID": "0", "SLURM_CPU_BIND_TYPE": "mask_cpu:"},
