@@ -86,9 +86,16 @@ func TestShippedProfileValues(t *testing.T) {
 	if len(intel.Env.Source) == 0 || intel.Env.Source[0].Script != "/opt/intel/oneapi/setvars.sh" {
 		t.Errorf("intel-oneccl sources %+v, want setvars.sh first", intel.Env.Source)
 	}
-	for k, v := range map[string]string{"CCL_ATL_TRANSPORT": "ofi", "CCL_WORKER_COUNT": "1", "I_MPI_PIN_DOMAIN": "auto", "FI_PROVIDER": "tcp"} {
+	for k, v := range map[string]string{"BATCHKIT_PIN": "1", "CCL_WORKER_COUNT": "1", "I_MPI_PIN_DOMAIN": "auto", "FI_PROVIDER": "tcp"} {
 		if got := intel.Env.Vars[k]; got != v {
 			t.Errorf("intel-oneccl %s = %q, want %q", k, got, v)
+		}
+	}
+
+	// exec --pin computes these per rank; set in the profile they would win.
+	for _, k := range []string{"CCL_WORKER_AFFINITY", "CCL_ATL_TRANSPORT", "CCL_PROCESS_LAUNCHER"} {
+		if v, ok := intel.Env.Vars[k]; ok {
+			t.Errorf("intel-oneccl sets %s = %q: exec --pin computes it", k, v)
 		}
 	}
 

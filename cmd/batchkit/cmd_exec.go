@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"syscall"
@@ -32,13 +33,22 @@ exported wins); CMD is looked up on the resulting PATH. $BATCHKIT_PROFILE alone 
 under a launcher every rank would source the scripts again ('batchkit mpirun --profile' sources
 them once, for all ranks).
 
+With --pin (or BATCHKIT_PIN=1, which a profile can export) it also sets this rank's
+OMP_NUM_THREADS, KMP_AFFINITY, KMP_BLOCKTIME, CCL_WORKER_COUNT, CCL_WORKER_AFFINITY,
+I_MPI_PIN_DOMAIN, CCL_ATL_TRANSPORT and CCL_PROCESS_LAUNCHER/CCL_LOCAL_RANK/CCL_LOCAL_SIZE from
+the topology and the node's CPUs (README: "Intel oneAPI and oneCCL: per-rank pinning"). A value
+already in the environment wins; local rank 0 says so on stderr.
+
 Examples:
    srun -N2 --ntasks-per-node=2 batchkit exec -- python3 train.py
    mpirun -n 4 batchkit exec -- python3 train.py --epochs 3
-   batchkit exec --profile intel-oneccl -- python3 -c 'import oneccl_bindings_for_pytorch'`,
+   batchkit exec --profile intel-oneccl -- python3 -c 'import oneccl_bindings_for_pytorch'
+   batchkit run -n 2 -- batchkit exec --pin -- python3 train.py`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "profile", Usage: "site profile `NAME` or file whose [env] to set up first"},
 			&cli.DurationFlag{Name: "source-timeout", Value: envsetup.DefaultTimeout, Usage: "time for the profile's source scripts"},
+			&cli.BoolFlag{Name: "pin", EnvVars: []string{"BATCHKIT_PIN"},
+				Usage: "also set per-rank CPU pinning and oneCCL variables (OMP_NUM_THREADS, CCL_WORKER_AFFINITY ...)"},
 		},
 		Action: func(c *cli.Context) error {
 			args := c.Args().Slice()
@@ -61,7 +71,13 @@ Examples:
 				return usagef("cannot determine MASTER_ADDR for %d ranks on %d nodes under %s: set MASTER_ADDR (batchkit mpirun does) or run inside a Slurm allocation",
 					t.WorldSize, t.NumNodes, t.Launcher)
 			}
-			return execve(args, topology.MergeEnviron(os.Environ(), t.TorchrunEnv()))
+			env := t.TorchrunEnv()
+			if c.Bool("pin") {
+				if err := addPinning(env, t, c.App.ErrWriter); err != nil {
+					return err
+				}
+			}
+			return execve(args, topology.MergeEnviron(os.Environ(), env))
 		},
 	}
 }
@@ -78,6 +94,25 @@ func execProfileEnv(c *cli.Context) error {
 		return err
 	}
 	return applyToProcess(ch)
+}
+
+// addPinning adds envsetup.Pinning's variables for this rank to env. Its
+// warnings are the same on every rank of a node, so local rank 0 prints them.
+func addPinning(env map[string]string, t topology.Topology, stderr io.Writer) error {
+	cpus, err := envsetup.ReadCPUs("/")
+	if err != nil {
+		return fmt.Errorf("exec --pin: %w", err)
+	}
+	set, warnings := envsetup.Pinning(t, cpus, envsetup.PinOptions{}, os.Getenv)
+	for k, v := range set {
+		env[k] = v
+	}
+	if t.LocalRank == 0 {
+		for _, w := range warnings {
+			fmt.Fprintln(stderr, "batchkit exec:", w)
+		}
+	}
+	return nil
 }
 
 // execve replaces this process with args[0], found on PATH like a shell does.
