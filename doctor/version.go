@@ -105,16 +105,16 @@ func BindingsFor(torch Version) string {
 	return fmt.Sprintf("%d.%d.%d", torch.Major, torch.Minor, torch.Patch*100)
 }
 
-// MatchBindings compares torch with the oneCCL bindings. Pre-releases and
-// local labels are ignored: Debian's torch 1.13.0a0 is 1.13.0, and the
-// xpu stack's torch 2.1.0a0+cxx11.abi is 2.1.0.
-func MatchBindings(torch, bind Version) (Match, string) {
+// MatchBindings compares torch with the oneCCL bindings and says which
+// torch they were built for. Pre-releases and local labels are ignored:
+// Debian's torch 1.13.0a0 is 1.13.0, the xpu stack's 2.1.0a0+cxx11.abi is
+// 2.1.0.
+func MatchBindings(torch, bind Version) (m Match, builtFor Version) {
 	want := BindingsTorch(bind)
 	if !sameMinor(torch, want) || torch.Patch != want.Patch {
-		return Mismatch, fmt.Sprintf("oneccl_bindings_for_pytorch %s is built for torch %s, not torch %s",
-			bind, want, torch)
+		return Mismatch, want
 	}
-	return Matches, fmt.Sprintf("oneccl_bindings_for_pytorch %s is built for torch %s", bind, want)
+	return Matches, want
 }
 
 // MatchIPEX compares torch with intel_extension_for_pytorch: "For each
@@ -125,10 +125,9 @@ func MatchBindings(torch, bind Version) (Match, string) {
 // 2.1.20+xpu are both for torch 2.1.0, 2.3.110+xpu for torch 2.3.1).
 // Releases before 1.10 were named intel_pytorch_extension and are not
 // probed.
-func MatchIPEX(torch, ipex Version) (Match, string) {
+func MatchIPEX(torch, ipex Version) Match {
 	if !sameMinor(torch, ipex) {
-		return Mismatch, fmt.Sprintf("intel_extension_for_pytorch %s is for torch %d.%d.*, not torch %s",
-			ipex, ipex.Major, ipex.Minor, torch)
+		return Mismatch
 	}
-	return Matches, fmt.Sprintf("intel_extension_for_pytorch %s is for torch %d.%d.*", ipex, ipex.Major, ipex.Minor)
+	return Matches
 }

@@ -73,9 +73,9 @@ func TestMatchBindings(t *testing.T) {
 		{"2.3.0", "2.3.100+xpu", Mismatch},
 		{"2.8.0", "2.8.0+xpu", Matches},
 	} {
-		got, msg := MatchBindings(mustVersion(t, tc.torch), mustVersion(t, tc.bind))
+		got, builtFor := MatchBindings(mustVersion(t, tc.torch), mustVersion(t, tc.bind))
 		if got != tc.want {
-			t.Errorf("MatchBindings(torch %s, bindings %s) = %v (%s), want %v", tc.torch, tc.bind, got, msg, tc.want)
+			t.Errorf("MatchBindings(torch %s, bindings %s) = %v (built for %s), want %v", tc.torch, tc.bind, got, builtFor, tc.want)
 		}
 	}
 }
@@ -104,9 +104,8 @@ func TestMatchIPEX(t *testing.T) {
 		{"2.2.0", "2.1.10+xpu", Mismatch},
 		{"2.1.0", "1.13.10+xpu", Mismatch},
 	} {
-		got, msg := MatchIPEX(mustVersion(t, tc.torch), mustVersion(t, tc.ipex))
-		if got != tc.want {
-			t.Errorf("MatchIPEX(torch %s, ipex %s) = %v (%s), want %v", tc.torch, tc.ipex, got, msg, tc.want)
+		if got := MatchIPEX(mustVersion(t, tc.torch), mustVersion(t, tc.ipex)); got != tc.want {
+			t.Errorf("MatchIPEX(torch %s, ipex %s) = %v, want %v", tc.torch, tc.ipex, got, tc.want)
 		}
 	}
 }

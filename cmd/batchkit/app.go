@@ -49,6 +49,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			profileCommand(),
 			mpirunCommand(),
 			benchCommand(),
+			doctorCommand(),
 			trainCommand(),
 			completionCommand(),
 		},
