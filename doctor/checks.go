@@ -33,7 +33,9 @@ func Checks() []Check {
 	}
 }
 
-func ok(format string, a ...any) Result { return Result{Status: OK, Message: fmt.Sprintf(format, a...)} }
+func ok(format string, a ...any) Result {
+	return Result{Status: OK, Message: fmt.Sprintf(format, a...)}
+}
 
 func skip(format string, a ...any) Result {
 	return Result{Status: Skip, Message: fmt.Sprintf(format, a...)}
