@@ -50,6 +50,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			mpirunCommand(),
 			envsetupCommand(),
 			benchCommand(),
+			doctorCommand(),
 			trainCommand(),
 			completionCommand(),
 		},

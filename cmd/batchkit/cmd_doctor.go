@@ -1,0 +1,74 @@
+package main
+
+import (
+	"context"
+	"os"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/batchkit/batchkit/doctor"
+	"github.com/batchkit/batchkit/profile"
+)
+
+func doctorCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "doctor",
+		Usage: "check this node before a launch: profile, Slurm, mpirun, scripts, Python stack, topology, ports, cores",
+		Description: `Each check answers OK, WARN, FAIL or SKIP with a fix. Runs on a login node or inside a job;
+independent checks run at once and every external command has a timeout, so doctor never hangs.
+Exit status 0 without FAIL, 1 with one, 2 for bad usage.
+
+Examples:
+   batchkit doctor
+   batchkit doctor --profile intel-oneccl --python /usr/bin/python3
+   batchkit doctor --format json`,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "profile", Usage: "the profile to check (default $BATCHKIT_PROFILE, else local)"},
+			&cli.StringFlag{Name: "python", Usage: "the Python interpreter to probe (default python3 on PATH)"},
+			&cli.StringFlag{Name: "format", Value: "text", Usage: "text or json"},
+			&cli.DurationFlag{Name: "timeout", Value: doctor.DefaultTimeout, Usage: "limit for each external command"},
+		},
+		Action: runDoctor,
+	}
+}
+
+func runDoctor(c *cli.Context) error {
+	if c.NArg() > 0 {
+		return usagef("doctor takes no arguments, got %q", c.Args().First())
+	}
+	format := c.String("format")
+	if format != "text" && format != "json" {
+		return usagef("--format: want text or json, got %q", format)
+	}
+	timeout := c.Duration("timeout")
+	if timeout <= 0 {
+		return usagef("--timeout must be positive, got %s", timeout)
+	}
+	env := doctor.System(os.Getenv, hostname())
+	env.Timeout, env.Python = timeout, c.String("python")
+	env.ProfileName = c.String("profile")
+	if env.ProfileName == "" {
+		env.ProfileName = profile.DefaultName(os.Getenv)
+	}
+	// A profile that does not load is the profile check's FAIL, not a
+	// usage error: finding it is doctor's job.
+	env.Profile, env.ProfileErr = loadProfile(c, nil)
+	// The checks' commands run concurrently; sourcing scripts runs them
+	// one after another, hence room for a few timeouts.
+	ctx, cancel := context.WithTimeout(context.Background(), 3*timeout)
+	defer cancel()
+	results := doctor.Run(ctx, env, doctor.Checks())
+	var err error
+	if format == "json" {
+		err = doctor.WriteJSON(c.App.Writer, results)
+	} else {
+		err = doctor.WriteText(c.App.Writer, results, isTerminal(c.App.Writer))
+	}
+	if err != nil {
+		return err
+	}
+	if doctor.Failed(results) {
+		return &childExit{exitFailure}
+	}
+	return nil
+}

@@ -1,0 +1,193 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/batchkit/batchkit/doctor"
+)
+
+// These tests run doctor against this machine: Debian's python3-torch at
+// /usr/bin/python3, no oneCCL, Open MPI's mpirun.openmpi.
+
+func needSystemTorch(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("runs Python")
+	}
+	if err := exec.Command("/usr/bin/python3", "-c", "import torch").Run(); err != nil {
+		t.Skip("/usr/bin/python3 cannot import torch (Debian's python3-torch): ", err)
+	}
+}
+
+// doctorRun runs 'batchkit doctor --format json ARGS' and returns the
+// results by name and the exit code.
+func doctorRun(t *testing.T, args ...string) (map[string]doctor.Result, int) {
+	t.Helper()
+	t.Setenv("PYTHONDONTWRITEBYTECODE", "1")
+	var stdout, stderr bytes.Buffer
+	// A generous timeout unless the test sets one: importing torch takes
+	// over 5 s on this shared machine under load.
+	if !slices.Contains(args, "--timeout") {
+		args = append([]string{"--timeout", "30s"}, args...)
+	}
+	code := Main(append([]string{"batchkit", "doctor", "--format", "json"}, args...), &stdout, &stderr)
+	var report struct{ Checks []doctor.Result }
+	if err := json.Unmarshal(stdout.Bytes(), &report); err != nil {
+		t.Fatalf("doctor %v: exit %d, stdout %q, stderr %q: %v", args, code, stdout.String(), stderr.String(), err)
+	}
+	got := map[string]doctor.Result{}
+	for _, r := range report.Checks {
+		got[r.Name] = r
+	}
+	if want := exitCodeOf(report.Checks); code != want {
+		t.Errorf("doctor %v: exit %d, want %d for %+v", args, code, want, report.Checks)
+	}
+	return got, code
+}
+
+func exitCodeOf(rs []doctor.Result) int {
+	if doctor.Failed(rs) {
+		return exitFailure
+	}
+	return exitOK
+}
+
+func TestDoctorSystemTorch(t *testing.T) {
+	needSystemTorch(t)
+	t.Setenv("PYTHONPATH", "")
+	got, _ := doctorRun(t, "--profile", "local", "--python", "/usr/bin/python3")
+	if r := got["torch"]; r.Status != doctor.OK || !strings.Contains(r.Message, "torch 1.13.") {
+		t.Errorf("torch = %+v, want ok with torch 1.13.x", r)
+	}
+	want := doctor.Result{Name: "oneccl-bindings", Status: doctor.Skip,
+		Message: "oneccl_bindings_for_pytorch is not installed for /usr/bin/python3; profile local does not use oneCCL",
+		Fix:     "for oneCCL collectives: pip install oneccl_bind_pt==1.13.0 --extra-index-url https://pytorch-extension.intel.com/release-whl/stable/cpu/us/"}
+	if diff := cmp.Diff(want, got["oneccl-bindings"]); diff != "" {
+		t.Errorf("oneccl-bindings (-want +got):\n%s", diff)
+	}
+	for _, name := range []string{"profile", "python", "topology"} {
+		if got[name].Status != doctor.OK {
+			t.Errorf("%s = %+v, want ok", name, got[name])
+		}
+	}
+
+	// A profile whose collectives are oneCCL's needs the bindings.
+	got, code := doctorRun(t, "--profile", "intel-oneccl", "--python", "/usr/bin/python3")
+	if r := got["oneccl-bindings"]; r.Status != doctor.Fail || !strings.HasPrefix(r.Fix, "pip install oneccl_bind_pt==1.13.0 ") {
+		t.Errorf("oneccl-bindings under intel-oneccl = %+v, want fail with the pip fix", r)
+	}
+	if code != exitFailure {
+		t.Errorf("exit %d, want 1", code)
+	}
+}
+
+// The trap: python3 on PATH is not the interpreter with torch.
+func TestDoctorPythonOnPathWithoutTorch(t *testing.T) {
+	needSystemTorch(t)
+	dir := t.TempDir()
+	// -S skips site-packages, and Debian's torch with them.
+	writeScript(t, filepath.Join(dir, "python3"), "#!/bin/sh\nexec /usr/bin/python3 -S \"$@\"\n")
+	t.Setenv("PATH", dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	t.Setenv("PYTHONPATH", "")
+	got, _ := doctorRun(t, "--profile", "local")
+	if r := got["python"]; r.Status != doctor.Warn || !strings.Contains(r.Message, "/usr/bin/python3 has torch 1.13.") {
+		t.Errorf("python = %+v, want a warning naming /usr/bin/python3 as the one with torch", r)
+	}
+	if r := got["torch"]; r.Status != doctor.Warn || !strings.Contains(r.Fix, "--python /usr/bin/python3") {
+		t.Errorf("torch = %+v, want a warning pointing at /usr/bin/python3", r)
+	}
+}
+
+// Stand-in packages that only carry a version, first on PYTHONPATH,
+// against the real torch 1.13 or a stand-in torch.
+func TestDoctorVersionMatching(t *testing.T) {
+	needSystemTorch(t)
+	py, err := filepath.Abs("testdata/py")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		dirs     []string
+		bindings doctor.Status
+		ipex     doctor.Status
+		in       string // in the bindings' or IPEX's message or fix
+	}{
+		{[]string{"bind-1.13.0"}, doctor.OK, doctor.Skip, "oneccl_bindings_for_pytorch 1.13.0 matches torch 1.13."},
+		{[]string{"torch_ccl-1.13.0"}, doctor.OK, doctor.Skip, "torch_ccl 1.13.0 matches torch 1.13."},
+		{[]string{"bind-1.12.100"}, doctor.Fail, doctor.Skip, "Mismatch in kernel C++ signatures"},
+		{[]string{"torch-2.1.0", "bind-2.1.100"}, doctor.OK, doctor.Skip, "2.1.100+xpu matches torch 2.1.0a0+cxx11.abi"},
+		{[]string{"torch-2.1.1", "bind-2.1.100"}, doctor.Fail, doctor.Skip, "is built for torch 2.1.0, torch is 2.1.1+cpu"},
+		{[]string{"bind-1.13.0", "ipex-1.13.100"}, doctor.OK, doctor.OK, "intel_extension_for_pytorch 1.13.100+cpu matches torch 1.13."},
+		{[]string{"ipex-2.1.10"}, doctor.Skip, doctor.Fail, "intel_extension_for_pytorch 2.1.10+xpu is for torch 2.1.*"},
+		{[]string{"torch-2.1.0", "ipex-2.1.10"}, doctor.Skip, doctor.OK, "matches torch 2.1.0a0+cxx11.abi"},
+	} {
+		t.Run(strings.Join(tc.dirs, "+"), func(t *testing.T) {
+			var path []string
+			for _, d := range tc.dirs {
+				path = append(path, filepath.Join(py, d))
+			}
+			t.Setenv("PYTHONPATH", strings.Join(path, string(os.PathListSeparator)))
+			got, _ := doctorRun(t, "--profile", "local", "--python", "/usr/bin/python3")
+			b, x := got["oneccl-bindings"], got["ipex"]
+			if b.Status != tc.bindings || x.Status != tc.ipex {
+				t.Errorf("oneccl-bindings = %+v, ipex = %+v, want %s, %s", b, x, tc.bindings, tc.ipex)
+			}
+			if all := b.Message + b.Fix + x.Message + x.Fix; !strings.Contains(all, tc.in) {
+				t.Errorf("want %q in %+v, %+v", tc.in, b, x)
+			}
+		})
+	}
+}
+
+// Probes that never answer: doctor still ends in its budget, naming them.
+func TestDoctorHangingProbes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits for timeouts")
+	}
+	dir := t.TempDir()
+	writeScript(t, filepath.Join(dir, "slowpython"), "#!/bin/sh\nsleep 60\n")
+	writeScript(t, filepath.Join(dir, "mpirun.openmpi"), "#!/bin/sh\nsleep 60 & wait\n")
+	t.Setenv("PATH", dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	start := time.Now()
+	got, code := doctorRun(t, "--profile", "local", "--python", filepath.Join(dir, "slowpython"), "--timeout", "1s")
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("doctor took %v with a 1s timeout", d)
+	}
+	if code != exitFailure {
+		t.Errorf("exit %d, want 1", code)
+	}
+	for name, in := range map[string]string{
+		"python": filepath.Join(dir, "slowpython") + " (probe of torch, oneCCL bindings, IPEX): timed out after 1s",
+		"mpirun": filepath.Join(dir, "mpirun.openmpi") + " --version: timed out after 1s",
+	} {
+		if r := got[name]; r.Status != doctor.Fail || r.Message != in {
+			t.Errorf("%s = %+v, want fail %q", name, r, in)
+		}
+	}
+}
+
+func TestDoctorUsage(t *testing.T) {
+	for _, args := range [][]string{{"--format", "xml"}, {"extra"}, {"--timeout", "0s"}} {
+		var stdout, stderr bytes.Buffer
+		if code := Main(append([]string{"batchkit", "doctor"}, args...), &stdout, &stderr); code != exitUsage {
+			t.Errorf("doctor %v: exit %d, want 2 (stderr %q)", args, code, stderr.String())
+		}
+	}
+}
+
+func writeScript(t *testing.T, path, text string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(text), 0o755); err != nil {
+		t.Fatal(err)
+	}
+}

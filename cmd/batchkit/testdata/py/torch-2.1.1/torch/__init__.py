@@ -1,0 +1,2 @@
+# A stand-in that only carries a version, for batchkit doctor tests.
+__version__ = "2.1.1+cpu"

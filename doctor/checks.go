@@ -1,0 +1,290 @@
+package doctor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/batchkit/batchkit/detect"
+	"github.com/batchkit/batchkit/mpirun"
+	"github.com/batchkit/batchkit/profile"
+	"github.com/batchkit/batchkit/topology"
+)
+
+// Checks are doctor's checks in the order they are shown.
+func Checks() []Check {
+	return []Check{
+		{"profile", checkProfile},
+		{"slurm-commands", checkSlurmCommands},
+		{"slurm-controller", checkSlurmController},
+		{"mpirun", checkMpirun},
+		{"env-scripts", checkScripts},
+		{"python", checkPython},
+		{"torch", checkTorch},
+		{"oneccl-bindings", checkBindings},
+		{"ipex", checkIPEX},
+		{"topology", checkTopology},
+		{"master-port", checkMasterPort},
+		{"oversubscription", checkOversubscription},
+	}
+}
+
+func ok(format string, a ...any) Result {
+	return Result{Status: OK, Message: fmt.Sprintf(format, a...)}
+}
+
+func skip(format string, a ...any) Result {
+	return Result{Status: Skip, Message: fmt.Sprintf(format, a...)}
+}
+
+func (r Result) fix(format string, a ...any) Result { r.Fix = fmt.Sprintf(format, a...); return r }
+
+func result(s Status, format string, a ...any) Result {
+	return Result{Status: s, Message: fmt.Sprintf(format, a...)}
+}
+
+// failIf is FAIL when the profile depends on the thing, WARN otherwise.
+func failIf(needed bool) Status {
+	if needed {
+		return Fail
+	}
+	return Warn
+}
+
+func checkProfile(_ context.Context, env *Env) Result {
+	if env.ProfileErr != nil {
+		problems := profile.Problems(env.ProfileErr)
+		msg := env.ProfileErr.Error()
+		if len(problems) > 1 {
+			msg = fmt.Sprintf("%v (and %d more problems)", problems[0], len(problems)-1)
+		}
+		return result(Fail, "%s", strings.ReplaceAll(msg, "\n", "; ")).
+			fix("batchkit profile check %s lists every problem; batchkit profile list shows the profiles found", env.ProfileName)
+	}
+	r := env.Profile
+	return ok("%s from %s is valid: %s", r.Name, r.Path, r.Profile.Description)
+}
+
+// needsSlurm: the profile starts ranks through Slurm (srun, or Hydra's or
+// Open MPI's slurm bootstrap).
+func needsSlurm(p *profile.Profile) bool {
+	return p != nil && (p.MPI.Launcher == profile.LauncherSrun || p.MPI.Bootstrap == "slurm")
+}
+
+// needsOneCCL: the profile's collectives are oneCCL's (PyTorch's "ccl"
+// backend): it configures CCL_* variables or sources oneCCL's vars.sh.
+func needsOneCCL(p *profile.Profile) bool {
+	if p == nil {
+		return false
+	}
+	for k := range p.Env.Vars {
+		if strings.HasPrefix(k, "CCL_") {
+			return true
+		}
+	}
+	for _, s := range p.Env.Source {
+		if strings.Contains(s.Script, "/ccl/") || strings.Contains(s.Script, "oneccl") {
+			return true
+		}
+	}
+	return false
+}
+
+func (env *Env) profile() *profile.Profile {
+	if env.Profile == nil {
+		return nil
+	}
+	return &env.Profile.Profile
+}
+
+func checkSlurmCommands(_ context.Context, env *Env) Result {
+	var missing, found []string
+	for _, c := range []string{"sbatch", "srun", "scontrol"} {
+		if p, err := env.LookPath(c); err != nil {
+			missing = append(missing, c)
+		} else {
+			found = append(found, p)
+		}
+	}
+	if len(missing) > 0 {
+		return result(failIf(needsSlurm(env.profile())), "not on PATH: %s", strings.Join(missing, ", ")).
+			fix("install the Slurm client commands or load them (module load slurm); batchkit sbatch and srun launches need them")
+	}
+	return ok("%s", strings.Join(found, ", "))
+}
+
+func checkSlurmController(ctx context.Context, env *Env) Result {
+	path, err := env.LookPath("scontrol")
+	if err != nil {
+		return skip("scontrol is not on PATH")
+	}
+	out, stderr, err := env.command(ctx, Command{Path: path, Args: []string{"ping"}})
+	text := strings.TrimSpace(out + "\n" + stderr)
+	if err == nil && strings.Contains(text, "UP") && !strings.Contains(text, "DOWN") {
+		return ok("%s", strings.ReplaceAll(text, "\n", "; "))
+	}
+	msg := strings.ReplaceAll(text, "\n", "; ")
+	if err != nil {
+		msg = err.Error()
+	}
+	return result(failIf(needsSlurm(env.profile())), "slurmctld does not answer: %s", msg).
+		fix("check SLURM_CONF and that slurmctld runs (scontrol ping; systemctl status slurmctld on the controller)")
+}
+
+func checkMpirun(ctx context.Context, env *Env) Result {
+	p := env.profile()
+	if p == nil {
+		return skip("needs a valid profile")
+	}
+	if p.MPI.Launcher == profile.LauncherSrun {
+		return skip("the profile starts ranks with srun, not mpirun")
+	}
+	// FindLauncher may ask a binary for its --version; the answer, or its
+	// timeout, is kept so that no launcher is asked twice.
+	type answer struct {
+		out string
+		err error
+	}
+	versions := map[string]answer{}
+	probe := mpirun.Probe{LookPath: env.LookPath, Version: func(path string) (string, error) {
+		if a, ok := versions[path]; ok {
+			return a.out, a.err
+		}
+		out, stderr, err := env.command(ctx, Command{Path: path, Args: []string{"--version"}})
+		versions[path] = answer{out + stderr, err}
+		return out + stderr, err
+	}}
+	flavor, bin, found, err := mpirun.FindLauncher(probe, p.MPI.Flavor, string(p.MPI.Launcher), p.MPI.Binary)
+	if err != nil {
+		return result(Fail, "%v", err).fix("set mpi.binary and mpi.flavor in the profile")
+	}
+	if !found {
+		return result(Fail, "%s (for %s) is not on PATH", bin, flavor).
+			fix("install %s or load it (source its vars.sh, module load), or set mpi.binary in the profile", flavor)
+	}
+	path, _ := env.LookPath(bin)
+	out, verErr := probe.Version(path)
+	if verErr != nil && strings.TrimSpace(out) == "" {
+		return result(Fail, "%v", verErr).fix("run %s --version by hand: the launcher does not answer", path)
+	}
+	got, known := mpirun.FlavorFromVersion(out)
+	switch {
+	case !known:
+		return result(Warn, "%s: cannot tell its MPI flavor from %q", path, firstLine(out)).
+			fix("check that %s is %s's launcher", path, flavor)
+	case got != flavor:
+		return result(Fail, "%s is %s's launcher (%s), the profile says %s", path, got, firstLine(out), flavor).
+			fix("put %s's bin directory first on PATH (source its vars.sh or module load it), or set mpi.binary to its launcher", flavor)
+	}
+	return ok("%s → %s: %s", bin, path, firstLine(out))
+}
+
+func checkScripts(ctx context.Context, env *Env) Result {
+	p := env.profile()
+	if p == nil {
+		return skip("needs a valid profile")
+	}
+	if len(p.Env.Source) == 0 {
+		return skip("the profile sources no scripts")
+	}
+	var names []string
+	for _, s := range p.Env.Source {
+		fix := fmt.Sprintf("install it, or change env.source (batchkit profile explain %s shows where it is set)", env.ProfileName)
+		f, err := os.Open(s.Script)
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return result(Fail, "%s does not exist", s.Script).fix("%s", fix)
+			}
+			return result(Fail, "%s is not readable: %v", s.Script, err).fix("%s", fix)
+		}
+		f.Close()
+		if err := env.Source(ctx, env, s.Script, s.Args); err != nil {
+			return result(Fail, "%v", err).fix("run the same by hand: bash --noprofile --norc -c 'source %s'", strings.TrimSpace(s.Script+" "+strings.Join(s.Args, " ")))
+		}
+		names = append(names, s.Script)
+	}
+	return ok("bash sources %s", strings.Join(names, ", "))
+}
+
+func (env *Env) topology() (topology.Topology, error) {
+	return detect.Detect(env.Getenv, detect.Options{Hostname: env.Hostname})
+}
+
+func checkTopology(_ context.Context, env *Env) Result {
+	t, err := env.topology()
+	if err != nil {
+		return result(Fail, "%v", err).
+			fix("batchkit env shows what detection reads; unset RANK/WORLD_SIZE/... left over from another launch")
+	}
+	return ok("%s: rank %d of %d, local rank %d of %d, node %d of %d, master %s:%d",
+		t.Launcher, t.Rank, t.WorldSize, t.LocalRank, t.LocalWorldSize, t.NodeRank, t.NumNodes, t.MasterAddr, t.MasterPort)
+}
+
+func checkMasterPort(_ context.Context, env *Env) Result {
+	port, from, err := env.masterPort()
+	if err != nil {
+		return result(Fail, "%v", err).fix("export MASTER_PORT=N with N in 1..65535")
+	}
+	if err := env.Listen(port); err != nil {
+		status := Warn // a derived port matters only on the master's node
+		if from == "MASTER_PORT" {
+			status = Fail
+		}
+		return result(status, "port %d (%s) is taken on this node: %v", port, from, err).
+			fix("pick a free port: export MASTER_PORT=N (ss -ltnp shows who holds %d)", port)
+	}
+	return ok("port %d (%s) is free on this node", port, from)
+}
+
+// masterPort is MASTER_PORT, else the port the profile's policy gives.
+func (env *Env) masterPort() (port int, from string, err error) {
+	if v := env.Getenv("MASTER_PORT"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 65535 {
+			return 0, "", fmt.Errorf("MASTER_PORT=%q is not a port", v)
+		}
+		return n, "MASTER_PORT", nil
+	}
+	if p := env.profile(); p != nil && p.Rendezvous.PortPolicy == profile.PortFixed {
+		return p.Rendezvous.Port, "the profile's fixed port", nil
+	}
+	id := topology.RendezvousID(env.Getenv("SLURM_JOB_ID"), env.Getenv("SLURM_STEP_ID"))
+	if id == "" {
+		return topology.PortForJob(id), "the default, outside a job", nil
+	}
+	return topology.PortForJob(id), "derived from job " + id, nil
+}
+
+func checkOversubscription(_ context.Context, env *Env) Result {
+	t, err := env.topology()
+	if err != nil {
+		return skip("the topology is unknown")
+	}
+	ranks := max(t.LocalWorldSize, 1)
+	threads, from := 1, "OMP_NUM_THREADS unset"
+	if v := env.Getenv("OMP_NUM_THREADS"); v != "" {
+		n, err := strconv.Atoi(strings.Split(v, ",")[0])
+		if err != nil || n < 1 {
+			return result(Warn, "OMP_NUM_THREADS=%q is not a thread count", v).fix("export OMP_NUM_THREADS=N")
+		}
+		threads, from = n, "OMP_NUM_THREADS="+v
+	}
+	msg := fmt.Sprintf("%d %s on this node × %d %s (%s) on %d usable cores",
+		ranks, plural(ranks, "rank"), threads, plural(threads, "thread"), from, env.NumCPU)
+	if ranks*threads > env.NumCPU {
+		return result(Warn, "%s: oversubscribed", msg).
+			fix("export OMP_NUM_THREADS=%d (cores / ranks per node), or start fewer ranks per node", max(env.NumCPU/ranks, 1))
+	}
+	return ok("%s", msg)
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return word
+	}
+	return word + "s"
+}

@@ -1,0 +1,183 @@
+// Package doctor is batchkit's preflight: checks of the profile, the
+// scheduler, the MPI launcher, the scripts to source, the Python stack
+// (torch, oneCCL bindings, IPEX), the topology, MASTER_PORT and core
+// oversubscription, each answering OK, WARN, FAIL or SKIP with a fix.
+//
+// Checks touch the machine only through Env, so that tests hand them fake
+// command outputs; the matching rules (version.go) are pure functions.
+// Every external command runs under a timeout and Run has a deadline:
+// doctor never hangs on a dead controller or a wedged NFS mount.
+package doctor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/batchkit/batchkit/profile"
+)
+
+// Status is a check's verdict.
+type Status string
+
+const (
+	OK   Status = "ok"
+	Warn Status = "warn"
+	Fail Status = "fail"
+	Skip Status = "skip"
+)
+
+// Result is one check's outcome; Fix says what to do when it is not OK.
+type Result struct {
+	Name    string `json:"name"`
+	Status  Status `json:"status"`
+	Message string `json:"message"`
+	Fix     string `json:"fix"`
+}
+
+// Check is one named probe of the machine.
+type Check struct {
+	Name string
+	Run  func(ctx context.Context, env *Env) Result
+}
+
+// Command is one external program to run.
+type Command struct {
+	Path string
+	Args []string
+	Env  []string // added to this process's environment
+}
+
+func (c Command) String() string { return strings.TrimSpace(c.Path + " " + strings.Join(c.Args, " ")) }
+
+// Runner runs a command to completion or until ctx is done, returning its
+// stdout and stderr.
+type Runner func(ctx context.Context, c Command) (stdout, stderr string, err error)
+
+// SourceFunc checks that a shell can source script with args.
+type SourceFunc func(ctx context.Context, env *Env, script string, args []string) error
+
+// Env is everything the checks read: the machine through functions, the
+// profile already resolved, and the flags.
+type Env struct {
+	Getenv   func(string) string
+	LookPath func(string) (string, error)
+	Run      Runner
+	Source   SourceFunc
+	// Listen tries to bind a TCP port on every interface and releases it.
+	Listen   func(port int) error
+	SameFile func(a, b string) bool
+	NumCPU   int // usable by this process (its CPU affinity)
+	Hostname string
+
+	ProfileName string
+	Profile     *profile.Resolved // nil when ProfileErr is set
+	ProfileErr  error
+
+	Python    string // --python; "" = python3 on PATH
+	SysPython string // the system interpreter compared with PATH's: /usr/bin/python3
+
+	Timeout time.Duration // for each external command
+
+	mu     sync.Mutex
+	probes map[string]*probeCall
+}
+
+// DefaultTimeout bounds each external command: scontrol ping against a
+// dead controller, mpirun --version on a hung file system, a Python that
+// imports torch from NFS.
+const DefaultTimeout = 5 * time.Second
+
+// CommandError is an external command that failed or timed out; it names
+// the command.
+type CommandError struct {
+	Cmd      string
+	TimedOut time.Duration // > 0: killed after this long
+	Err      error
+	Stderr   string // its last line
+}
+
+func (e *CommandError) Error() string {
+	if e.TimedOut > 0 {
+		return fmt.Sprintf("%s: timed out after %s", e.Cmd, e.TimedOut)
+	}
+	if e.Stderr != "" {
+		return fmt.Sprintf("%s: %v: %s", e.Cmd, e.Err, e.Stderr)
+	}
+	return fmt.Sprintf("%s: %v", e.Cmd, e.Err)
+}
+
+func (e *CommandError) Unwrap() error { return e.Err }
+
+// command runs c under the per-command timeout; a failure is a
+// *CommandError.
+func (env *Env) command(ctx context.Context, c Command) (stdout, stderr string, err error) {
+	timeout := env.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	stdout, stderr, err = env.Run(ctx, c)
+	if err == nil {
+		return stdout, stderr, nil
+	}
+	ce := &CommandError{Cmd: c.String(), Err: err, Stderr: lastLine(stderr)}
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		ce.TimedOut = timeout
+	}
+	return stdout, stderr, ce
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return strings.TrimSpace(lines[len(lines)-1])
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
+	return strings.TrimSpace(line)
+}
+
+// Run runs the checks concurrently and returns their results in order.
+// A check still running when ctx is done fails as unfinished: its
+// goroutine is left to its own command timeout.
+func Run(ctx context.Context, env *Env, checks []Check) []Result {
+	chs := make([]chan Result, len(checks))
+	for i, c := range checks {
+		chs[i] = make(chan Result, 1)
+		go func() {
+			r := c.Run(ctx, env)
+			r.Name = c.Name
+			chs[i] <- r
+		}()
+	}
+	results := make([]Result, len(checks))
+	for i, c := range checks {
+		select {
+		case results[i] = <-chs[i]:
+		case <-ctx.Done():
+			select {
+			case results[i] = <-chs[i]:
+			default:
+				results[i] = Result{Name: c.Name, Status: Fail,
+					Message: fmt.Sprintf("did not finish within doctor's deadline (%v)", context.Cause(ctx)),
+					Fix:     "something on this machine hangs: run the check's command by hand"}
+			}
+		}
+	}
+	return results
+}
+
+// Failed reports whether any result is a FAIL.
+func Failed(rs []Result) bool {
+	for _, r := range rs {
+		if r.Status == Fail {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,137 @@
+package doctor
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// probeScript runs in the interpreter under test, once: it imports each
+// package in a try (a failed import is data: "Mismatch in kernel C++
+// signatures" is exactly what doctor looks for), takes the version from
+// __version__ or, when the import failed, from the installed metadata,
+// and prints one JSON object. Imports may print; stdout is kept clean.
+const probeScript = `
+import json, sys
+real, sys.stdout = sys.stdout, sys.stderr
+out = {"executable": sys.executable, "python": sys.version.split()[0], "packages": {}}
+for mod, dists in [("torch", ["torch"]),
+                   ("oneccl_bindings_for_pytorch", ["oneccl_bind_pt", "oneccl-bind-pt"]),
+                   ("torch_ccl", ["torch_ccl", "torch-ccl"]),
+                   ("intel_extension_for_pytorch", ["intel_extension_for_pytorch", "intel-extension-for-pytorch"])]:
+    r = {}
+    try:
+        m = __import__(mod)
+        r["version"] = str(getattr(m, "__version__", "") or "")
+        r["file"] = str(getattr(m, "__file__", "") or "")
+    except BaseException as e:
+        r["error"] = "%s: %s" % (type(e).__name__, str(e).strip().splitlines()[0] if str(e).strip() else "")
+        r["missing"] = isinstance(e, ImportError) and getattr(e, "name", None) == mod
+    if not r.get("version"):
+        try:
+            from importlib import metadata
+            for d in dists:
+                try:
+                    r["version"] = metadata.version(d)
+                    r["missing"] = False
+                    break
+                except Exception:
+                    pass
+        except Exception:
+            pass
+    out["packages"][mod] = r
+real.write(json.dumps(out))
+`
+
+// PyInfo is what probeScript reports.
+type PyInfo struct {
+	Executable string             `json:"executable"`
+	Python     string             `json:"python"`
+	Packages   map[string]Package `json:"packages"`
+}
+
+// Package is one probed package: a version, or why it does not import.
+type Package struct {
+	Version string `json:"version"`
+	File    string `json:"file"`
+	Error   string `json:"error"`
+	Missing bool   `json:"missing"` // not installed at all
+}
+
+type probeCall struct {
+	done chan struct{}
+	info PyInfo
+	err  error
+}
+
+// probe runs probeScript in python once per interpreter; concurrent
+// checks asking for the same interpreter wait for the one run.
+func (env *Env) probe(ctx context.Context, python string) (PyInfo, error) {
+	env.mu.Lock()
+	if env.probes == nil {
+		env.probes = map[string]*probeCall{}
+	}
+	c, running := env.probes[python]
+	if !running {
+		c = &probeCall{done: make(chan struct{})}
+		env.probes[python] = c
+	}
+	env.mu.Unlock()
+	if !running {
+		c.info, c.err = env.runProbe(ctx, python)
+		close(c.done)
+	}
+	select {
+	case <-c.done:
+		return c.info, c.err
+	case <-ctx.Done():
+		return PyInfo{}, fmt.Errorf("%s: probe: %w", python, ctx.Err())
+	}
+}
+
+// ProbeError is a probe whose output is not the JSON expected.
+type ProbeError struct {
+	Python string
+	Err    error
+	Output string
+}
+
+func (e *ProbeError) Error() string {
+	return fmt.Sprintf("%s: unexpected probe output %q: %v", e.Python, firstLine(e.Output), e.Err)
+}
+
+func (e *ProbeError) Unwrap() error { return e.Err }
+
+func (env *Env) runProbe(ctx context.Context, python string) (PyInfo, error) {
+	out, _, err := env.command(ctx, Command{Path: python, Args: []string{"-c", probeScript}})
+	if err != nil {
+		if ce, ok := err.(*CommandError); ok {
+			ce.Cmd = python + " (probe of torch, oneCCL bindings, IPEX)"
+		}
+		return PyInfo{}, err
+	}
+	var info PyInfo
+	if err := json.Unmarshal([]byte(strings.TrimSpace(out)), &info); err != nil {
+		return PyInfo{}, &ProbeError{Python: python, Err: err, Output: out}
+	}
+	return info, nil
+}
+
+// interpreter is the Python under test: --python, else python3 on PATH.
+func (env *Env) interpreter() (path string, fromPath bool, err error) {
+	name := env.Python
+	if name == "" {
+		name, fromPath = "python3", true
+	}
+	path, err = env.LookPath(name)
+	if err != nil {
+		return "", fromPath, fmt.Errorf("python %q: %w", name, err)
+	}
+	return path, fromPath, nil
+}
+
+func hasTorch(info PyInfo) bool {
+	p := info.Packages["torch"]
+	return p.Error == "" && p.Version != ""
+}

@@ -1,0 +1,78 @@
+package doctor
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// System is the Env of this machine: real commands, bash, sockets.
+func System(getenv func(string) string, hostname string) *Env {
+	return &Env{
+		Getenv:    getenv,
+		LookPath:  exec.LookPath,
+		Run:       ExecRunner,
+		Source:    BashSource,
+		Listen:    listen,
+		SameFile:  sameFile,
+		NumCPU:    runtime.NumCPU(), // Linux: the CPU affinity mask's count
+		Hostname:  hostname,
+		SysPython: "/usr/bin/python3",
+		Timeout:   DefaultTimeout,
+	}
+}
+
+// ExecRunner runs c in its own process group and kills the whole group
+// when ctx is done: a wrapper script's sleeping child would otherwise keep
+// the pipes open and Wait blocked past the timeout.
+func ExecRunner(ctx context.Context, c Command) (string, string, error) {
+	cmd := exec.CommandContext(ctx, c.Path, c.Args...)
+	if len(c.Env) > 0 {
+		cmd.Env = append(os.Environ(), c.Env...)
+	}
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 500 * time.Millisecond
+	err := cmd.Run()
+	return stdout.String(), stderr.String(), err
+}
+
+// BashSource sources script with args in a clean, non-interactive bash,
+// as a batch script would, and reports its exit status and last stderr
+// line. envsetup sources for real; this only asks whether bash can.
+func BashSource(ctx context.Context, env *Env, script string, args []string) error {
+	argv := append([]string{"--noprofile", "--norc", "-c", `source "$1" "${@:2}"`, "_", script}, args...)
+	_, _, err := env.command(ctx, Command{Path: "bash", Args: argv})
+	var ce *CommandError
+	if errors.As(err, &ce) {
+		ce.Cmd = strings.TrimSpace("bash: source " + script + " " + strings.Join(args, " "))
+	}
+	return err
+}
+
+func listen(port int) error {
+	l, err := net.Listen("tcp", net.JoinHostPort("", strconv.Itoa(port)))
+	if err != nil {
+		return err
+	}
+	return l.Close()
+}
+
+func sameFile(a, b string) bool {
+	sa, err := os.Stat(a)
+	if err != nil {
+		return false
+	}
+	sb, err := os.Stat(b)
+	return err == nil && os.SameFile(sa, sb)
+}
