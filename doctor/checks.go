@@ -191,7 +191,7 @@ func checkScripts(ctx context.Context, env *Env) Result {
 	if len(p.Env.Source) == 0 {
 		return skip("the profile sources no scripts")
 	}
-	var names []string
+	var names, lines []string
 	for _, s := range p.Env.Source {
 		fix := fmt.Sprintf("install it, or change env.source (batchkit profile explain %s shows where it is set)", env.ProfileName)
 		f, err := os.Open(s.Script)
@@ -202,10 +202,11 @@ func checkScripts(ctx context.Context, env *Env) Result {
 			return result(Fail, "%s is not readable: %v", s.Script, err).fix("%s", fix)
 		}
 		f.Close()
-		if err := env.Source(ctx, env, s.Script, s.Args); err != nil {
-			return result(Fail, "%v", err).fix("run the same by hand: bash --noprofile --norc -c 'source %s'", strings.TrimSpace(s.Script+" "+strings.Join(s.Args, " ")))
-		}
 		names = append(names, s.Script)
+		lines = append(lines, "source "+strings.TrimSpace(s.Script+" "+strings.Join(s.Args, " ")))
+	}
+	if err := env.Source(ctx, env, p.Env.Source); err != nil {
+		return result(Fail, "%v", err).fix("see what it says: batchkit envsetup --profile %s (or by hand in bash: %s)", env.ProfileName, strings.Join(lines, "; "))
 	}
 	return ok("bash sources %s", strings.Join(names, ", "))
 }

@@ -57,8 +57,9 @@ func (c Command) String() string { return strings.TrimSpace(c.Path + " " + strin
 // stdout and stderr.
 type Runner func(ctx context.Context, c Command) (stdout, stderr string, err error)
 
-// SourceFunc checks that a shell can source script with args.
-type SourceFunc func(ctx context.Context, env *Env, script string, args []string) error
+// SourceFunc sources scripts in order, in one shell, as a job would: each
+// may need what the ones before it set (oneCCL's vars.sh after setvars.sh).
+type SourceFunc func(ctx context.Context, env *Env, scripts []profile.Script) error
 
 // Env is everything the checks read: the machine through functions, the
 // profile already resolved, and the flags.

@@ -48,7 +48,7 @@ func (f fake) env(p *profile.Profile) *Env {
 			}
 			return out, "", nil
 		},
-		Source:    func(context.Context, *Env, string, []string) error { return nil },
+		Source:    func(context.Context, *Env, []profile.Script) error { return nil },
 		Listen:    func(int) error { return nil },
 		SameFile:  func(a, b string) bool { return a == b },
 		NumCPU:    4,
@@ -310,6 +310,9 @@ func TestScriptsCheck(t *testing.T) {
 	bad := filepath.Join(dir, "bad.sh")
 	os.WriteFile(good, []byte("export X=1\n"), 0o644)
 	os.WriteFile(bad, []byte("echo nope >&2; return 3\n"), 0o644)
+	// Like oneCCL's vars.sh after setvars.sh: it needs what vars.sh set.
+	needs := filepath.Join(dir, "needs.sh")
+	os.WriteFile(needs, []byte("[ -n \"${X-}\" ] || { echo 'X is not set' >&2; return 4; }\n"), 0o644)
 	withScripts := func(s ...profile.Script) *profile.Profile {
 		p := *localProfile
 		p.Env.Source = s
@@ -324,11 +327,13 @@ func TestScriptsCheck(t *testing.T) {
 		{"missing", withScripts(profile.Script{Script: filepath.Join(dir, "nope.sh")}), want{Fail, "nope.sh does not exist"}},
 		{"sources", withScripts(profile.Script{Script: good, Args: []string{"--force"}}), want{OK, "bash sources " + good}},
 		{"fails", withScripts(profile.Script{Script: good}, profile.Script{Script: bad, Args: []string{"-x"}}),
-			want{Fail, "bash: source " + bad + " -x: exit status 3: nope"}},
+			want{Fail, "sourcing " + bad + " failed (exit 3): nope"}},
+		{"in one shell", withScripts(profile.Script{Script: good}, profile.Script{Script: needs}), want{OK, "bash sources " + good + ", " + needs}},
+		{"in order", withScripts(profile.Script{Script: needs}, profile.Script{Script: good}), want{Fail, "X is not set"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			env := fake{}.env(tc.profile)
-			env.Run, env.Source, env.Timeout = ExecRunner, BashSource, 5*time.Second
+			env.Run, env.Source, env.Timeout = ExecRunner, EnvSource, 5*time.Second
 			r := run(env, "env-scripts")["env-scripts"]
 			if r.Status != tc.want.status || !strings.Contains(r.Message, tc.want.in) {
 				t.Errorf("env-scripts = %s %q, want %s containing %q", r.Status, r.Message, tc.want.status, tc.want.in)

@@ -3,15 +3,16 @@ package doctor
 import (
 	"bytes"
 	"context"
-	"errors"
 	"net"
 	"os"
 	"os/exec"
 	"runtime"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
+
+	"github.com/batchkit/batchkit/envsetup"
+	"github.com/batchkit/batchkit/profile"
 )
 
 // System is the Env of this machine: real commands, bash, sockets.
@@ -20,7 +21,7 @@ func System(getenv func(string) string, hostname string) *Env {
 		Getenv:    getenv,
 		LookPath:  exec.LookPath,
 		Run:       ExecRunner,
-		Source:    BashSource,
+		Source:    EnvSource,
 		Listen:    listen,
 		SameFile:  sameFile,
 		NumCPU:    runtime.NumCPU(), // Linux: the CPU affinity mask's count
@@ -47,16 +48,14 @@ func ExecRunner(ctx context.Context, c Command) (string, string, error) {
 	return stdout.String(), stderr.String(), err
 }
 
-// BashSource sources script with args in a clean, non-interactive bash,
-// as a batch script would, and reports its exit status and last stderr
-// line. envsetup sources for real; this only asks whether bash can.
-func BashSource(ctx context.Context, env *Env, script string, args []string) error {
-	argv := append([]string{"--noprofile", "--norc", "-c", `source "$1" "${@:2}"`, "_", script}, args...)
-	_, _, err := env.command(ctx, Command{Path: "bash", Args: argv})
-	var ce *CommandError
-	if errors.As(err, &ce) {
-		ce.Cmd = strings.TrimSpace("bash: source " + script + " " + strings.Join(args, " "))
+// EnvSource sources scripts with envsetup, in one real bash started with
+// this process's environment, the way batchkit mpirun and envsetup do.
+func EnvSource(ctx context.Context, env *Env, scripts []profile.Script) error {
+	var ss []envsetup.Script
+	for _, s := range scripts {
+		ss = append(ss, envsetup.Script{Path: s.Script, Args: s.Args})
 	}
+	_, err := envsetup.Runner{Timeout: env.Timeout}.Source(ctx, os.Environ(), ss)
 	return err
 }
 
