@@ -188,7 +188,7 @@ func checkScripts(ctx context.Context, env *Env) Result {
 	if p == nil {
 		return skip("needs a valid profile")
 	}
-	if len(p.Env.Source) == 0 {
+	if len(p.Env.Source) == 0 && !p.Env.OneCCLBindings {
 		return skip("the profile sources no scripts")
 	}
 	var names, lines []string
@@ -205,7 +205,11 @@ func checkScripts(ctx context.Context, env *Env) Result {
 		names = append(names, s.Script)
 		lines = append(lines, "source "+strings.TrimSpace(s.Script+" "+strings.Join(s.Args, " ")))
 	}
-	if err := env.Source(ctx, env, p.Env.Source); err != nil {
+	if p.Env.OneCCLBindings {
+		names = append(names, "the oneCCL bindings' env/setvars.sh")
+		lines = append(lines, "source $(python -c 'import oneccl_bindings_for_pytorch as m; print(m.cwd)')/env/setvars.sh")
+	}
+	if err := env.Source(ctx, env, p.Env); err != nil {
 		return result(Fail, "%v", err).fix("see what it says: batchkit envsetup --profile %s (or by hand in bash: %s)", env.ProfileName, strings.Join(lines, "; "))
 	}
 	return ok("bash sources %s", strings.Join(names, ", "))

@@ -57,9 +57,10 @@ func (c Command) String() string { return strings.TrimSpace(c.Path + " " + strin
 // stdout and stderr.
 type Runner func(ctx context.Context, c Command) (stdout, stderr string, err error)
 
-// SourceFunc sources scripts in order, in one shell, as a job would: each
-// may need what the ones before it set (oneCCL's vars.sh after setvars.sh).
-type SourceFunc func(ctx context.Context, env *Env, scripts []profile.Script) error
+// SourceFunc sets up a profile's environment as a job would: its scripts
+// in order in one shell (oneCCL's vars.sh may need what setvars.sh set),
+// then the oneCCL bindings' setvars.sh when it asks for them.
+type SourceFunc func(ctx context.Context, env *Env, penv profile.Env) error
 
 // Env is everything the checks read: the machine through functions, the
 // profile already resolved, and the flags.

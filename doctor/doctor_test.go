@@ -48,7 +48,7 @@ func (f fake) env(p *profile.Profile) *Env {
 			}
 			return out, "", nil
 		},
-		Source:    func(context.Context, *Env, []profile.Script) error { return nil },
+		Source:    func(context.Context, *Env, profile.Env) error { return nil },
 		Listen:    func(int) error { return nil },
 		SameFile:  func(a, b string) bool { return a == b },
 		NumCPU:    4,
@@ -313,6 +313,18 @@ func TestScriptsCheck(t *testing.T) {
 	// Like oneCCL's vars.sh after setvars.sh: it needs what vars.sh set.
 	needs := filepath.Join(dir, "needs.sh")
 	os.WriteFile(needs, []byte("[ -n \"${X-}\" ] || { echo 'X is not set' >&2; return 4; }\n"), 0o644)
+	// A python whose packages hold the oneCCL bindings, with their setvars.sh.
+	pkg := filepath.Join(dir, "py", "oneccl_bindings_for_pytorch")
+	os.MkdirAll(filepath.Join(pkg, "env"), 0o755)
+	os.WriteFile(filepath.Join(pkg, "__init__.py"), nil, 0o644)
+	os.WriteFile(filepath.Join(pkg, "env", "setvars.sh"), []byte("export CCL_ROOT=x\n"), 0o644)
+	withBindings := filepath.Join(dir, "python-with-bindings")
+	os.WriteFile(withBindings, []byte("#!/bin/sh\nPYTHONPATH="+filepath.Join(dir, "py")+" exec /usr/bin/python3 \"$@\"\n"), 0o755)
+	bindings := func(python string) *profile.Profile {
+		p := *localProfile
+		p.Env.OneCCLBindings, p.Env.Python = true, python
+		return &p
+	}
 	withScripts := func(s ...profile.Script) *profile.Profile {
 		p := *localProfile
 		p.Env.Source = s
@@ -330,6 +342,8 @@ func TestScriptsCheck(t *testing.T) {
 			want{Fail, "sourcing " + bad + " failed (exit 3): nope"}},
 		{"in one shell", withScripts(profile.Script{Script: good}, profile.Script{Script: needs}), want{OK, "bash sources " + good + ", " + needs}},
 		{"in order", withScripts(profile.Script{Script: needs}, profile.Script{Script: good}), want{Fail, "X is not set"}},
+		{"oneCCL bindings", bindings(withBindings), want{OK, "the oneCCL bindings' env/setvars.sh"}},
+		{"no oneCCL bindings", bindings("/usr/bin/python3"), want{Fail, "neither oneccl_bindings_for_pytorch nor torch_ccl is installed"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			env := fake{}.env(tc.profile)

@@ -118,9 +118,13 @@ func (env *Env) runProbe(ctx context.Context, python string) (PyInfo, error) {
 	return info, nil
 }
 
-// interpreter is the Python under test: --python, else python3 on PATH.
+// interpreter is the Python under test: --python, else the profile's
+// env.python, else python3 on PATH.
 func (env *Env) interpreter() (path string, fromPath bool, err error) {
 	name := env.Python
+	if p := env.profile(); name == "" && p != nil {
+		name = p.Env.Python
+	}
 	if name == "" {
 		name, fromPath = "python3", true
 	}

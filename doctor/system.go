@@ -48,14 +48,14 @@ func ExecRunner(ctx context.Context, c Command) (string, string, error) {
 	return stdout.String(), stderr.String(), err
 }
 
-// EnvSource sources scripts with envsetup, in one real bash started with
-// this process's environment, the way batchkit mpirun and envsetup do.
-func EnvSource(ctx context.Context, env *Env, scripts []profile.Script) error {
+// EnvSource sets up penv with envsetup, in real bash started with this
+// process's environment, the way batchkit mpirun and envsetup do.
+func EnvSource(ctx context.Context, env *Env, penv profile.Env) error {
 	var ss []envsetup.Script
-	for _, s := range scripts {
+	for _, s := range penv.Source {
 		ss = append(ss, envsetup.Script{Path: s.Script, Args: s.Args})
 	}
-	_, err := envsetup.Runner{Timeout: env.Timeout}.Source(ctx, os.Environ(), ss)
+	_, err := envsetup.Runner{Timeout: env.Timeout}.SourceEnv(ctx, os.Environ(), ss, penv.OneCCLBindings, penv.Python)
 	return err
 }
 

@@ -82,7 +82,14 @@ type MPI struct {
 // Env is the environment set up before ranks start: Slurm.Modules are
 // loaded, then Source scripts are sourced in order, then Vars are exported.
 type Env struct {
-	Source []Script          `toml:"source"`
+	Source []Script `toml:"source"`
+	// OneCCLBindings sources the oneCCL bindings for PyTorch's own
+	// env/setvars.sh after Source, found through Python (their pip package
+	// ships a oneCCL and an Intel MPI of its own, which must match them).
+	OneCCLBindings bool `toml:"oneccl_bindings"`
+	// Python is the interpreter the job trains with ("" is python3 on
+	// PATH): oneccl_bindings finds the bindings with it, doctor checks it.
+	Python string            `toml:"python"`
 	Vars   map[string]string `toml:"vars"`
 }
 

@@ -303,7 +303,7 @@ func TestKeys(t *testing.T) {
 		"extends", "description", "templates",
 		"slurm.partition", "slurm.account", "slurm.qos", "slurm.time", "slurm.constraint", "slurm.requeue", "slurm.extra_sbatch", "slurm.modules",
 		"mpi.flavor", "mpi.launcher", "mpi.binary", "mpi.args", "mpi.bootstrap", "mpi.srun_mpi", "mpi.allow_run_as_root", "mpi.oversubscribe",
-		"env.source", "env.vars.NAME",
+		"env.source", "env.oneccl_bindings", "env.python", "env.vars.NAME",
 		"rendezvous.port_policy", "rendezvous.port",
 	}
 	if diff := cmp.Diff(want, Keys()); diff != "" {

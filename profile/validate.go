@@ -147,6 +147,8 @@ func checkLeaf(p *Profile, key string) []issue {
 				}
 			}
 		}
+	case "env.python":
+		oneLine("", p.Env.Python)
 	case "rendezvous.port_policy":
 		if _, err := ParsePortPolicy(string(p.Rendezvous.PortPolicy)); err != nil {
 			out = append(out, issuef("", "%v", err))

@@ -117,7 +117,7 @@ func setUpEnv(ctx context.Context, environ []string, env profile.Env, extra []en
 		ctx = context.Background()
 	}
 	scripts := append(profileScripts(env.Source), extra...)
-	sourced, err := envsetup.Runner{Timeout: timeout}.Source(ctx, environ, scripts)
+	sourced, err := envsetup.Runner{Timeout: timeout}.SourceEnv(ctx, environ, scripts, env.OneCCLBindings, env.Python)
 	if err != nil {
 		return envsetup.Changes{}, sourceFailure(err)
 	}
@@ -128,7 +128,7 @@ func setUpEnv(ctx context.Context, environ []string, env profile.Env, extra []en
 // one that fails or hangs stays a runtime failure (exit 1).
 func sourceFailure(err error) error {
 	var se *envsetup.SourceError
-	if errors.As(err, &se) && se.Code == -1 && !errors.Is(err, envsetup.ErrTimeout) {
+	if errors.As(err, &se) && se.Code == -1 && !errors.Is(err, envsetup.ErrTimeout) || errors.Is(err, envsetup.ErrNoBindings) {
 		return badInput(err)
 	}
 	return err
@@ -190,14 +190,21 @@ func writeChangesJSON(w io.Writer, ch envsetup.Changes) error {
 }
 
 // sourceLines are the shell lines that source scripts, for --dry-run.
-func sourceLines(scripts []profile.Script) (string, error) {
+func sourceLines(env profile.Env) (string, error) {
 	var b strings.Builder
-	for _, s := range scripts {
+	for _, s := range env.Source {
 		line, err := shquote.Join(append([]string{"source", s.Script}, s.Args...))
 		if err != nil {
 			return "", err
 		}
 		b.WriteString(line + "\n")
+	}
+	if env.OneCCLBindings {
+		text, err := envsetup.BindingsShell(env.Python)
+		if err != nil {
+			return "", err
+		}
+		b.WriteString(text)
 	}
 	return b.String(), nil
 }

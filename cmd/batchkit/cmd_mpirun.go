@@ -90,7 +90,7 @@ Examples:
 			&cli.BoolFlag{Name: "dry-run", Usage: "print the command, shell-quoted, instead of running it"},
 		},
 		Action: func(c *cli.Context) error {
-			defaults, sources, err := mpirunDefaults(c)
+			defaults, penv, err := mpirunDefaults(c)
 			if err != nil {
 				return err
 			}
@@ -103,7 +103,7 @@ Examples:
 				return fmt.Errorf("finding the batchkit binary: %w", err)
 			}
 			if !o.dryRun {
-				if err := sourceOnce(c, sources); err != nil {
+				if err := sourceOnce(c, penv); err != nil {
 					return err
 				}
 			}
@@ -112,7 +112,7 @@ Examples:
 				return err
 			}
 			if o.dryRun {
-				return printPlan(c.App.Writer, sources, p)
+				return printPlan(c.App.Writer, penv, p)
 			}
 			if !p.found {
 				return cli.Exit(fmt.Sprintf("%s: launcher not found on PATH", p.spec.Binary), 127)
@@ -130,11 +130,11 @@ Examples:
 // launcher is looked up on the PATH they set; the ranks inherit the result
 // through the launcher, so nothing is sourced per rank. The profile's
 // variables go by the launcher (-genv), not here.
-func sourceOnce(c *cli.Context, sources []profile.Script) error {
-	if len(sources) == 0 {
+func sourceOnce(c *cli.Context, env profile.Env) error {
+	if len(env.Source) == 0 && !env.OneCCLBindings {
 		return nil
 	}
-	sourced, err := envsetup.Runner{Timeout: c.Duration("source-timeout")}.Source(c.Context, os.Environ(), profileScripts(sources))
+	sourced, err := envsetup.Runner{Timeout: c.Duration("source-timeout")}.SourceEnv(c.Context, os.Environ(), profileScripts(env.Source), env.OneCCLBindings, env.Python)
 	if err != nil {
 		return sourceFailure(err)
 	}
@@ -145,16 +145,16 @@ func sourceOnce(c *cli.Context, sources []profile.Script) error {
 // [mpi] table (and a fixed rendezvous port), when a profile is named by
 // --profile or $BATCHKIT_PROFILE. Without either, nothing is assumed: the
 // flavor is detected from the launchers on PATH.
-func mpirunDefaults(c *cli.Context) (mpirun.Defaults, []profile.Script, error) {
+func mpirunDefaults(c *cli.Context) (mpirun.Defaults, profile.Env, error) {
 	if !c.IsSet("profile") && os.Getenv("BATCHKIT_PROFILE") == "" {
-		return mpirun.Defaults{}, nil, nil
+		return mpirun.Defaults{}, profile.Env{}, nil
 	}
 	// --flavor, --launcher and --mpirun go into the profile as its top
 	// layer, so that a different flavor or launcher drops the profile's
 	// binary, args and bootstrap written for the other one.
 	r, err := loadProfile(c, map[string]string{"flavor": "mpi.flavor", "launcher": "mpi.launcher", "mpirun": "mpi.binary"})
 	if err != nil {
-		return mpirun.Defaults{}, nil, err
+		return mpirun.Defaults{}, profile.Env{}, err
 	}
 	m := r.Profile.MPI
 	d := mpirun.Defaults{
@@ -165,7 +165,7 @@ func mpirunDefaults(c *cli.Context) (mpirun.Defaults, []profile.Script, error) {
 	if r.Profile.Rendezvous.PortPolicy == profile.PortFixed {
 		d.MasterPort = r.Profile.Rendezvous.Port
 	}
-	return d, r.Profile.Env.Source, nil
+	return d, r.Profile.Env, nil
 }
 
 // perRankVars are the torchrun contract's variables that differ from rank
@@ -470,12 +470,12 @@ func allocationHosts(getenv topology.Getenv) ([]mpirun.Host, error) {
 // printPlan prints the launch as shell text: the profile's source
 // scripts first, as `source` lines (a dry run does not source them), then
 // the launcher's command line.
-func printPlan(w io.Writer, sources []profile.Script, p mpirunPlan) error {
+func printPlan(w io.Writer, penv profile.Env, p mpirunPlan) error {
 	out, err := mpirun.DryRun(p.spec, p.hostfile)
 	if err != nil {
 		return badInput(err)
 	}
-	lines, err := sourceLines(sources)
+	lines, err := sourceLines(penv)
 	if err != nil {
 		return badInput(err)
 	}
