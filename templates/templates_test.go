@@ -264,8 +264,8 @@ func TestSbatchTemplateSyntax(t *testing.T) {
 		t.Fatalf("bash -n: %v\n%s\n%s", err, stderr.String(), out)
 	}
 	for _, want := range []string{"#SBATCH --job-name=\"x y\"\n", "#SBATCH --exclusive\n", "module load intel/oneapi\n",
-		"source /opt/intel/oneapi/setvars.sh --force\n", "batchkit_had_A=${A+1} batchkit_was_A=${A-}\n",
-		"if [ -n \"$batchkit_had_A\" ]; then A=$batchkit_was_A; else A='$(x)'; fi; export A\n",
+		"source /opt/intel/oneapi/setvars.sh --force || batchkit_source_failed /opt/intel/oneapi/setvars.sh\n",
+		"for batchkit_v in A; do\n", "batchkit_export A '$(x)'\n",
 		"srun batchkit exec -- python3 train.py &\n", "\tscontrol requeue \"$SLURM_JOB_ID\""} {
 		if !strings.Contains(out, want) {
 			t.Errorf("rendered script lacks %q:\n%s", want, out)
