@@ -15,6 +15,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/batchkit/batchkit/envsetup/envvars"
 )
 
 // Launcher names the layer a Topology was read from. It is a closed set.
@@ -133,22 +135,16 @@ func RendezvousID(jobID, stepID string) string {
 // torch.distributed's env:// init method and most launch scripts read.
 func (t Topology) TorchrunEnv() map[string]string {
 	return map[string]string{
-		"RANK":             strconv.Itoa(t.Rank),
-		"WORLD_SIZE":       strconv.Itoa(t.WorldSize),
-		"LOCAL_RANK":       strconv.Itoa(t.LocalRank),
-		"LOCAL_WORLD_SIZE": strconv.Itoa(t.LocalWorldSize),
-		"NODE_RANK":        strconv.Itoa(t.NodeRank),
-		"GROUP_RANK":       strconv.Itoa(t.NodeRank),
-		"GROUP_WORLD_SIZE": strconv.Itoa(t.NumNodes),
-		"MASTER_ADDR":      t.MasterAddr,
-		"MASTER_PORT":      strconv.Itoa(t.MasterPort),
+		envvars.Rank:           strconv.Itoa(t.Rank),
+		envvars.WorldSize:      strconv.Itoa(t.WorldSize),
+		envvars.LocalRank:      strconv.Itoa(t.LocalRank),
+		envvars.LocalWorldSize: strconv.Itoa(t.LocalWorldSize),
+		envvars.NodeRank:       strconv.Itoa(t.NodeRank),
+		envvars.GroupRank:      strconv.Itoa(t.NodeRank),
+		envvars.GroupWorldSize: strconv.Itoa(t.NumNodes),
+		envvars.MasterAddr:     t.MasterAddr,
+		envvars.MasterPort:     strconv.Itoa(t.MasterPort),
 	}
-}
-
-// TorchrunKeys lists TorchrunEnv's keys in a stable, readable order.
-var TorchrunKeys = []string{
-	"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE",
-	"NODE_RANK", "GROUP_RANK", "GROUP_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
 }
 
 // MergeEnviron returns environ with the given variables set (replacing any

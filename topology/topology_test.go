@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/batchkit/batchkit/envsetup/envvars"
 )
 
 func TestPortForJob(t *testing.T) {
@@ -65,8 +67,8 @@ func TestTorchrunEnvAndMerge(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("MergeEnviron (-want +got):\n%s", diff)
 	}
-	if len(TorchrunKeys) != len(top.TorchrunEnv()) {
-		t.Errorf("TorchrunKeys lists %d keys, TorchrunEnv has %d", len(TorchrunKeys), len(top.TorchrunEnv()))
+	if len(envvars.Torchrun) != len(top.TorchrunEnv()) {
+		t.Errorf("envvars.Torchrun lists %d keys, TorchrunEnv has %d", len(envvars.Torchrun), len(top.TorchrunEnv()))
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/batchkit/batchkit/envsetup"
+	"github.com/batchkit/batchkit/envsetup/envvars"
 	"github.com/batchkit/batchkit/internal/shquote"
 	"github.com/batchkit/batchkit/profile"
 )
@@ -66,7 +67,7 @@ Examples:
 				return err
 			}
 			env := profile.Env{}
-			if c.IsSet("profile") || os.Getenv("BATCHKIT_PROFILE") != "" {
+			if c.IsSet("profile") || os.Getenv(envvars.Profile) != "" {
 				r, err := loadProfile(c, nil)
 				if err != nil {
 					return err

@@ -12,6 +12,7 @@ import (
 
 	"github.com/batchkit/batchkit/detect"
 	"github.com/batchkit/batchkit/envsetup"
+	"github.com/batchkit/batchkit/envsetup/envvars"
 	"github.com/batchkit/batchkit/launch/local"
 	"github.com/batchkit/batchkit/topology"
 )
@@ -47,7 +48,7 @@ Examples:
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "profile", Usage: "site profile `NAME` or file whose [env] to set up first"},
 			&cli.DurationFlag{Name: "source-timeout", Value: envsetup.DefaultTimeout, Usage: "time for the profile's source scripts"},
-			&cli.BoolFlag{Name: "pin", EnvVars: []string{"BATCHKIT_PIN"},
+			&cli.BoolFlag{Name: "pin", EnvVars: []string{envvars.Pin},
 				Usage: "also set per-rank CPU pinning and oneCCL variables (OMP_NUM_THREADS, CCL_WORKER_AFFINITY ...)"},
 		},
 		Action: func(c *cli.Context) error {

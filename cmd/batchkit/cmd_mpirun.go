@@ -15,6 +15,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/batchkit/batchkit/envsetup"
+	"github.com/batchkit/batchkit/envsetup/envvars"
 	"github.com/batchkit/batchkit/internal/freeport"
 	"github.com/batchkit/batchkit/launch/local"
 	"github.com/batchkit/batchkit/mpirun"
@@ -117,7 +118,7 @@ Examples:
 			if !p.found {
 				return cli.Exit(fmt.Sprintf("%s: launcher not found on PATH", p.spec.Binary), 127)
 			}
-			env, err := launcherEnv(withoutVar(os.Environ(), mpirun.NumNodesVar), p.spec.ForwardEnv, local.NewToken)
+			env, err := launcherEnv(withoutVar(os.Environ(), envvars.NumNodes), p.spec.ForwardEnv, local.NewToken)
 			if err != nil {
 				return err
 			}
@@ -146,7 +147,7 @@ func sourceOnce(c *cli.Context, sources []profile.Script) error {
 // --profile or $BATCHKIT_PROFILE. Without either, nothing is assumed: the
 // flavor is detected from the launchers on PATH.
 func mpirunDefaults(c *cli.Context) (mpirun.Defaults, []profile.Script, error) {
-	if !c.IsSet("profile") && os.Getenv("BATCHKIT_PROFILE") == "" {
+	if !c.IsSet("profile") && os.Getenv(envvars.Profile) == "" {
 		return mpirun.Defaults{}, nil, nil
 	}
 	// --flavor, --launcher and --mpirun go into the profile as its top
@@ -167,13 +168,6 @@ func mpirunDefaults(c *cli.Context) (mpirun.Defaults, []profile.Script, error) {
 	}
 	return d, r.Profile.Env.Source, nil
 }
-
-// perRankVars are the torchrun contract's variables that differ from rank
-// to rank: batchkit exec sets them, so no --env may set one for all ranks.
-// MASTER_ADDR and MASTER_PORT are the same on every rank and may be set.
-var perRankVars = slices.DeleteFunc(slices.Clone(topology.TorchrunKeys), func(k string) bool {
-	return k == "MASTER_ADDR" || k == "MASTER_PORT"
-})
 
 // mpirunOptions are the flags with the defaults layered under them.
 type mpirunOptions struct {
@@ -338,13 +332,13 @@ func planMpirun(o mpirunOptions, getenv topology.Getenv, probe mpirun.Probe, sel
 		if !ok || !mpirun.ValidEnvName(k) {
 			return p, usagef("invalid --env %q: want NAME=VALUE with NAME of letters, digits and _", kv)
 		}
-		if k == local.TokenVar {
+		if k == envvars.Token {
 			return p, usagef("--env %s would put the job token on the launcher's command line, which every user can read: export %s instead", k, k)
 		}
-		if k == mpirun.NumNodesVar {
+		if k == envvars.NumNodes {
 			return p, usagef("invalid --env %q: batchkit mpirun sets %s from the hosts it places ranks on", kv, k)
 		}
-		if slices.Contains(perRankVars, k) {
+		if slices.Contains(envvars.PerRank, k) {
 			return p, usagef("invalid --env %q: batchkit exec sets %s on every rank (it differs from rank to rank)", kv, k)
 		}
 		env[k] = v
@@ -383,7 +377,7 @@ func planMpirun(o mpirunOptions, getenv topology.Getenv, probe mpirun.Probe, sel
 	// node count lets the ranks on a short last node place themselves.
 	// (Open MPI exports its own; srun's ranks read the step.)
 	if n := mpirun.NodesUsed(hosts, np, o.ppn); n >= 2 && flavor != mpirun.OpenMPI && launcher != mpirun.LauncherSrun {
-		env[mpirun.NumNodesVar] = strconv.Itoa(n)
+		env[envvars.NumNodes] = strconv.Itoa(n)
 	}
 
 	// A profile's defaults apply only where they mean something; the same
@@ -420,7 +414,7 @@ func planMpirun(o mpirunOptions, getenv topology.Getenv, probe mpirun.Probe, sel
 	// environment (launcherEnv), never on the command line. A launcher
 	// that cannot do that gets none; its ranks derive one from the job id.
 	if mpirun.CanForwardEnv(spec) {
-		spec.ForwardEnv = []string{local.TokenVar}
+		spec.ForwardEnv = []string{envvars.Token}
 	}
 	userFile := ""
 	if userText != "" {
@@ -516,14 +510,14 @@ func withoutVar(environ []string, name string) []string {
 func launcherEnv(environ, forward []string, newToken func() (string, error)) ([]string, error) {
 	need := false
 	for _, k := range forward {
-		need = need || k == local.TokenVar
+		need = need || k == envvars.Token
 	}
 	if !need {
 		return environ, nil
 	}
 	have := ""
 	for _, kv := range environ {
-		if k, v, ok := strings.Cut(kv, "="); ok && k == local.TokenVar {
+		if k, v, ok := strings.Cut(kv, "="); ok && k == envvars.Token {
 			have = v // the last one wins, as exec.Cmd passes it on
 		}
 	}
@@ -534,7 +528,7 @@ func launcherEnv(environ, forward []string, newToken func() (string, error)) ([]
 	if err != nil {
 		return nil, err
 	}
-	return topology.MergeEnviron(environ, map[string]string{local.TokenVar: tok}), nil
+	return topology.MergeEnviron(environ, map[string]string{envvars.Token: tok}), nil
 }
 
 // runPlan runs the launch with env as the launcher's environment.

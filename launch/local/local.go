@@ -19,6 +19,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/batchkit/batchkit/envsetup/envvars"
 )
 
 // DefaultGrace is how long stopped ranks get between SIGTERM and SIGKILL.
@@ -126,8 +128,8 @@ type launch struct {
 	env     []string // base environment
 	port    int      // this attempt's MASTER_PORT
 	token   string   // this attempt's job token
-	runID   string   // RunIDVar: one per launch, the same in every attempt
-	restart int      // restarts so far: this attempt's RestartCountVar
+	runID   string   // envvars.RunID: one per launch, the same in every attempt
+	restart int      // restarts so far: this attempt's envvars.RestartCount
 	tees    []*os.File
 
 	mu    sync.Mutex // serialises all output lines
@@ -176,7 +178,7 @@ func prepare(o Options) (*launch, int, error) {
 	if l.env == nil {
 		l.env = os.Environ()
 	}
-	if l.token = lookupEnv(l.env, TokenVar); l.token == "" {
+	if l.token = lookupEnv(l.env, envvars.Token); l.token == "" {
 		if l.token, err = newToken(); err != nil {
 			return nil, 1, err
 		}
