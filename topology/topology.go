@@ -4,19 +4,17 @@
 // local launcher) is translated into a Topology value once, and every other
 // package takes that value instead of re-reading SLURM_* or PMI_* itself.
 //
-// This package holds the type, its validation, the torchrun export and the
-// deterministic MASTER_PORT formula. Detection of each launcher lives beside
+// This package holds the type, its validation and the deterministic
+// MASTER_PORT formula; what a rank's environment gets from a Topology is
+// envsetup's (RankEnv). Detection of each launcher lives beside
 // the launcher (slurm/, mpirun/); package detect orders them.
 package topology
 
 import (
 	"fmt"
 	"hash/fnv"
-	"sort"
 	"strconv"
 	"strings"
-
-	"github.com/batchkit/batchkit/envsetup/envvars"
 )
 
 // Launcher names the layer a Topology was read from. It is a closed set.
@@ -129,37 +127,4 @@ func RendezvousID(jobID, stepID string) string {
 		return jobID
 	}
 	return jobID + "." + stepID
-}
-
-// TorchrunEnv is the torchrun variable contract for this process: what
-// torch.distributed's env:// init method and most launch scripts read.
-func (t Topology) TorchrunEnv() map[string]string {
-	return map[string]string{
-		envvars.Rank:           strconv.Itoa(t.Rank),
-		envvars.WorldSize:      strconv.Itoa(t.WorldSize),
-		envvars.LocalRank:      strconv.Itoa(t.LocalRank),
-		envvars.LocalWorldSize: strconv.Itoa(t.LocalWorldSize),
-		envvars.NodeRank:       strconv.Itoa(t.NodeRank),
-		envvars.GroupRank:      strconv.Itoa(t.NodeRank),
-		envvars.GroupWorldSize: strconv.Itoa(t.NumNodes),
-		envvars.MasterAddr:     t.MasterAddr,
-		envvars.MasterPort:     strconv.Itoa(t.MasterPort),
-	}
-}
-
-// MergeEnviron returns environ with the given variables set (replacing any
-// inherited value), sorted so the result is deterministic.
-func MergeEnviron(environ []string, set map[string]string) []string {
-	out := make([]string, 0, len(environ)+len(set))
-	for _, kv := range environ {
-		k, _, _ := strings.Cut(kv, "=")
-		if _, ok := set[k]; !ok {
-			out = append(out, kv)
-		}
-	}
-	for k, v := range set {
-		out = append(out, k+"="+v)
-	}
-	sort.Strings(out)
-	return out
 }

@@ -5,8 +5,6 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-
-	"github.com/batchkit/batchkit/envsetup/envvars"
 )
 
 func TestPortForJob(t *testing.T) {
@@ -56,19 +54,6 @@ func TestValidate(t *testing.T) {
 		if err := tt.Validate(); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
-	}
-}
-
-func TestTorchrunEnvAndMerge(t *testing.T) {
-	top := Topology{Rank: 3, WorldSize: 4, LocalRank: 1, LocalWorldSize: 2, NodeRank: 1, NumNodes: 2, MasterAddr: "node1", MasterPort: 15042}
-	got := MergeEnviron([]string{"PATH=/bin", "RANK=99", "A=b=c"}, top.TorchrunEnv())
-	want := []string{"A=b=c", "GROUP_RANK=1", "GROUP_WORLD_SIZE=2", "LOCAL_RANK=1", "LOCAL_WORLD_SIZE=2", "MASTER_ADDR=node1",
-		"MASTER_PORT=15042", "NODE_RANK=1", "PATH=/bin", "RANK=3", "WORLD_SIZE=4"}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("MergeEnviron (-want +got):\n%s", diff)
-	}
-	if len(envvars.Torchrun) != len(top.TorchrunEnv()) {
-		t.Errorf("envvars.Torchrun lists %d keys, TorchrunEnv has %d", len(envvars.Torchrun), len(top.TorchrunEnv()))
 	}
 }
 

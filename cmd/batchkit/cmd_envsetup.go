@@ -114,15 +114,24 @@ func profileScripts(scripts []profile.Script) []envsetup.Script {
 // its variables (the user's exported values winning). Per-rank pinning
 // (issue 20, section 3) will be the next layer here.
 func setUpEnv(ctx context.Context, environ []string, env profile.Env, extra []envsetup.Script, timeout time.Duration) (envsetup.Changes, error) {
+	sourced, err := sourceScripts(ctx, environ, append(profileScripts(env.Source), extra...), timeout)
+	if err != nil {
+		return envsetup.Changes{}, err
+	}
+	return envsetup.WithVars(environ, sourced, env.Vars), nil
+}
+
+// sourceScripts sources scripts in one real bash started with environ (the
+// edge: the rest of a rank's environment is envsetup's pure functions).
+func sourceScripts(ctx context.Context, environ []string, scripts []envsetup.Script, timeout time.Duration) (envsetup.Changes, error) {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	scripts := append(profileScripts(env.Source), extra...)
 	sourced, err := envsetup.Runner{Timeout: timeout}.Source(ctx, environ, scripts)
 	if err != nil {
 		return envsetup.Changes{}, sourceFailure(err)
 	}
-	return envsetup.WithVars(environ, sourced, env.Vars), nil
+	return sourced, nil
 }
 
 // sourceFailure maps a script that cannot be read to bad input (exit 2);

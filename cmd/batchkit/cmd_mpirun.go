@@ -17,7 +17,6 @@ import (
 	"github.com/batchkit/batchkit/envsetup"
 	"github.com/batchkit/batchkit/envsetup/envvars"
 	"github.com/batchkit/batchkit/internal/freeport"
-	"github.com/batchkit/batchkit/launch/local"
 	"github.com/batchkit/batchkit/mpirun"
 	"github.com/batchkit/batchkit/profile"
 	"github.com/batchkit/batchkit/slurm"
@@ -118,7 +117,7 @@ Examples:
 			if !p.found {
 				return cli.Exit(fmt.Sprintf("%s: launcher not found on PATH", p.spec.Binary), 127)
 			}
-			env, err := launcherEnv(withoutVar(os.Environ(), envvars.NumNodes), p.spec.ForwardEnv, local.NewToken)
+			env, err := launcherEnv(withoutVar(os.Environ(), envvars.NumNodes), p.spec.ForwardEnv, envsetup.NewToken)
 			if err != nil {
 				return err
 			}
@@ -135,9 +134,9 @@ func sourceOnce(c *cli.Context, sources []profile.Script) error {
 	if len(sources) == 0 {
 		return nil
 	}
-	sourced, err := envsetup.Runner{Timeout: c.Duration("source-timeout")}.Source(c.Context, os.Environ(), profileScripts(sources))
+	sourced, err := sourceScripts(c.Context, os.Environ(), profileScripts(sources), c.Duration("source-timeout"))
 	if err != nil {
-		return sourceFailure(err)
+		return err
 	}
 	return applyToProcess(sourced)
 }
@@ -508,27 +507,14 @@ func withoutVar(environ []string, name string) []string {
 // set when it is forwarded, kept when environ has one, else a new one. The
 // launcher hands it to the ranks by the name in its command line.
 func launcherEnv(environ, forward []string, newToken func() (string, error)) ([]string, error) {
-	need := false
-	for _, k := range forward {
-		need = need || k == envvars.Token
-	}
-	if !need {
+	if !slices.Contains(forward, envvars.Token) {
 		return environ, nil
 	}
-	have := ""
-	for _, kv := range environ {
-		if k, v, ok := strings.Cut(kv, "="); ok && k == envvars.Token {
-			have = v // the last one wins, as exec.Cmd passes it on
-		}
-	}
-	if have != "" {
-		return environ, nil
-	}
-	tok, err := newToken()
+	tok, err := envsetup.LaunchToken(environ, newToken)
 	if err != nil {
 		return nil, err
 	}
-	return topology.MergeEnviron(environ, map[string]string{envvars.Token: tok}), nil
+	return envsetup.Merge(environ, envsetup.Changes{Set: map[string]string{envvars.Token: tok}}), nil
 }
 
 // runPlan runs the launch with env as the launcher's environment.

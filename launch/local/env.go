@@ -1,13 +1,9 @@
 package local
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
-	"strconv"
-	"strings"
 
-	"github.com/batchkit/batchkit/envsetup/envvars"
+	"github.com/batchkit/batchkit/envsetup"
 	"github.com/batchkit/batchkit/internal/freeport"
 	"github.com/batchkit/batchkit/topology"
 )
@@ -31,53 +27,17 @@ func RankTopology(rank, n, masterPort int) topology.Topology {
 	}
 }
 
-// Attempt is what the ranks of one attempt share besides the topology.
-type Attempt struct {
-	Token       string // envvars.Token: new in every attempt
-	RunID       string // envvars.RunID: the same in every attempt, as torchrun's
-	Restart     int    // envvars.RestartCount: 0 in the first attempt
-	MaxRestarts int    // envvars.MaxRestarts
+// rankEnv is one rank's environment: base with the torchrun contract of t
+// and the attempt's variables set over any inherited values
+// (envsetup.RankEnv decides; nothing is sourced per rank here).
+func rankEnv(base []string, t topology.Topology, a envsetup.Attempt) []string {
+	ch, _ := envsetup.RankEnv(envsetup.RankInput{Topology: t, Attempt: &a, Environ: base})
+	return envsetup.Merge(base, ch)
 }
 
-// RankEnv is one rank's environment: base with the torchrun contract of t
-// and a's variables set, replacing any inherited values.
-func RankEnv(base []string, t topology.Topology, a Attempt) []string {
-	set := t.TorchrunEnv()
-	set[envvars.Token] = a.Token
-	set[envvars.RunID] = a.RunID
-	set[envvars.RestartCount] = strconv.Itoa(a.Restart)
-	set[envvars.MaxRestarts] = strconv.Itoa(a.MaxRestarts)
-	return topology.MergeEnviron(base, set)
+func (l *launch) attempt() envsetup.Attempt {
+	return envsetup.Attempt{Token: l.token, RunID: l.runID, Restart: l.restart, MaxRestarts: l.opts.MaxRestarts}
 }
-
-func (l *launch) attempt() Attempt {
-	return Attempt{Token: l.token, RunID: l.runID, Restart: l.restart, MaxRestarts: l.opts.MaxRestarts}
-}
-
-// lookupEnv finds key in an os.Environ-style list; later entries win.
-func lookupEnv(environ []string, key string) string {
-	v := ""
-	for _, kv := range environ {
-		if k, val, ok := strings.Cut(kv, "="); ok && k == key {
-			v = val
-		}
-	}
-	return v
-}
-
-// NewToken is a fresh job token for envvars.Token: 32 random bytes,
-// hex-encoded. batchkit run and batchkit mpirun generate one per launch
-// unless envvars.Token is already set.
-func NewToken() (string, error) {
-	b := make([]byte, 32)
-	if _, err := rand.Read(b); err != nil {
-		return "", fmt.Errorf("generating %s: %w", envvars.Token, err)
-	}
-	return hex.EncodeToString(b), nil
-}
-
-// newToken is NewToken under the name this package's launcher uses.
-func newToken() (string, error) { return NewToken() }
 
 // freePort asks the kernel for a free TCP port on MasterAddr.
 func freePort() (int, error) {
