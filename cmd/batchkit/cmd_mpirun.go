@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -117,7 +116,7 @@ Examples:
 			if !p.found {
 				return cli.Exit(fmt.Sprintf("%s: launcher not found on PATH", p.spec.Binary), 127)
 			}
-			env, err := launcherEnv(withoutVar(os.Environ(), envvars.NumNodes), p.spec.ForwardEnv, envsetup.NewToken)
+			env, err := envsetup.LauncherEnviron(os.Environ(), p.spec.ForwardEnv, envsetup.NewToken)
 			if err != nil {
 				return err
 			}
@@ -178,9 +177,10 @@ type mpirunOptions struct {
 	defaultArgs              []string // the profile's launcher arguments, before --mpi-arg
 	allowRoot, oversubscribe bool
 	bootstrap, srunMPI       string
-	bootstrapSet, srunMPISet bool              // given as flags, not defaults
-	profilePort              int               // the profile's fixed MASTER_PORT; 0: none
-	profileEnv               map[string]string // the profile's variables, under env
+	bootstrapSet, srunMPISet bool                        // given as flags, not defaults
+	profilePort              int                         // the profile's fixed MASTER_PORT; 0: none
+	profileEnv               map[string]string           // the profile's variables, under env
+	lookup                   func(string) (string, bool) // the user's environment, over profileEnv
 	dryRun                   bool
 	program                  []string
 }
@@ -226,7 +226,8 @@ func mpirunOptionsFrom(c *cli.Context, d mpirun.Defaults) (mpirunOptions, error)
 		masterPort:    c.Int("master-port"),
 		masterPortSet: c.IsSet("master-port"),
 		profilePort:   d.MasterPort,
-		profileEnv:    usersOver(d.Env, os.LookupEnv),
+		profileEnv:    d.Env,
+		lookup:        os.LookupEnv,
 		dryRun:        c.Bool("dry-run"),
 		program:       args,
 	}
@@ -320,12 +321,7 @@ func planMpirun(o mpirunOptions, getenv topology.Getenv, probe mpirun.Probe, sel
 		}
 	}
 
-	// The profile's variables (the user's values over them, see
-	// usersOver), then --env over them.
-	env := map[string]string{}
-	for k, v := range o.profileEnv {
-		env[k] = v
-	}
+	flags := map[string]string{}
 	for _, kv := range o.env {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok || !mpirun.ValidEnvName(k) {
@@ -340,43 +336,22 @@ func planMpirun(o mpirunOptions, getenv topology.Getenv, probe mpirun.Probe, sel
 		if slices.Contains(envvars.PerRank, k) {
 			return p, usagef("invalid --env %q: batchkit exec sets %s on every rank (it differs from rank to rank)", kv, k)
 		}
-		env[k] = v
+		flags[k] = v
 	}
-	// One rendezvous point for every rank.
-	if _, ok := env["MASTER_ADDR"]; !ok {
-		switch {
-		case len(hosts) > 0:
-			env["MASTER_ADDR"] = hosts[0].Name
-			if hosts[0].Name == "localhost" {
-				env["MASTER_ADDR"] = "127.0.0.1"
-			}
-		case launcher != mpirun.LauncherSrun:
-			env["MASTER_ADDR"] = "127.0.0.1" // every rank is local
-		}
-		// srun outside an allocation: the step's nodes are unknown here;
-		// batchkit exec on each rank derives them from the step.
+	in := envsetup.LaunchInput{Vars: o.profileEnv, Lookup: o.lookup, Env: flags, Srun: launcher == mpirun.LauncherSrun,
+		JobID: jobID, Port: o.masterPort, Fixed: o.profilePort, Free: port}
+	for _, h := range hosts {
+		in.Hosts = append(in.Hosts, h.Name)
 	}
-	switch _, has := env["MASTER_PORT"]; {
-	case o.masterPortSet:
-		env["MASTER_PORT"] = strconv.Itoa(o.masterPort)
-	case has:
-	case o.profilePort > 0:
-		env["MASTER_PORT"] = strconv.Itoa(o.profilePort)
-	case jobID != "":
-		env["MASTER_PORT"] = strconv.Itoa(topology.PortForJob(jobID))
-	case env["MASTER_ADDR"] != "":
-		n, err := port()
-		if err != nil {
-			return p, fmt.Errorf("finding a free MASTER_PORT: %w", err)
-		}
-		env["MASTER_PORT"] = strconv.Itoa(n)
-	}
-
 	// Hydra and mpirun_rsh ranks learn only their node's rank count; the
 	// node count lets the ranks on a short last node place themselves.
 	// (Open MPI exports its own; srun's ranks read the step.)
 	if n := mpirun.NodesUsed(hosts, np, o.ppn); n >= 2 && flavor != mpirun.OpenMPI && launcher != mpirun.LauncherSrun {
-		env[envvars.NumNodes] = strconv.Itoa(n)
+		in.Nodes = n
+	}
+	env, err := envsetup.LaunchEnv(in)
+	if err != nil {
+		return p, err
 	}
 
 	// A profile's defaults apply only where they mean something; the same
@@ -475,46 +450,6 @@ func printPlan(w io.Writer, sources []profile.Script, p mpirunPlan) error {
 	out = lines + out
 	_, err = io.WriteString(w, out)
 	return err
-}
-
-// usersOver is the profile's variables with the value the user has for any
-// of them, set even if empty, as in a batch script: the user's beats the
-// site's default.
-func usersOver(profileVars map[string]string, lookup func(string) (string, bool)) map[string]string {
-	out := make(map[string]string, len(profileVars))
-	for k, v := range profileVars {
-		if mine, ok := lookup(k); ok {
-			v = mine
-		}
-		out[k] = v
-	}
-	return out
-}
-
-// withoutVar is environ without name: batchkit mpirun's per-launch
-// variables are never passed on from an outer launch.
-func withoutVar(environ []string, name string) []string {
-	out := make([]string, 0, len(environ))
-	for _, kv := range environ {
-		if k, _, _ := strings.Cut(kv, "="); k != name {
-			out = append(out, kv)
-		}
-	}
-	return out
-}
-
-// launcherEnv is the launcher's environment: environ with the job token
-// set when it is forwarded, kept when environ has one, else a new one. The
-// launcher hands it to the ranks by the name in its command line.
-func launcherEnv(environ, forward []string, newToken func() (string, error)) ([]string, error) {
-	if !slices.Contains(forward, envvars.Token) {
-		return environ, nil
-	}
-	tok, err := envsetup.LaunchToken(environ, newToken)
-	if err != nil {
-		return nil, err
-	}
-	return envsetup.Merge(environ, envsetup.Changes{Set: map[string]string{envvars.Token: tok}}), nil
 }
 
 // runPlan runs the launch with env as the launcher's environment.
