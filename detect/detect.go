@@ -35,6 +35,7 @@ package detect
 import (
 	"fmt"
 
+	"github.com/batchkit/batchkit/envsetup/envvars"
 	"github.com/batchkit/batchkit/mpirun"
 	"github.com/batchkit/batchkit/slurm"
 	"github.com/batchkit/batchkit/topology"
@@ -53,12 +54,12 @@ type Options struct {
 var torchrunLayer = struct {
 	rank, size, localRank, localSize, nodeRank, numNodes []string
 }{
-	rank:      []string{"RANK"},
-	size:      []string{"WORLD_SIZE"},
-	localRank: []string{"LOCAL_RANK"},
-	localSize: []string{"LOCAL_WORLD_SIZE"},
-	nodeRank:  []string{"GROUP_RANK", "NODE_RANK"},
-	numNodes:  []string{"GROUP_WORLD_SIZE"},
+	rank:      []string{envvars.Rank},
+	size:      []string{envvars.WorldSize},
+	localRank: []string{envvars.LocalRank},
+	localSize: []string{envvars.LocalWorldSize},
+	nodeRank:  []string{envvars.GroupRank, envvars.NodeRank},
+	numNodes:  []string{envvars.GroupWorldSize},
 }
 
 // Detect returns the Topology of this process. Errors are one line and name
@@ -117,7 +118,7 @@ func detect(getenv topology.Getenv, opts Options) (topology.Topology, error) {
 
 func fromTorchrun(getenv topology.Getenv) (mpirun.Partial, bool, error) {
 	l := torchrunLayer
-	marker := topology.AnySet(getenv, "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE")
+	marker := topology.AnySet(getenv, envvars.Rank, envvars.WorldSize, envvars.LocalRank, envvars.LocalWorldSize)
 	if marker == "" {
 		return mpirun.Partial{}, false, nil
 	}
@@ -144,7 +145,7 @@ func fromTorchrun(getenv topology.Getenv) (mpirun.Partial, bool, error) {
 		}
 		*f.dst = v
 	}
-	p.JobID = getenv("TORCHELASTIC_RUN_ID")
+	p.JobID = getenv(envvars.RunID)
 	return p, true, nil
 }
 
@@ -193,7 +194,7 @@ func checkOuter(getenv topology.Getenv, p mpirun.Partial) error {
 	// torchrun and batchkit run set a run id: their variables are a real
 	// inner launcher's (one per node under srun or mpirun, say, where its
 	// ranks need not match the outer ones), not an outer job's leftovers.
-	if getenv("TORCHELASTIC_RUN_ID") != "" {
+	if getenv(envvars.RunID) != "" {
 		return nil
 	}
 	outer, rank, size, ok, err := outerLayer(getenv)

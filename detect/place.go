@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/batchkit/batchkit/envsetup/envvars"
 	"github.com/batchkit/batchkit/slurm"
 	"github.com/batchkit/batchkit/topology"
 )
@@ -61,8 +62,8 @@ func finish(getenv topology.Getenv, opts Options, t *topology.Topology) error {
 	}
 
 	switch {
-	case getenv("MASTER_ADDR") != "":
-		t.MasterAddr = getenv("MASTER_ADDR")
+	case getenv(envvars.MasterAddr) != "":
+		t.MasterAddr = getenv(envvars.MasterAddr)
 	case hostsFromSlurm && len(t.Hosts) > 0:
 		t.MasterAddr = t.Hosts[0]
 	case t.NumNodes == 1:
@@ -75,10 +76,10 @@ func finish(getenv topology.Getenv, opts Options, t *topology.Topology) error {
 	} else {
 		t.MasterPort = topology.PortForJob(t.JobID)
 	}
-	if raw := getenv("MASTER_PORT"); raw != "" {
+	if raw := getenv(envvars.MasterPort); raw != "" {
 		p, err := strconv.Atoi(strings.TrimSpace(raw)) // as the counts are (and torch's int())
 		if err != nil || p < 1 || p > 65535 {
-			return &topology.VarError{Var: "MASTER_PORT", Value: raw, Msg: "not a port number (1-65535)"}
+			return &topology.VarError{Var: envvars.MasterPort, Value: raw, Msg: "not a port number (1-65535)"}
 		}
 		t.MasterPort = p
 	}

@@ -1,6 +1,7 @@
 package mpirun
 
 import (
+	"github.com/batchkit/batchkit/envsetup/envvars"
 	"github.com/batchkit/batchkit/topology"
 )
 
@@ -18,15 +19,6 @@ type layer struct {
 	numNodes  []string // optional
 	jobID     []string // optional: shared by all ranks of one launch
 }
-
-// NumNodesVar carries the number of nodes a launch uses to its ranks.
-// Hydra and mpirun_rsh tell a rank only how many ranks share its node; on
-// the last node, which may be short, that does not say which node it is
-// (3 ranks, 1 on this node: node 1 of 2 at 2 per node, node 2 of 3 at 1).
-// batchkit mpirun knows the hosts and sets it for each launch, and never
-// passes an inherited one on: a stale count would misplace ranks. (Not
-// BATCHKIT_NUM_NODES, which `batchkit env --format shell` exports.)
-const NumNodesVar = "BATCHKIT_MPIRUN_NUM_NODES"
 
 // layers in the order they are tried. Open MPI before the PMI-based ones:
 // an Open MPI rank also carries PMIX_RANK, and a Cray PALS rank carries
@@ -52,7 +44,7 @@ var layers = []layer{
 		size:      []string{"MV2_COMM_WORLD_SIZE"},
 		localRank: []string{"MV2_COMM_WORLD_LOCAL_RANK"},
 		localSize: []string{"MV2_COMM_WORLD_LOCAL_SIZE"},
-		numNodes:  []string{NumNodesVar},
+		numNodes:  []string{envvars.NumNodes},
 		jobID:     []string{"MPIRUN_ID"},
 	},
 	{
@@ -74,7 +66,7 @@ var layers = []layer{
 		size:      []string{"PMI_SIZE"},
 		localRank: []string{"MPI_LOCALRANKID"},
 		localSize: []string{"MPI_LOCALNRANKS"},
-		numNodes:  []string{NumNodesVar},
+		numNodes:  []string{envvars.NumNodes},
 		jobID:     []string{"PMI_KVSNAME"},
 	},
 	{

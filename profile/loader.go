@@ -10,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/batchkit/batchkit/envsetup/envvars"
 	siteconfigs "github.com/batchkit/batchkit/site-configs"
 )
 
@@ -25,7 +26,7 @@ const DefaultProfile = "local"
 // DefaultName returns the profile to use when none is named: $BATCHKIT_PROFILE,
 // else DefaultProfile.
 func DefaultName(getenv func(string) string) string {
-	if v := getenv("BATCHKIT_PROFILE"); v != "" {
+	if v := getenv(envvars.Profile); v != "" {
 		return v
 	}
 	return DefaultProfile

@@ -8,9 +8,9 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/batchkit/batchkit/envsetup/envvars"
 	"github.com/batchkit/batchkit/mpirun"
 	"github.com/batchkit/batchkit/slurm"
-	"github.com/batchkit/batchkit/topology"
 )
 
 // issue is one problem with a leaf's value; sub narrows the position to
@@ -164,13 +164,13 @@ func checkLeaf(p *Profile, key string) []issue {
 // Variables batchkit itself sets for the ranks.
 // BATCHKIT_JOB_TOKEN is a secret (a profile would put it into scripts and
 // command lines); BATCHKIT_MPIRUN_NUM_NODES is batchkit mpirun's, per launch.
-var reservedVars = append([]string{"MASTER_ADDR", "MASTER_PORT", "BATCHKIT_JOB_TOKEN", "BATCHKIT_MPIRUN_NUM_NODES"}, topology.TorchrunKeys...)
+var reservedVars = append([]string{envvars.Token, envvars.NumNodes}, envvars.Torchrun...)
 
 func checkVar(name string) []issue {
 	switch {
 	case !envNameRE.MatchString(name):
 		return []issue{{msg: fmt.Sprintf("%s is not a valid environment variable name: want letters, digits and _, not starting with a digit", quoteTOML(name)), atKey: true}}
-	case name == "MASTER_PORT":
+	case name == envvars.MasterPort:
 		return []issue{issuef("", "batchkit sets MASTER_PORT: use [rendezvous] port_policy = \"fixed\" and port instead")}
 	case slices.Contains(reservedVars, name):
 		return []issue{issuef("", "batchkit sets %s for every rank: a profile cannot", name)}

@@ -4,15 +4,15 @@
 // local launcher) is translated into a Topology value once, and every other
 // package takes that value instead of re-reading SLURM_* or PMI_* itself.
 //
-// This package holds the type, its validation, the torchrun export and the
-// deterministic MASTER_PORT formula. Detection of each launcher lives beside
+// This package holds the type, its validation and the deterministic
+// MASTER_PORT formula; what a rank's environment gets from a Topology is
+// envsetup's (RankEnv). Detection of each launcher lives beside
 // the launcher (slurm/, mpirun/); package detect orders them.
 package topology
 
 import (
 	"fmt"
 	"hash/fnv"
-	"sort"
 	"strconv"
 	"strings"
 )
@@ -127,43 +127,4 @@ func RendezvousID(jobID, stepID string) string {
 		return jobID
 	}
 	return jobID + "." + stepID
-}
-
-// TorchrunEnv is the torchrun variable contract for this process: what
-// torch.distributed's env:// init method and most launch scripts read.
-func (t Topology) TorchrunEnv() map[string]string {
-	return map[string]string{
-		"RANK":             strconv.Itoa(t.Rank),
-		"WORLD_SIZE":       strconv.Itoa(t.WorldSize),
-		"LOCAL_RANK":       strconv.Itoa(t.LocalRank),
-		"LOCAL_WORLD_SIZE": strconv.Itoa(t.LocalWorldSize),
-		"NODE_RANK":        strconv.Itoa(t.NodeRank),
-		"GROUP_RANK":       strconv.Itoa(t.NodeRank),
-		"GROUP_WORLD_SIZE": strconv.Itoa(t.NumNodes),
-		"MASTER_ADDR":      t.MasterAddr,
-		"MASTER_PORT":      strconv.Itoa(t.MasterPort),
-	}
-}
-
-// TorchrunKeys lists TorchrunEnv's keys in a stable, readable order.
-var TorchrunKeys = []string{
-	"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE",
-	"NODE_RANK", "GROUP_RANK", "GROUP_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
-}
-
-// MergeEnviron returns environ with the given variables set (replacing any
-// inherited value), sorted so the result is deterministic.
-func MergeEnviron(environ []string, set map[string]string) []string {
-	out := make([]string, 0, len(environ)+len(set))
-	for _, kv := range environ {
-		k, _, _ := strings.Cut(kv, "=")
-		if _, ok := set[k]; !ok {
-			out = append(out, kv)
-		}
-	}
-	for k, v := range set {
-		out = append(out, k+"="+v)
-	}
-	sort.Strings(out)
-	return out
 }

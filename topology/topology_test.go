@@ -57,19 +57,6 @@ func TestValidate(t *testing.T) {
 	}
 }
 
-func TestTorchrunEnvAndMerge(t *testing.T) {
-	top := Topology{Rank: 3, WorldSize: 4, LocalRank: 1, LocalWorldSize: 2, NodeRank: 1, NumNodes: 2, MasterAddr: "node1", MasterPort: 15042}
-	got := MergeEnviron([]string{"PATH=/bin", "RANK=99", "A=b=c"}, top.TorchrunEnv())
-	want := []string{"A=b=c", "GROUP_RANK=1", "GROUP_WORLD_SIZE=2", "LOCAL_RANK=1", "LOCAL_WORLD_SIZE=2", "MASTER_ADDR=node1",
-		"MASTER_PORT=15042", "NODE_RANK=1", "PATH=/bin", "RANK=3", "WORLD_SIZE=4"}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("MergeEnviron (-want +got):\n%s", diff)
-	}
-	if len(TorchrunKeys) != len(top.TorchrunEnv()) {
-		t.Errorf("TorchrunKeys lists %d keys, TorchrunEnv has %d", len(TorchrunKeys), len(top.TorchrunEnv()))
-	}
-}
-
 func TestInt(t *testing.T) {
 	get := MapEnv(map[string]string{"A": "3", "B": "3", "C": "4", "BAD": "3x", "SP": " 5 "})
 	if v, err := Int(get, Slurm, "rank", "NONE", "A", "B"); err != nil || v.N != 3 || v.Var != "A" {

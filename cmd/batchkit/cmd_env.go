@@ -11,6 +11,8 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/batchkit/batchkit/detect"
+	"github.com/batchkit/batchkit/envsetup"
+	"github.com/batchkit/batchkit/envsetup/envvars"
 	"github.com/batchkit/batchkit/internal/shquote"
 	"github.com/batchkit/batchkit/topology"
 )
@@ -89,9 +91,9 @@ func writeText(w io.Writer, t topology.Topology) error {
 
 // shellAssignments is the torchrun contract plus batchkit's own extras.
 func shellAssignments(t topology.Topology, extras bool) [][2]string {
-	env := t.TorchrunEnv()
+	env := envsetup.Torchrun(t)
 	var out [][2]string
-	for _, k := range topology.TorchrunKeys {
+	for _, k := range envvars.Torchrun {
 		out = append(out, [2]string{k, env[k]})
 	}
 	if extras {

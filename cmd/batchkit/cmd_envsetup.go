@@ -14,6 +14,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/batchkit/batchkit/envsetup"
+	"github.com/batchkit/batchkit/envsetup/envvars"
 	"github.com/batchkit/batchkit/internal/shquote"
 	"github.com/batchkit/batchkit/profile"
 )
@@ -66,7 +67,7 @@ Examples:
 				return err
 			}
 			env := profile.Env{}
-			if c.IsSet("profile") || os.Getenv("BATCHKIT_PROFILE") != "" {
+			if c.IsSet("profile") || os.Getenv(envvars.Profile) != "" {
 				r, err := loadProfile(c, nil)
 				if err != nil {
 					return err
@@ -113,15 +114,25 @@ func profileScripts(scripts []profile.Script) []envsetup.Script {
 // its variables (the user's exported values winning). Per-rank pinning
 // (issue 20, section 3) will be the next layer here.
 func setUpEnv(ctx context.Context, environ []string, env profile.Env, extra []envsetup.Script, timeout time.Duration) (envsetup.Changes, error) {
+	sourced, err := sourceScripts(ctx, environ, append(profileScripts(env.Source), extra...), env, timeout)
+	if err != nil {
+		return envsetup.Changes{}, err
+	}
+	return envsetup.WithVars(environ, sourced, env.Vars), nil
+}
+
+// sourceScripts sources scripts in one real bash started with environ (the
+// edge: the rest of a rank's environment is envsetup's pure functions).
+// With env.OneCCLBindings the bindings' setvars.sh follows them.
+func sourceScripts(ctx context.Context, environ []string, scripts []envsetup.Script, env profile.Env, timeout time.Duration) (envsetup.Changes, error) {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	scripts := append(profileScripts(env.Source), extra...)
 	sourced, err := envsetup.Runner{Timeout: timeout}.SourceEnv(ctx, environ, scripts, env.OneCCLBindings, env.Python)
 	if err != nil {
 		return envsetup.Changes{}, sourceFailure(err)
 	}
-	return envsetup.WithVars(environ, sourced, env.Vars), nil
+	return sourced, nil
 }
 
 // sourceFailure maps a script that cannot be read to bad input (exit 2);

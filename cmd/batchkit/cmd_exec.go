@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"syscall"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/batchkit/batchkit/detect"
 	"github.com/batchkit/batchkit/envsetup"
+	"github.com/batchkit/batchkit/envsetup/envvars"
 	"github.com/batchkit/batchkit/launch/local"
 	"github.com/batchkit/batchkit/topology"
 )
@@ -47,7 +47,7 @@ Examples:
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "profile", Usage: "site profile `NAME` or file whose [env] to set up first"},
 			&cli.DurationFlag{Name: "source-timeout", Value: envsetup.DefaultTimeout, Usage: "time for the profile's source scripts"},
-			&cli.BoolFlag{Name: "pin", EnvVars: []string{"BATCHKIT_PIN"},
+			&cli.BoolFlag{Name: "pin", EnvVars: []string{envvars.Pin},
 				Usage: "also set per-rank CPU pinning and oneCCL variables (OMP_NUM_THREADS, CCL_WORKER_AFFINITY ...)"},
 		},
 		Action: func(c *cli.Context) error {
@@ -58,12 +58,14 @@ Examples:
 			if len(args) == 0 {
 				return usagef("exec needs a command: batchkit exec -- CMD [ARGS...]")
 			}
+			in := envsetup.RankInput{Environ: os.Environ(), Pin: c.Bool("pin")}
 			if c.IsSet("profile") {
-				if err := execProfileEnv(c); err != nil {
+				var err error
+				if in.Sourced, in.Vars, err = execProfile(c, in.Environ); err != nil {
 					return err
 				}
 			}
-			t, err := detect.Detect(os.Getenv, detect.Options{Hostname: hostname()})
+			t, err := detect.Detect(topology.EnvironEnv(in.Profiled()), detect.Options{Hostname: hostname()})
 			if err != nil {
 				return badInput(err)
 			}
@@ -71,48 +73,37 @@ Examples:
 				return usagef("cannot determine MASTER_ADDR for %d ranks on %d nodes under %s: set MASTER_ADDR (batchkit mpirun does) or run inside a Slurm allocation",
 					t.WorldSize, t.NumNodes, t.Launcher)
 			}
-			env := t.TorchrunEnv()
-			if c.Bool("pin") {
-				if err := addPinning(env, t, c.App.ErrWriter); err != nil {
-					return err
+			in.Topology = t
+			if in.Pin {
+				if in.CPUs, err = envsetup.ReadCPUs("/"); err != nil {
+					return fmt.Errorf("exec --pin: %w", err)
 				}
 			}
-			return execve(args, topology.MergeEnviron(os.Environ(), env))
+			ch, warnings := envsetup.RankEnv(in)
+			// Pinning's warnings are the same on every rank of a node.
+			if t.LocalRank == 0 {
+				for _, w := range warnings {
+					fmt.Fprintln(c.App.ErrWriter, "batchkit exec:", w)
+				}
+			}
+			// CMD is looked up on the PATH the profile's scripts set.
+			if err := applyToProcess(ch); err != nil {
+				return err
+			}
+			return execve(args, envsetup.Merge(in.Environ, ch))
 		},
 	}
 }
 
-// execProfileEnv sets up the profile's environment in this process, which
-// CMD then inherits and is looked up in.
-func execProfileEnv(c *cli.Context) error {
+// execProfile sources the profile's scripts (real bash, the edge) and
+// returns what they changed and the profile's variables, for RankEnv.
+func execProfile(c *cli.Context, environ []string) (envsetup.Changes, map[string]string, error) {
 	r, err := loadProfile(c, nil)
 	if err != nil {
-		return err
+		return envsetup.Changes{}, nil, err
 	}
-	ch, err := setUpEnv(c.Context, os.Environ(), r.Profile.Env, nil, c.Duration("source-timeout"))
-	if err != nil {
-		return err
-	}
-	return applyToProcess(ch)
-}
-
-// addPinning adds envsetup.Pinning's variables for this rank to env. Its
-// warnings are the same on every rank of a node, so local rank 0 prints them.
-func addPinning(env map[string]string, t topology.Topology, stderr io.Writer) error {
-	cpus, err := envsetup.ReadCPUs("/")
-	if err != nil {
-		return fmt.Errorf("exec --pin: %w", err)
-	}
-	set, warnings := envsetup.Pinning(t, cpus, envsetup.PinOptions{}, os.Getenv)
-	for k, v := range set {
-		env[k] = v
-	}
-	if t.LocalRank == 0 {
-		for _, w := range warnings {
-			fmt.Fprintln(stderr, "batchkit exec:", w)
-		}
-	}
-	return nil
+	sourced, err := sourceScripts(c.Context, environ, profileScripts(r.Profile.Env.Source), r.Profile.Env, c.Duration("source-timeout"))
+	return sourced, r.Profile.Env.Vars, err
 }
 
 // execve replaces this process with args[0], found on PATH like a shell does.

@@ -8,15 +8,14 @@ import (
 	"os"
 	"os/exec"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/batchkit/batchkit/envsetup"
+	"github.com/batchkit/batchkit/envsetup/envvars"
 	"github.com/batchkit/batchkit/internal/freeport"
-	"github.com/batchkit/batchkit/launch/local"
 	"github.com/batchkit/batchkit/mpirun"
 	"github.com/batchkit/batchkit/profile"
 	"github.com/batchkit/batchkit/slurm"
@@ -117,7 +116,7 @@ Examples:
 			if !p.found {
 				return cli.Exit(fmt.Sprintf("%s: launcher not found on PATH", p.spec.Binary), 127)
 			}
-			env, err := launcherEnv(withoutVar(os.Environ(), mpirun.NumNodesVar), p.spec.ForwardEnv, local.NewToken)
+			env, err := envsetup.LauncherEnviron(os.Environ(), p.spec.ForwardEnv, envsetup.NewToken)
 			if err != nil {
 				return err
 			}
@@ -134,9 +133,9 @@ func sourceOnce(c *cli.Context, env profile.Env) error {
 	if len(env.Source) == 0 && !env.OneCCLBindings {
 		return nil
 	}
-	sourced, err := envsetup.Runner{Timeout: c.Duration("source-timeout")}.SourceEnv(c.Context, os.Environ(), profileScripts(env.Source), env.OneCCLBindings, env.Python)
+	sourced, err := sourceScripts(c.Context, os.Environ(), profileScripts(env.Source), env, c.Duration("source-timeout"))
 	if err != nil {
-		return sourceFailure(err)
+		return err
 	}
 	return applyToProcess(sourced)
 }
@@ -146,7 +145,7 @@ func sourceOnce(c *cli.Context, env profile.Env) error {
 // --profile or $BATCHKIT_PROFILE. Without either, nothing is assumed: the
 // flavor is detected from the launchers on PATH.
 func mpirunDefaults(c *cli.Context) (mpirun.Defaults, profile.Env, error) {
-	if !c.IsSet("profile") && os.Getenv("BATCHKIT_PROFILE") == "" {
+	if !c.IsSet("profile") && os.Getenv(envvars.Profile) == "" {
 		return mpirun.Defaults{}, profile.Env{}, nil
 	}
 	// --flavor, --launcher and --mpirun go into the profile as its top
@@ -168,13 +167,6 @@ func mpirunDefaults(c *cli.Context) (mpirun.Defaults, profile.Env, error) {
 	return d, r.Profile.Env, nil
 }
 
-// perRankVars are the torchrun contract's variables that differ from rank
-// to rank: batchkit exec sets them, so no --env may set one for all ranks.
-// MASTER_ADDR and MASTER_PORT are the same on every rank and may be set.
-var perRankVars = slices.DeleteFunc(slices.Clone(topology.TorchrunKeys), func(k string) bool {
-	return k == "MASTER_ADDR" || k == "MASTER_PORT"
-})
-
 // mpirunOptions are the flags with the defaults layered under them.
 type mpirunOptions struct {
 	flavor, launcher, binary string
@@ -185,9 +177,10 @@ type mpirunOptions struct {
 	defaultArgs              []string // the profile's launcher arguments, before --mpi-arg
 	allowRoot, oversubscribe bool
 	bootstrap, srunMPI       string
-	bootstrapSet, srunMPISet bool              // given as flags, not defaults
-	profilePort              int               // the profile's fixed MASTER_PORT; 0: none
-	profileEnv               map[string]string // the profile's variables, under env
+	bootstrapSet, srunMPISet bool                        // given as flags, not defaults
+	profilePort              int                         // the profile's fixed MASTER_PORT; 0: none
+	profileEnv               map[string]string           // the profile's variables, under env
+	lookup                   func(string) (string, bool) // the user's environment, over profileEnv
 	dryRun                   bool
 	program                  []string
 }
@@ -233,7 +226,8 @@ func mpirunOptionsFrom(c *cli.Context, d mpirun.Defaults) (mpirunOptions, error)
 		masterPort:    c.Int("master-port"),
 		masterPortSet: c.IsSet("master-port"),
 		profilePort:   d.MasterPort,
-		profileEnv:    usersOver(d.Env, os.LookupEnv),
+		profileEnv:    d.Env,
+		lookup:        os.LookupEnv,
 		dryRun:        c.Bool("dry-run"),
 		program:       args,
 	}
@@ -327,63 +321,37 @@ func planMpirun(o mpirunOptions, getenv topology.Getenv, probe mpirun.Probe, sel
 		}
 	}
 
-	// The profile's variables (the user's values over them, see
-	// usersOver), then --env over them.
-	env := map[string]string{}
-	for k, v := range o.profileEnv {
-		env[k] = v
-	}
+	flags := map[string]string{}
 	for _, kv := range o.env {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok || !mpirun.ValidEnvName(k) {
 			return p, usagef("invalid --env %q: want NAME=VALUE with NAME of letters, digits and _", kv)
 		}
-		if k == local.TokenVar {
+		if k == envvars.Token {
 			return p, usagef("--env %s would put the job token on the launcher's command line, which every user can read: export %s instead", k, k)
 		}
-		if k == mpirun.NumNodesVar {
+		if k == envvars.NumNodes {
 			return p, usagef("invalid --env %q: batchkit mpirun sets %s from the hosts it places ranks on", kv, k)
 		}
-		if slices.Contains(perRankVars, k) {
+		if slices.Contains(envvars.PerRank, k) {
 			return p, usagef("invalid --env %q: batchkit exec sets %s on every rank (it differs from rank to rank)", kv, k)
 		}
-		env[k] = v
+		flags[k] = v
 	}
-	// One rendezvous point for every rank.
-	if _, ok := env["MASTER_ADDR"]; !ok {
-		switch {
-		case len(hosts) > 0:
-			env["MASTER_ADDR"] = hosts[0].Name
-			if hosts[0].Name == "localhost" {
-				env["MASTER_ADDR"] = "127.0.0.1"
-			}
-		case launcher != mpirun.LauncherSrun:
-			env["MASTER_ADDR"] = "127.0.0.1" // every rank is local
-		}
-		// srun outside an allocation: the step's nodes are unknown here;
-		// batchkit exec on each rank derives them from the step.
+	in := envsetup.LaunchInput{Vars: o.profileEnv, Lookup: o.lookup, Env: flags, Srun: launcher == mpirun.LauncherSrun,
+		JobID: jobID, Port: o.masterPort, Fixed: o.profilePort, Free: port}
+	for _, h := range hosts {
+		in.Hosts = append(in.Hosts, h.Name)
 	}
-	switch _, has := env["MASTER_PORT"]; {
-	case o.masterPortSet:
-		env["MASTER_PORT"] = strconv.Itoa(o.masterPort)
-	case has:
-	case o.profilePort > 0:
-		env["MASTER_PORT"] = strconv.Itoa(o.profilePort)
-	case jobID != "":
-		env["MASTER_PORT"] = strconv.Itoa(topology.PortForJob(jobID))
-	case env["MASTER_ADDR"] != "":
-		n, err := port()
-		if err != nil {
-			return p, fmt.Errorf("finding a free MASTER_PORT: %w", err)
-		}
-		env["MASTER_PORT"] = strconv.Itoa(n)
-	}
-
 	// Hydra and mpirun_rsh ranks learn only their node's rank count; the
 	// node count lets the ranks on a short last node place themselves.
 	// (Open MPI exports its own; srun's ranks read the step.)
 	if n := mpirun.NodesUsed(hosts, np, o.ppn); n >= 2 && flavor != mpirun.OpenMPI && launcher != mpirun.LauncherSrun {
-		env[mpirun.NumNodesVar] = strconv.Itoa(n)
+		in.Nodes = n
+	}
+	env, err := envsetup.LaunchEnv(in)
+	if err != nil {
+		return p, err
 	}
 
 	// A profile's defaults apply only where they mean something; the same
@@ -420,7 +388,7 @@ func planMpirun(o mpirunOptions, getenv topology.Getenv, probe mpirun.Probe, sel
 	// environment (launcherEnv), never on the command line. A launcher
 	// that cannot do that gets none; its ranks derive one from the job id.
 	if mpirun.CanForwardEnv(spec) {
-		spec.ForwardEnv = []string{local.TokenVar}
+		spec.ForwardEnv = []string{envvars.Token}
 	}
 	userFile := ""
 	if userText != "" {
@@ -482,59 +450,6 @@ func printPlan(w io.Writer, penv profile.Env, p mpirunPlan) error {
 	out = lines + out
 	_, err = io.WriteString(w, out)
 	return err
-}
-
-// usersOver is the profile's variables with the value the user has for any
-// of them, set even if empty, as in a batch script: the user's beats the
-// site's default.
-func usersOver(profileVars map[string]string, lookup func(string) (string, bool)) map[string]string {
-	out := make(map[string]string, len(profileVars))
-	for k, v := range profileVars {
-		if mine, ok := lookup(k); ok {
-			v = mine
-		}
-		out[k] = v
-	}
-	return out
-}
-
-// withoutVar is environ without name: batchkit mpirun's per-launch
-// variables are never passed on from an outer launch.
-func withoutVar(environ []string, name string) []string {
-	out := make([]string, 0, len(environ))
-	for _, kv := range environ {
-		if k, _, _ := strings.Cut(kv, "="); k != name {
-			out = append(out, kv)
-		}
-	}
-	return out
-}
-
-// launcherEnv is the launcher's environment: environ with the job token
-// set when it is forwarded, kept when environ has one, else a new one. The
-// launcher hands it to the ranks by the name in its command line.
-func launcherEnv(environ, forward []string, newToken func() (string, error)) ([]string, error) {
-	need := false
-	for _, k := range forward {
-		need = need || k == local.TokenVar
-	}
-	if !need {
-		return environ, nil
-	}
-	have := ""
-	for _, kv := range environ {
-		if k, v, ok := strings.Cut(kv, "="); ok && k == local.TokenVar {
-			have = v // the last one wins, as exec.Cmd passes it on
-		}
-	}
-	if have != "" {
-		return environ, nil
-	}
-	tok, err := newToken()
-	if err != nil {
-		return nil, err
-	}
-	return topology.MergeEnviron(environ, map[string]string{local.TokenVar: tok}), nil
 }
 
 // runPlan runs the launch with env as the launcher's environment.

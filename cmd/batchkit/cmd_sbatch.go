@@ -9,6 +9,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/batchkit/batchkit/envsetup/envvars"
 	"github.com/batchkit/batchkit/internal/outfile"
 	"github.com/batchkit/batchkit/launch"
 	"github.com/batchkit/batchkit/profile"
@@ -90,7 +91,7 @@ func profileFlags() []cli.Flag {
 // top, as the last layer.
 func loadProfile(c *cli.Context, overrides map[string]string) (*profile.Resolved, error) {
 	name := c.String("profile")
-	fromEnv := name == "" && os.Getenv("BATCHKIT_PROFILE") != ""
+	fromEnv := name == "" && os.Getenv(envvars.Profile) != ""
 	if name == "" {
 		name = profile.DefaultName(os.Getenv)
 	}

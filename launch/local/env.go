@@ -1,23 +1,15 @@
 package local
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
-	"strconv"
-	"strings"
 
+	"github.com/batchkit/batchkit/envsetup"
 	"github.com/batchkit/batchkit/internal/freeport"
 	"github.com/batchkit/batchkit/topology"
 )
 
 // MasterAddr is where rank 0 listens: every rank is on this machine.
 const MasterAddr = "127.0.0.1"
-
-// TokenVar carries a secret shared by all ranks of one run, for
-// authenticating a TCP rendezvous. It is passed in the environment only,
-// never on a command line, where other users could read it.
-const TokenVar = "BATCHKIT_JOB_TOKEN"
 
 // RankTopology is the placement of rank of n ranks, all on this machine.
 func RankTopology(rank, n, masterPort int) topology.Topology {
@@ -35,67 +27,17 @@ func RankTopology(rank, n, masterPort int) topology.Topology {
 	}
 }
 
-// RunIDVar is torchrun's run id, which batchkit run sets too: it marks the
-// torchrun variables as a real launcher's, so that detection lets them win
-// over an outer launcher's (batchkit run inside an srun step) instead of
-// taking them for leftovers of an outer job.
-const RunIDVar = "TORCHELASTIC_RUN_ID"
-
-// RestartCountVar and MaxRestartsVar tell a rank, as torchrun does, how
-// many times its world has been restarted and how many restarts are
-// allowed. Detection ignores them (only RunIDVar matters to it).
-const (
-	RestartCountVar = "TORCHELASTIC_RESTART_COUNT"
-	MaxRestartsVar  = "TORCHELASTIC_MAX_RESTARTS"
-)
-
-// Attempt is what the ranks of one attempt share besides the topology.
-type Attempt struct {
-	Token       string // TokenVar: new in every attempt
-	RunID       string // RunIDVar: the same in every attempt, as torchrun's
-	Restart     int    // RestartCountVar: 0 in the first attempt
-	MaxRestarts int    // MaxRestartsVar
+// rankEnv is one rank's environment: base with the torchrun contract of t
+// and the attempt's variables set over any inherited values
+// (envsetup.RankEnv decides; nothing is sourced per rank here).
+func rankEnv(base []string, t topology.Topology, a envsetup.Attempt) []string {
+	ch, _ := envsetup.RankEnv(envsetup.RankInput{Topology: t, Attempt: &a, Environ: base})
+	return envsetup.Merge(base, ch)
 }
 
-// RankEnv is one rank's environment: base with the torchrun contract of t
-// and a's variables set, replacing any inherited values.
-func RankEnv(base []string, t topology.Topology, a Attempt) []string {
-	set := t.TorchrunEnv()
-	set[TokenVar] = a.Token
-	set[RunIDVar] = a.RunID
-	set[RestartCountVar] = strconv.Itoa(a.Restart)
-	set[MaxRestartsVar] = strconv.Itoa(a.MaxRestarts)
-	return topology.MergeEnviron(base, set)
+func (l *launch) attempt() envsetup.Attempt {
+	return envsetup.Attempt{Token: l.token, RunID: l.runID, Restart: l.restart, MaxRestarts: l.opts.MaxRestarts}
 }
-
-func (l *launch) attempt() Attempt {
-	return Attempt{Token: l.token, RunID: l.runID, Restart: l.restart, MaxRestarts: l.opts.MaxRestarts}
-}
-
-// lookupEnv finds key in an os.Environ-style list; later entries win.
-func lookupEnv(environ []string, key string) string {
-	v := ""
-	for _, kv := range environ {
-		if k, val, ok := strings.Cut(kv, "="); ok && k == key {
-			v = val
-		}
-	}
-	return v
-}
-
-// NewToken is a fresh job token for TokenVar: 32 random bytes,
-// hex-encoded. batchkit run and batchkit mpirun generate one per launch
-// unless TokenVar is already set.
-func NewToken() (string, error) {
-	b := make([]byte, 32)
-	if _, err := rand.Read(b); err != nil {
-		return "", fmt.Errorf("generating %s: %w", TokenVar, err)
-	}
-	return hex.EncodeToString(b), nil
-}
-
-// newToken is NewToken under the name this package's launcher uses.
-func newToken() (string, error) { return NewToken() }
 
 // freePort asks the kernel for a free TCP port on MasterAddr.
 func freePort() (int, error) {

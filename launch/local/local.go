@@ -3,7 +3,7 @@
 // ...), prefixes their output with the rank, forwards signals, and when one
 // rank fails stops the others, leaving no process behind.
 //
-// The pure parts — each rank's environment (RankTopology, RankEnv) and the
+// The pure parts — each rank's environment (RankTopology, rankEnv) and the
 // line prefixing — are separate from the process management in Run.
 package local
 
@@ -19,6 +19,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/batchkit/batchkit/envsetup"
 )
 
 // DefaultGrace is how long stopped ranks get between SIGTERM and SIGKILL.
@@ -126,8 +128,8 @@ type launch struct {
 	env     []string // base environment
 	port    int      // this attempt's MASTER_PORT
 	token   string   // this attempt's job token
-	runID   string   // RunIDVar: one per launch, the same in every attempt
-	restart int      // restarts so far: this attempt's RestartCountVar
+	runID   string   // envvars.RunID: one per launch, the same in every attempt
+	restart int      // restarts so far: this attempt's envvars.RestartCount
 	tees    []*os.File
 
 	mu    sync.Mutex // serialises all output lines
@@ -176,10 +178,8 @@ func prepare(o Options) (*launch, int, error) {
 	if l.env == nil {
 		l.env = os.Environ()
 	}
-	if l.token = lookupEnv(l.env, TokenVar); l.token == "" {
-		if l.token, err = newToken(); err != nil {
-			return nil, 1, err
-		}
+	if l.token, err = envsetup.LaunchToken(l.env, envsetup.NewToken); err != nil {
+		return nil, 1, err
 	}
 	if l.port == 0 {
 		if l.port, err = freePort(); err != nil {
@@ -276,7 +276,7 @@ func (l *launch) start(id int, exits chan<- exitEvent, copied *sync.WaitGroup) e
 	r.cmd = &exec.Cmd{
 		Path:        l.path,
 		Args:        append([]string{l.opts.Cmd}, l.opts.Args...),
-		Env:         RankEnv(l.env, t, l.attempt()),
+		Env:         rankEnv(l.env, t, l.attempt()),
 		Stdout:      outW,
 		Stderr:      errW,
 		SysProcAttr: sysProcAttr(),

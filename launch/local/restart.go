@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"syscall"
+
+	"github.com/batchkit/batchkit/envsetup"
 )
 
 // Restarts (Options.MaxRestarts, torchrun's --max-restarts): when a rank
@@ -121,7 +123,7 @@ func (l *launch) newWorld() error {
 	l.restart++
 	l.ranks = nil
 	var err error
-	if l.token, err = newToken(); err != nil {
+	if l.token, err = envsetup.NewToken(); err != nil {
 		return err
 	}
 	if l.opts.MasterPort == 0 {

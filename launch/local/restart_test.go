@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/batchkit/batchkit/detect"
+	"github.com/batchkit/batchkit/envsetup"
 	"github.com/batchkit/batchkit/topology"
 )
 
@@ -63,8 +64,8 @@ func TestDecide(t *testing.T) {
 // A restarted rank's environment, the restart variables included, is still
 // batchkit run's to detection: torchrun, with the run id as job id.
 func TestRankEnvDetected(t *testing.T) {
-	env := RankEnv([]string{"PATH=/bin", "SLURM_JOB_ID=7", "SLURM_STEP_ID=0", "SLURM_PROCID=0", "SLURM_NTASKS=1"},
-		RankTopology(1, 2, 40000), Attempt{Token: "t", RunID: "run-1", Restart: 2, MaxRestarts: 3})
+	env := rankEnv([]string{"PATH=/bin", "SLURM_JOB_ID=7", "SLURM_STEP_ID=0", "SLURM_PROCID=0", "SLURM_NTASKS=1"},
+		RankTopology(1, 2, 40000), envsetup.Attempt{Token: "t", RunID: "run-1", Restart: 2, MaxRestarts: 3})
 	m := map[string]string{}
 	for _, kv := range env {
 		k, v, _ := strings.Cut(kv, "=")

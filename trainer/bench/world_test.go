@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/batchkit/batchkit/detect"
+	"github.com/batchkit/batchkit/envsetup/envvars"
 	"github.com/batchkit/batchkit/internal/freeport"
 	"github.com/batchkit/batchkit/trainer/collective"
 )
@@ -108,7 +109,7 @@ func startWorld(t *testing.T, mode, dir string) []string {
 			"LOCAL_RANK="+strconv.Itoa(r), "LOCAL_WORLD_SIZE="+strconv.Itoa(worldSize),
 			"GROUP_RANK=0", "GROUP_WORLD_SIZE=1", "NODE_RANK=0",
 			"MASTER_ADDR=127.0.0.1", "MASTER_PORT="+strconv.Itoa(port),
-			collective.TokenVar+"="+hex.EncodeToString(tok))
+			envvars.Token+"="+hex.EncodeToString(tok))
 		var out strings.Builder
 		cmd.Stdout, cmd.Stderr = &out, &out
 		if err := cmd.Start(); err != nil {

@@ -13,13 +13,10 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/batchkit/batchkit/envsetup/envvars"
 	"github.com/batchkit/batchkit/slurm"
 	"github.com/batchkit/batchkit/topology"
 )
-
-// TokenVar carries the job token to every rank. batchkit run and batchkit
-// mpirun set it in the environment (never on a command line).
-const TokenVar = "BATCHKIT_JOB_TOKEN"
 
 // SecretFile is the per-user secret, under the user's config directory,
 // from which job tokens are derived when no token was handed down.
@@ -36,7 +33,7 @@ const SecretFile = "batchkit/job-secret"
 //     directory is shared across nodes, as it is on clusters; nobody without
 //     the user's secret can.
 func ResolveToken(getenv topology.Getenv, t topology.Topology) (string, error) {
-	if tok := getenv(TokenVar); tok != "" {
+	if tok := getenv(envvars.Token); tok != "" {
 		return tok, nil
 	}
 	if t.WorldSize <= 1 {
@@ -44,7 +41,7 @@ func ResolveToken(getenv topology.Getenv, t topology.Topology) (string, error) {
 	}
 	if t.JobID == "" {
 		return "", fmt.Errorf("no job token: %s is unset and the launcher gave no job id to derive one from "+
-			"(launch with batchkit run, batchkit mpirun or under Slurm, or export %s to every rank)", TokenVar, TokenVar)
+			"(launch with batchkit run, batchkit mpirun or under Slurm, or export %s to every rank)", envvars.Token, envvars.Token)
 	}
 	dir, err := configDir(getenv)
 	if err != nil {
@@ -78,7 +75,7 @@ func configDir(getenv topology.Getenv) (string, error) {
 	if h := getenv("HOME"); filepath.IsAbs(h) {
 		return filepath.Join(h, ".config"), nil
 	}
-	return "", fmt.Errorf("no job token: %s is unset and neither $XDG_CONFIG_HOME nor $HOME is an absolute path to keep the job secret in", TokenVar)
+	return "", fmt.Errorf("no job token: %s is unset and neither $XDG_CONFIG_HOME nor $HOME is an absolute path to keep the job secret in", envvars.Token)
 }
 
 // loadOrCreateSecret reads the secret file, creating it atomically (several

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/batchkit/batchkit/envsetup/envvars"
 	"github.com/batchkit/batchkit/topology"
 )
 
@@ -16,7 +17,7 @@ func TestResolveToken(t *testing.T) {
 	world := topology.Topology{WorldSize: 4, JobID: "4711"}
 
 	t.Run("explicit token wins", func(t *testing.T) {
-		got, err := ResolveToken(topology.MapEnv(map[string]string{TokenVar: "abc", "HOME": home}), world)
+		got, err := ResolveToken(topology.MapEnv(map[string]string{envvars.Token: "abc", "HOME": home}), world)
 		if err != nil || got != "abc" {
 			t.Fatalf("got %q, %v", got, err)
 		}
@@ -29,8 +30,8 @@ func TestResolveToken(t *testing.T) {
 	})
 	t.Run("no job id", func(t *testing.T) {
 		_, err := ResolveToken(topology.MapEnv(env), topology.Topology{WorldSize: 2})
-		if err == nil || !strings.Contains(err.Error(), TokenVar) {
-			t.Fatalf("err = %v, want one naming %s", err, TokenVar)
+		if err == nil || !strings.Contains(err.Error(), envvars.Token) {
+			t.Fatalf("err = %v, want one naming %s", err, envvars.Token)
 		}
 	})
 	t.Run("derived: same job same token, other job other token, secret private", func(t *testing.T) {

@@ -1,0 +1,67 @@
+// Package envvars names the environment variables batchkit sets for a
+// rank, or reads from it, once. It is a leaf: topology, detect, the
+// launchers, the profile checks and the trainer's collective backends all
+// refer to these names, and none of them may pull in what envsetup needs
+// (bash, mpirun). What each rank's environment gets is decided in
+// envsetup (RankEnv, LaunchEnv); this package only spells the names.
+package envvars
+
+// The torchrun contract: what torch.distributed's env:// init method and
+// most launch scripts read. RANK to GROUP_WORLD_SIZE differ from rank to
+// rank; MASTER_ADDR and MASTER_PORT are the same on every rank.
+const (
+	Rank           = "RANK"
+	WorldSize      = "WORLD_SIZE"
+	LocalRank      = "LOCAL_RANK"
+	LocalWorldSize = "LOCAL_WORLD_SIZE"
+	NodeRank       = "NODE_RANK"
+	GroupRank      = "GROUP_RANK"
+	GroupWorldSize = "GROUP_WORLD_SIZE"
+	MasterAddr     = "MASTER_ADDR"
+	MasterPort     = "MASTER_PORT"
+)
+
+// Torchrun lists the contract's names in a stable, readable order.
+var Torchrun = []string{
+	Rank, WorldSize, LocalRank, LocalWorldSize,
+	NodeRank, GroupRank, GroupWorldSize, MasterAddr, MasterPort,
+}
+
+// PerRank are the contract's names whose value differs from rank to rank:
+// only a per-rank launcher (batchkit exec, batchkit run) can set them.
+var PerRank = []string{Rank, WorldSize, LocalRank, LocalWorldSize, NodeRank, GroupRank, GroupWorldSize}
+
+// Token carries a secret shared by all ranks of one run, for
+// authenticating a TCP rendezvous. It is passed in the environment only,
+// never on a command line, where other users could read it.
+const Token = "BATCHKIT_JOB_TOKEN"
+
+// RunID is torchrun's run id, which batchkit run sets too: it marks the
+// torchrun variables as a real launcher's, so that detection lets them win
+// over an outer launcher's (batchkit run inside an srun step) instead of
+// taking them for leftovers of an outer job.
+const RunID = "TORCHELASTIC_RUN_ID"
+
+// RestartCount and MaxRestarts tell a rank, as torchrun does, how many
+// times its world has been restarted and how many restarts are allowed.
+// Detection ignores them (only RunID matters to it).
+const (
+	RestartCount = "TORCHELASTIC_RESTART_COUNT"
+	MaxRestarts  = "TORCHELASTIC_MAX_RESTARTS"
+)
+
+// NumNodes carries the number of nodes a launch uses to its ranks.
+// Hydra and mpirun_rsh tell a rank only how many ranks share its node; on
+// the last node, which may be short, that does not say which node it is
+// (3 ranks, 1 on this node: node 1 of 2 at 2 per node, node 2 of 3 at 1).
+// batchkit mpirun knows the hosts and sets it for each launch, and never
+// passes an inherited one on: a stale count would misplace ranks. (Not
+// BATCHKIT_NUM_NODES, which `batchkit env --format shell` exports.)
+const NumNodes = "BATCHKIT_MPIRUN_NUM_NODES"
+
+// Profile names the site profile when no --profile flag does.
+const Profile = "BATCHKIT_PROFILE"
+
+// Pin turns on per-rank pinning in batchkit exec, as --pin does; a
+// profile's [env] can export it.
+const Pin = "BATCHKIT_PIN"

@@ -1,0 +1,102 @@
+package envsetup
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/batchkit/batchkit/envsetup/envvars"
+	"github.com/batchkit/batchkit/topology"
+)
+
+// LaunchInput is what the variables every rank of one MPI launch shares
+// (batchkit mpirun's -genv / -x) depend on, decided once on the launching
+// host; each rank's own then come from RankEnv in batchkit exec.
+type LaunchInput struct {
+	Vars   map[string]string           // the profile's [env] variables
+	Lookup func(string) (string, bool) // the user's environment
+	Env    map[string]string           // --env, checked by the caller
+	Hosts  []string                    // the hosts in rank order; none: unknown here
+	Srun   bool                        // the launcher is srun
+	JobID  string                      // the Slurm job id; "" outside an allocation
+	Port   int                         // --master-port; 0: none
+	Fixed  int                         // the profile's fixed MASTER_PORT; 0: none
+	Nodes  int                         // envvars.NumNodes for ranks that need it; 0: not set
+	Free   func() (int, error)         // a free port on this host
+}
+
+// LaunchEnv is the launch's shared variables: the profile's, the user's
+// value over each (layer 2 over 3 of RankEnv's rule), --env over both,
+// and the rendezvous:
+//
+//	MASTER_ADDR  --env's, else the first host (localhost as 127.0.0.1), else
+//	             127.0.0.1 (every rank is local) unless srun places the ranks
+//	             (outside an allocation its nodes are unknown here: batchkit
+//	             exec on each rank derives them from the step)
+//	MASTER_PORT  --master-port, else --env's, else the profile's fixed port,
+//	             else PortForJob(job id), else a free port here when
+//	             MASTER_ADDR is known
+//
+// The rendezvous is the launch's decision for all ranks: a MASTER_ADDR or
+// MASTER_PORT the user merely exported does not override it.
+func LaunchEnv(in LaunchInput) (map[string]string, error) {
+	env := make(map[string]string, len(in.Vars)+len(in.Env)+3)
+	for k, v := range in.Vars {
+		if mine, ok := in.Lookup(k); ok {
+			v = mine // even empty: the user's beats the site's default
+		}
+		env[k] = v
+	}
+	for k, v := range in.Env {
+		env[k] = v
+	}
+	if _, ok := env[envvars.MasterAddr]; !ok {
+		switch {
+		case len(in.Hosts) > 0 && in.Hosts[0] == "localhost":
+			env[envvars.MasterAddr] = "127.0.0.1"
+		case len(in.Hosts) > 0:
+			env[envvars.MasterAddr] = in.Hosts[0]
+		case !in.Srun:
+			env[envvars.MasterAddr] = "127.0.0.1"
+		}
+	}
+	switch _, has := env[envvars.MasterPort]; {
+	case in.Port > 0:
+		env[envvars.MasterPort] = strconv.Itoa(in.Port)
+	case has:
+	case in.Fixed > 0:
+		env[envvars.MasterPort] = strconv.Itoa(in.Fixed)
+	case in.JobID != "":
+		env[envvars.MasterPort] = strconv.Itoa(topology.PortForJob(in.JobID))
+	case env[envvars.MasterAddr] != "":
+		n, err := in.Free()
+		if err != nil {
+			return nil, fmt.Errorf("finding a free MASTER_PORT: %w", err)
+		}
+		env[envvars.MasterPort] = strconv.Itoa(n)
+	}
+	if in.Nodes > 0 {
+		env[envvars.NumNodes] = strconv.Itoa(in.Nodes)
+	}
+	return env, nil
+}
+
+// LauncherEnviron is the MPI launcher's own environment: environ without
+// an outer launch's envvars.NumNodes (Hydra passes its whole environment
+// on, and a stale count misplaces ranks), and with the job token
+// (LaunchToken) when the launcher forwards it by name.
+func LauncherEnviron(environ []string, forward []string, newToken func() (string, error)) ([]string, error) {
+	out := slices.DeleteFunc(slices.Clone(environ), func(kv string) bool {
+		k, _, _ := strings.Cut(kv, "=")
+		return k == envvars.NumNodes
+	})
+	if !slices.Contains(forward, envvars.Token) {
+		return out, nil
+	}
+	tok, err := LaunchToken(out, newToken)
+	if err != nil {
+		return nil, err
+	}
+	return Merge(out, Changes{Set: map[string]string{envvars.Token: tok}}), nil
+}
