@@ -27,7 +27,7 @@ build:
 # pointing at a libmpi.so.12 link to Debian's library; see README).
 MPI ?=
 build-mpi:
-	@case '$(MPI)' in \
+	@set -e; case '$(MPI)' in \
 	  openmpi)   tag=mpi pc=ompi pkg=libopenmpi-dev ;; \
 	  mpich)     tag=mpich pc=mpich pkg=libmpich-dev ;; \
 	  mpich-abi) tag=mpich pc=mpich pkg=libmpich-dev ;; \
