@@ -5,9 +5,11 @@
 package launch
 
 import (
+	"cmp"
 	"fmt"
 	"strconv"
 
+	"github.com/batchkit/batchkit/envsetup"
 	"github.com/batchkit/batchkit/mpirun"
 	"github.com/batchkit/batchkit/profile"
 	"github.com/batchkit/batchkit/slurm"
@@ -74,7 +76,12 @@ func SbatchScript(req SbatchRequest) (slurm.Script, error) {
 	if err != nil {
 		return slurm.Script{}, err
 	}
+	var bindings *slurm.Bindings
+	if p.Env.OneCCLBindings {
+		bindings = &slurm.Bindings{Python: cmp.Or(p.Env.Python, "python3"), Probe: envsetup.BindingsProbe}
+	}
 	return slurm.Script{
+		Bindings:   bindings,
 		Profile:    req.ProfileName,
 		Directives: directives,
 		Modules:    p.Slurm.Modules,

@@ -42,7 +42,14 @@ type Script struct {
 	// Requeue: the script requeues the job when the launch line exits 75
 	// (the program stopped after a checkpoint).
 	Requeue bool
+	// Bindings, when set, sources the oneCCL bindings' env/setvars.sh
+	// after Sources, found by running Python with Probe (which prints the
+	// package's directory).
+	Bindings *Bindings
 }
+
+// Bindings is how the batch script finds the oneCCL bindings for PyTorch.
+type Bindings struct{ Python, Probe string }
 
 // JobOptions are the sbatch options batchkit understands by name. Zero
 // values are left out, so a profile default or Slurm's own applies.

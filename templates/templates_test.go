@@ -251,6 +251,7 @@ func TestSbatchTemplateSyntax(t *testing.T) {
 		"Env":        []map[string]string{{"Name": "A", "Value": "$(x)"}},
 		"Launch":     []string{"srun", "batchkit", "exec", "--", "python3", "train.py"},
 		"Requeue":    true,
+		"Bindings":   map[string]string{"Python": "/opt/conda/bin/python", "Probe": "import sys; print(sys.prefix)"},
 	}
 	out, err := s.Render(Sbatch, data)
 	if err != nil {
@@ -284,7 +285,7 @@ func TestProfileNameStaysInTheComment(t *testing.T) {
 		"Profile":    "./evil\ntouch PWNED\r\x1b.toml",
 		"Directives": []map[string]string{},
 		"Modules":    []string{}, "Sources": []map[string]any{}, "Env": []map[string]string{},
-		"Launch": []string{"true"}, "Requeue": false,
+		"Launch": []string{"true"}, "Requeue": false, "Bindings": nil,
 	}
 	out, err := s.Render(Sbatch, data)
 	if err != nil {
@@ -333,7 +334,7 @@ func TestProfileVariablesKeepTheUsers(t *testing.T) {
 		"Sources": []map[string]any{{"Path": vendor, "Args": []string{}}},
 		"Env":     []map[string]string{{"Name": "CCL_WORKER_COUNT", "Value": "1"}, {"Name": "FI_PROVIDER", "Value": "psm3"}, {"Name": "I_MPI_PIN_DOMAIN", "Value": "socket"}},
 		"Launch":  []string{"sh", "-c", `echo "$CCL_WORKER_COUNT $FI_PROVIDER $I_MPI_PIN_DOMAIN"`},
-		"Requeue": false,
+		"Requeue": false, "Bindings": nil,
 	}
 	script, err := s.Render(Sbatch, data)
 	if err != nil {
