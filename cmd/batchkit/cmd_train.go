@@ -191,6 +191,13 @@ func checkTrainPaths(c *cli.Context, rank int) error {
 		if err := outfile.Check(m); errors.As(err, &nre) {
 			return usagef("invalid --metrics %q: is %s, not a regular file", m, nre.Kind)
 		}
+		// Opened once here, before the ranks connect: failing later, rank 0
+		// would leave the others to report a lost connection instead.
+		f, err := os.OpenFile(m, os.O_WRONLY|os.O_CREATE, 0o644)
+		if err != nil {
+			return usagef("invalid --metrics: %v", err)
+		}
+		f.Close()
 	}
 	return nil
 }
