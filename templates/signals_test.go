@@ -16,7 +16,8 @@ import (
 )
 
 // fakeLauncher stands for srun or mpirun: it records the signals it gets and,
-// like batchkit train, exits 75 after a SIGUSR1 or SIGTERM. FAKE_MODE makes
+// like batchkit train, exits 75 after a SIGUSR1 or SIGTERM, a moment later
+// (train finishes its step and checkpoints first). FAKE_MODE makes
 // it exit 3 at once, or die of SIGKILL.
 const fakeLauncher = `#!/bin/bash
 trap 'echo USR1 >> "$FAKE_LOG"; got=1' USR1
@@ -26,7 +27,7 @@ case "${FAKE_MODE-}" in
 exit3) exit 3 ;;
 kill) kill -KILL $$ ;;
 esac
-for i in $(seq 400); do [ -z "${got-}" ] || exit 75; sleep 0.025; done
+for i in $(seq 400); do [ -z "${got-}" ] || { sleep 0.2; exit 75; }; sleep 0.025; done
 exit 0
 `
 
