@@ -159,10 +159,7 @@ func mpirunDefaults(c *cli.Context) (mpirun.Defaults, profile.Env, error) {
 	d := mpirun.Defaults{
 		Flavor: m.Flavor, Launcher: string(m.Launcher), Binary: m.Binary, Args: m.Args,
 		Bootstrap: m.Bootstrap, SrunMPI: m.SrunMPI, AllowRunAsRoot: m.AllowRunAsRoot, Oversubscribe: m.Oversubscribe,
-		Env: r.Profile.Env.Vars,
-	}
-	if r.Profile.Rendezvous.PortPolicy == profile.PortFixed {
-		d.MasterPort = r.Profile.Rendezvous.Port
+		Env: r.Profile.Env.Vars, MasterPort: r.Profile.Rendezvous.FixedPort(),
 	}
 	return d, r.Profile.Env, nil
 }
