@@ -15,7 +15,7 @@ import (
 type LaunchInput struct {
 	Vars   map[string]string           // the profile's [env] variables
 	Lookup func(string) (string, bool) // the user's environment
-	Env    map[string]string           // --env, checked by the caller
+	Env    map[string]string           // --env (SharedEnv)
 	Hosts  []string                    // the hosts in rank order; none: unknown here
 	Srun   bool                        // the launcher is srun
 	JobID  string                      // the Slurm job id; "" outside an allocation

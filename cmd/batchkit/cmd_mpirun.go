@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"slices"
 	"strings"
 	"time"
 
@@ -318,22 +317,9 @@ func planMpirun(o mpirunOptions, getenv topology.Getenv, probe mpirun.Probe, sel
 		}
 	}
 
-	flags := map[string]string{}
-	for _, kv := range o.env {
-		k, v, ok := strings.Cut(kv, "=")
-		if !ok || !mpirun.ValidEnvName(k) {
-			return p, usagef("invalid --env %q: want NAME=VALUE with NAME of letters, digits and _", kv)
-		}
-		if k == envvars.Token {
-			return p, usagef("--env %s would put the job token on the launcher's command line, which every user can read: export %s instead", k, k)
-		}
-		if k == envvars.NumNodes {
-			return p, usagef("invalid --env %q: batchkit mpirun sets %s from the hosts it places ranks on", kv, k)
-		}
-		if slices.Contains(envvars.PerRank, k) {
-			return p, usagef("invalid --env %q: batchkit exec sets %s on every rank (it differs from rank to rank)", kv, k)
-		}
-		flags[k] = v
+	flags, err := envsetup.SharedEnv(o.env)
+	if err != nil {
+		return p, badInput(err)
 	}
 	in := envsetup.LaunchInput{Vars: o.profileEnv, Lookup: o.lookup, Env: flags, Srun: launcher == mpirun.LauncherSrun,
 		JobID: jobID, Port: o.masterPort, Fixed: o.profilePort, Free: port}
