@@ -101,7 +101,7 @@ Examples:
 				return fmt.Errorf("finding the batchkit binary: %w", err)
 			}
 			if !o.dryRun {
-				if err := sourceOnce(c, penv); err != nil {
+				if _, err := sourceOnce(c, penv); err != nil {
 					return err
 				}
 			}
@@ -125,18 +125,19 @@ Examples:
 }
 
 // sourceOnce sources the profile's scripts into this process before the
-// launcher is looked up on the PATH they set; the ranks inherit the result
-// through the launcher, so nothing is sourced per rank. The profile's
-// variables go by the launcher (-genv), not here.
-func sourceOnce(c *cli.Context, env profile.Env) error {
+// launcher is looked up on the PATH they set, and returns their changes;
+// the ranks inherit the result through the launcher, so nothing is
+// sourced per rank. The profile's variables go by the launcher (-genv),
+// not here.
+func sourceOnce(c *cli.Context, env profile.Env) (envsetup.Changes, error) {
 	if len(env.Source) == 0 && !env.OneCCLBindings {
-		return nil
+		return envsetup.Changes{}, nil
 	}
 	sourced, err := sourceScripts(c.Context, os.Environ(), profileScripts(env.Source), env, c.Duration("source-timeout"))
 	if err != nil {
-		return err
+		return envsetup.Changes{}, err
 	}
-	return applyToProcess(sourced)
+	return sourced, applyToProcess(sourced)
 }
 
 // mpirunDefaults are the settings under the flags: the site profile's
