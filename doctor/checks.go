@@ -209,7 +209,11 @@ func checkScripts(ctx context.Context, env *Env) Result {
 	}
 	if p.Env.OneCCLBindings {
 		names = append(names, "the oneCCL bindings' env/setvars.sh")
-		lines = append(lines, "source $(python -c 'import oneccl_bindings_for_pytorch as m; print(m.cwd)')/env/setvars.sh")
+		text, err := envsetup.BindingsShell(p.Env.Python)
+		if err != nil {
+			return result(Fail, "%v", err)
+		}
+		lines = append(lines, strings.ReplaceAll(strings.TrimSpace(text), "\n", "; "))
 	}
 	if err := env.Source(ctx, env, p.Env); err != nil {
 		return result(Fail, "%v", err).fix("see what it says: batchkit envsetup --profile %s (or by hand in bash: %s)", env.ProfileName, strings.Join(lines, "; "))

@@ -2,6 +2,7 @@ package envsetup
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -52,10 +53,16 @@ var ErrNoBindings = errors.New("neither oneccl_bindings_for_pytorch nor torch_cc
 // oneCCL bindings' env/setvars.sh, found by python in the environment the
 // scripts left (the guides' order: setvars.sh may be what puts the right
 // python first on PATH). The changes are the whole of it, relative to
-// environ; on any failure there are none.
+// environ; on any failure there are none. r.Timeout bounds it all, the
+// scripts, the python and the bindings' script together.
 func (r Runner) SourceEnv(ctx context.Context, environ []string, scripts []Script, bindings bool, python string) (Changes, error) {
+	if !bindings {
+		return r.Source(ctx, environ, scripts)
+	}
+	ctx, cancel := context.WithTimeout(ctx, cmp.Or(r.Timeout, DefaultTimeout))
+	defer cancel()
 	ch, err := r.Source(ctx, environ, scripts)
-	if err != nil || !bindings {
+	if err != nil {
 		return ch, err
 	}
 	after := Apply(environ, ch)

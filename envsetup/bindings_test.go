@@ -140,3 +140,22 @@ func TestBindingsShell(t *testing.T) {
 		})
 	}
 }
+
+// One timeout bounds the scripts and the bindings together: a python that
+// never answers after scripts that took most of it ends the whole at the
+// timeout, not a second timeout later.
+func TestSourceEnvOneDeadline(t *testing.T) {
+	dir := t.TempDir()
+	slowPy := filepath.Join(dir, "python")
+	os.WriteFile(slowPy, []byte("#!/bin/sh\nsleep 30\n"), 0o755)
+	script := filepath.Join(dir, "vars.sh")
+	os.WriteFile(script, []byte("sleep 0.6\n"), 0o644)
+	start := time.Now()
+	_, err := Runner{Timeout: time.Second}.SourceEnv(context.Background(), os.Environ(), []Script{{Path: script}}, true, slowPy)
+	if !errors.Is(err, ErrTimeout) {
+		t.Fatalf("SourceEnv = %v, want a timeout", err)
+	}
+	if d := time.Since(start); d > 1800*time.Millisecond {
+		t.Errorf("took %v with a 1 s timeout", d)
+	}
+}

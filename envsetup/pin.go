@@ -34,10 +34,30 @@ type PinOptions struct {
 //	OMP_NUM_THREADS      this rank's compute cores: its cores minus its oneCCL
 //	                     workers' cores, at least 1. Without it every rank's
 //	                     OpenMP runtime starts one thread per CPU of the node.
-//	KMP_AFFINITY         granularity=fine,proclist=[...],explicit: one OpenMP
-//	                     thread per compute core (Intel OpenMP). An explicit list,
-//	                     not "compact": ranks that share one affinity mask would
-//	                     all pack their threads onto the same first cores.
+//	OMP_PLACES           {c0},{c1},...: one place per compute core, its lowest
+//	                     hardware thread (braces even around one number: leaving
+//	                     them out is OpenMP 5.1, in libgomp's manual only from
+//	                     GCC 12). An explicit list, not "cores": ranks that share
+//	                     one affinity mask would all put their threads on the
+//	                     same first cores.
+//	OMP_PROC_BIND        close: thread i on place i, so one thread per core.
+//	                     Both are the OpenMP standard's (OpenMP 4.0+, section
+//	                     "Environment Variables"), read by GNU OpenMP (libgomp:
+//	                     stock PyTorch wheels, distributions' torch), which
+//	                     ignores KMP_AFFINITY, and by Intel OpenMP (libiomp5,
+//	                     LLVM libomp), which turns an explicit place list into
+//	                     the binding KMP_AFFINITY=granularity=fine,proclist=[...],
+//	                     explicit gives (kmp_settings.cpp, __kmp_stg_parse_places).
+//	KMP_AFFINITY         never set. Intel OpenMP ranks KMP_AFFINITY above
+//	                     OMP_PLACES and OMP_PROC_BIND: with all three set it
+//	                     ignores the two, printing a warning for each in every
+//	                     rank (kmp_settings.cpp, __kmp_stg_check_rivals), while
+//	                     GNU OpenMP would still need them. So a binding the
+//	                     environment already sets for Intel OpenMP (KMP_AFFINITY
+//	                     naming a type such as explicit or compact, the only form
+//	                     that outranks them; or GOMP_CPU_AFFINITY, also ranked
+//	                     above them) is the user's explicit choice: OMP_PLACES and
+//	                     OMP_PROC_BIND are then not set, with one warning.
 //	KMP_BLOCKTIME        1 (ms): OpenMP threads stop spinning soon after a
 //	                     parallel region, so they do not steal the cores oneCCL's
 //	                     workers and the other ranks need (Intel Extension for
@@ -79,7 +99,10 @@ type PinOptions struct {
 // lowest-numbered hardware thread; the siblings stay in the rank's
 // I_MPI_PIN_DOMAIN mask but get no thread (compute-bound kernels gain little
 // from a second thread per core, and Intel's PyTorch launcher uses physical
-// cores only by default).
+// cores only by default). A place is that one hardware thread, not the
+// core's sibling set: threads stay put as they did under KMP_AFFINITY's
+// granularity=fine. A user's OMP_NUM_THREADS above the place count wraps
+// around the places (two threads on one hardware thread): set OMP_PLACES too.
 //
 // A value the environment already has wins, with a warning naming it.
 func Pinning(t topology.Topology, cpus CPUSet, opts PinOptions, getenv topology.Getenv) (set map[string]string, warnings []string) {
@@ -120,7 +143,13 @@ func Pinning(t topology.Topology, cpus CPUSet, opts PinOptions, getenv topology.
 			"pinning: %d core(s) per rank for %d oneCCL worker(s): the workers share cores with compute", len(mine), workers))
 	}
 	want["OMP_NUM_THREADS"] = strconv.Itoa(len(compute))
-	want["KMP_AFFINITY"] = "granularity=fine,proclist=[" + FormatCPUList(primaries(compute)) + "],explicit"
+	if v, ok := intelBinding(getenv); ok {
+		warnings = append(warnings, fmt.Sprintf(
+			"pinning: keeping %s from the environment: OMP_PLACES and OMP_PROC_BIND not set (Intel OpenMP would ignore them with a warning; GNU OpenMP threads stay unpinned)", v))
+	} else {
+		want["OMP_PLACES"] = places(primaries(compute))
+		want["OMP_PROC_BIND"] = "close"
+	}
 	var workerCPUs []int
 	for j := range local {
 		s := mine // a rank bound to its own mask fills every rank's entries with its own cores
@@ -139,6 +168,35 @@ func Pinning(t topology.Topology, cpus CPUSet, opts PinOptions, getenv topology.
 		want["I_MPI_PIN_DOMAIN"] = "[" + strings.Join(masks, ",") + "]"
 	}
 	return keepSet(want, getenv, warnings)
+}
+
+// places is an OMP_PLACES explicit list of one hardware thread per place.
+func places(ids []int) string {
+	s := make([]string, len(ids))
+	for i, id := range ids {
+		s[i] = "{" + strconv.Itoa(id) + "}"
+	}
+	return strings.Join(s, ",")
+}
+
+// intelBinding is the binding the environment sets that Intel OpenMP ranks
+// above OMP_PLACES and OMP_PROC_BIND, as NAME=value: KMP_AFFINITY when it
+// names an affinity type (libomp's __kmp_env_initialize looks for these
+// words anywhere in it; KMP_AFFINITY=verbose alone is no rival), else
+// GOMP_CPU_AFFINITY.
+func intelBinding(getenv topology.Getenv) (string, bool) {
+	if v := getenv("KMP_AFFINITY"); v != "" {
+		l := strings.ToLower(v)
+		for _, t := range []string{"none", "physical", "logical", "compact", "scatter", "explicit", "balanced", "disabled"} {
+			if strings.Contains(l, t) {
+				return "KMP_AFFINITY=" + v, true
+			}
+		}
+	}
+	if v := getenv("GOMP_CPU_AFFINITY"); v != "" {
+		return "GOMP_CPU_AFFINITY=" + v, true
+	}
+	return "", false
 }
 
 // workerCount is CCL_WORKER_COUNT from the environment when it is a

@@ -75,7 +75,7 @@ func Apply(environ []string, c Changes) []string {
 
 // WithVars layers a profile's variables over sourced changes, both relative
 // to environ, the environment before sourcing. The rule is the batch
-// template's (batchkit_had_): a variable the user had exported before keeps
+// template's (batchkit_user, batchkit_export): a variable the user had exported before keeps
 // the user's value, even where a script changed it; any other gets the
 // profile's value, over what a script set.
 //

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -42,30 +43,8 @@ func TestMpirunSourcesProfile(t *testing.T) {
 		t.Fatal(err)
 	}
 	tools := toolsDir(t)
-	prof := filepath.Join(t.TempDir(), "fake-oneapi.toml")
-	text := fmt.Sprintf(`description = "test: a fake oneAPI tree"
-[mpi]
-flavor = "intelmpi"
-launcher = "mpirun"
-binary = "mpirun"
-[env]
-source = [
-  { script = %q, args = ["--force"] },
-  { script = %q, args = ["--ccl-configuration=cpu"] },
-]
-[env.vars]
-CCL_WORKER_COUNT = "1"
-`, root+"/setvars.sh", root+"/ccl/latest/env/vars.sh")
-	if err := os.WriteFile(prof, []byte(text), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	var env []string
-	for _, kv := range localEnv() {
-		if !strings.HasPrefix(kv, "PATH=") && !strings.HasPrefix(kv, "SETVARS_") && !strings.HasPrefix(kv, "CCL_") && !strings.HasPrefix(kv, "I_MPI_") {
-			env = append(env, kv)
-		}
-	}
-	env = append(env, "PATH="+tools)
+	prof := fakeOneAPIProfile(t, filepath.Join(t.TempDir(), "fake-oneapi.toml"), root, "CCL_WORKER_COUNT = \"1\"\n")
+	env := bareEnv(tools)
 	if _, err := exec.LookPath(filepath.Join(tools, "mpirun")); err == nil {
 		t.Fatal("the test PATH has an mpirun")
 	}
@@ -77,4 +56,40 @@ CCL_WORKER_COUNT = "1"
 			t.Errorf("no line %q in the ranks' output:\n%s", want, out)
 		}
 	}
+}
+
+// fakeOneAPIProfile writes a profile to path whose Intel MPI is the mpirun
+// that the fake oneAPI tree at root puts on PATH, sourcing its setvars.sh
+// and oneCCL vars.sh, with vars (TOML lines) in [env.vars].
+func fakeOneAPIProfile(t *testing.T, path, root, vars string) string {
+	t.Helper()
+	text := fmt.Sprintf(`description = "test: a fake oneAPI tree, Intel MPI's mpirun from setvars.sh"
+[mpi]
+flavor = "intelmpi"
+launcher = "mpirun"
+binary = "mpirun"
+[env]
+source = [
+  { script = %q, args = ["--force"] },
+  { script = %q, args = ["--ccl-configuration=cpu"] },
+]
+[env.vars]
+%s`, root+"/setvars.sh", root+"/ccl/latest/env/vars.sh", vars)
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// bareEnv is the test environment of a shell that sourced nothing (no
+// oneAPI variables, nor the drop prefixes) whose PATH is just tools.
+func bareEnv(tools string, drop ...string) []string {
+	drop = append(drop, "PATH=", "SETVARS_", "CCL_", "I_MPI_")
+	var env []string
+	for _, kv := range localEnv() {
+		if !slices.ContainsFunc(drop, func(p string) bool { return strings.HasPrefix(kv, p) }) {
+			env = append(env, kv)
+		}
+	}
+	return append(env, "PATH="+tools)
 }

@@ -42,33 +42,9 @@ func TestSbatchSourcesProfile(t *testing.T) {
 		}
 	}
 	const quoted = `it's "q" $HOME \ $(touch PWNED)`
-	prof := filepath.Join(dir, "fake-oneapi.toml")
-	text := fmt.Sprintf(`description = "test: a fake oneAPI tree, Intel MPI's mpirun from setvars.sh"
-[mpi]
-flavor = "intelmpi"
-launcher = "mpirun"
-binary = "mpirun"
-[env]
-source = [
-  { script = %q, args = ["--force"] },
-  { script = %q, args = ["--ccl-configuration=cpu"] },
-]
-[env.vars]
-CCL_CONFIGURATION = "cpu_gpu_dpcpp"
-CCL_WORKER_COUNT = "1"
-BK_QUOTED = %q
-`, root+"/setvars.sh", root+"/ccl/latest/env/vars.sh", quoted)
-	if err := os.WriteFile(prof, []byte(text), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	var env []string
-	for _, kv := range localEnv() {
-		if !strings.HasPrefix(kv, "PATH=") && !strings.HasPrefix(kv, "SETVARS_") && !strings.HasPrefix(kv, "CCL_") &&
-			!strings.HasPrefix(kv, "I_MPI_") && !strings.HasPrefix(kv, "BK_") {
-			env = append(env, kv)
-		}
-	}
-	env = append(env, "PATH="+tools, "CCL_WORKER_COUNT=2") // the user's value
+	prof := fakeOneAPIProfile(t, filepath.Join(dir, "fake-oneapi.toml"), root,
+		fmt.Sprintf("CCL_CONFIGURATION = \"cpu_gpu_dpcpp\"\nCCL_WORKER_COUNT = \"1\"\nBK_QUOTED = %q\n", quoted))
+	env := append(bareEnv(tools, "BK_"), "CCL_WORKER_COUNT=2") // the user's value
 	out := filepath.Join(dir, "job.out")
 	runEnvTimeout(t, 3*time.Minute, env, bin, "sbatch", "--profile", prof, "--wait", "-N", "2", "--ntasks-per-node", "1",
 		"-o", out, "--sbatch-arg", "--chdir="+dir, "--",

@@ -85,3 +85,42 @@ func TestTrainSecondSIGTERM(t *testing.T) {
 		t.Errorf("after a second SIGTERM: %v after %v, want killed by SIGTERM at once\n%s", r1.ProcessState, took, out)
 	}
 }
+
+// SIGUSR1 to the launcher (a batch script's --signal=B:USR1, say) reaches
+// the ranks through batchkit run and batchkit mpirun: they checkpoint and
+// the launcher exits 75.
+func TestTrainUSR1ThroughLaunchers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test in -short mode")
+	}
+	for _, tc := range []struct {
+		name, tool string
+		argv       []string
+	}{
+		{"batchkit run", "", []string{bin, "run", "-n", "2", "--"}},
+		{"batchkit mpirun openmpi", "mpirun.openmpi", []string{bin, "mpirun", "--flavor", "openmpi", "-n", "2", "--allow-run-as-root", "--oversubscribe", "--"}},
+		{"batchkit mpirun mpich", "mpirun.mpich", []string{bin, "mpirun", "--flavor", "mpich", "-n", "2", "--"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.tool != "" {
+				needTool(t, tc.tool)
+			}
+			dir := t.TempDir()
+			argv := append(append(append([]string{}, tc.argv...), bin, "train", "--checkpoint-dir", dir), restartTrain...)
+			cmd := exec.Command(argv[0], argv[1:]...)
+			var out bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &out, &out
+			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); cmd.Wait() })
+			waitCheckpoint(t, dir, 10)
+			cmd.Process.Signal(syscall.SIGUSR1)
+			code, took := waitExit(t, cmd, 30*time.Second)
+			if code != 75 {
+				t.Errorf("%s exited %d after %v, want 75\n%s", tc.name, code, took, out.String())
+			}
+		})
+	}
+}

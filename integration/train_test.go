@@ -75,10 +75,10 @@ func TestTrainTwoRanks(t *testing.T) {
 var slowTrain = []string{"--hidden", "512,512", "--batch-size", "8", "--epochs", "6", "--checkpoint-every", "5"}
 
 // startTrain starts the slow run in its own process group, checkpointing in
-// dir.
-func startTrain(t *testing.T, dir string) (*exec.Cmd, *bytes.Buffer) {
+// dir, with more flags.
+func startTrain(t *testing.T, dir string, flags ...string) (*exec.Cmd, *bytes.Buffer) {
 	t.Helper()
-	cmd := exec.Command(bin, trainArgs(append(slowTrain, "--checkpoint-dir", dir)...)...)
+	cmd := exec.Command(bin, trainArgs(append(append(slowTrain, "--checkpoint-dir", dir), flags...)...)...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -113,12 +113,30 @@ func TestTrainKillResume(t *testing.T) {
 	}
 	want := summaryOf(t, run(t, time.Minute, bin, trainArgs(append(slowTrain, "--checkpoint-dir", t.TempDir())...)...))
 	dir := t.TempDir()
-	cmd, _ := startTrain(t, dir)
+	metrics := filepath.Join(t.TempDir(), "metrics.jsonl")
+	cmd, _ := startTrain(t, dir, "--metrics", metrics)
 	k := 5 * (1 + rand.IntN(80)) // steps 5 .. 400 of 540
 	waitCheckpoint(t, dir, k)
 	syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 	cmd.Wait()
-	got := summaryOf(t, run(t, time.Minute, bin, trainArgs(append(slowTrain, "--checkpoint-dir", dir)...)...))
+	got := summaryOf(t, run(t, time.Minute, bin, trainArgs(append(slowTrain, "--checkpoint-dir", dir, "--metrics", metrics)...)...))
+	// The metrics file holds every epoch once: what the killed run wrote
+	// past its checkpoint is not there twice.
+	b, err := os.ReadFile(metrics)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var epochs []int
+	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var e struct{ Epoch int }
+		if err := json.Unmarshal([]byte(l), &e); err != nil {
+			t.Fatalf("metrics line %q: %v", l, err)
+		}
+		epochs = append(epochs, e.Epoch)
+	}
+	if !slices.Equal(epochs, []int{1, 2, 3, 4, 5, 6}) {
+		t.Errorf("metrics epochs %v, want 1..6 once each", epochs)
+	}
 	t.Logf("killed after checkpoint %d; resumed from step %d", k, got.ResumedFromStep)
 	if got.ResumedFromStep < k || got.ResumedFromStep >= want.Steps {
 		t.Errorf("resumed from step %d, want a step from %d on", got.ResumedFromStep, k)

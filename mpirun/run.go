@@ -47,7 +47,9 @@ func Run(argv, env []string, stdin io.Reader, stdout, stderr io.Writer) (int, er
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr
 
 	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	// SIGUSR1 too: Slurm's warning before a time limit, which mpirun
+	// forwards to the ranks (batchkit train checkpoints and exits 75).
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGUSR1)
 	defer signal.Stop(sigs)
 	if err := cmd.Start(); err != nil {
 		code := 126

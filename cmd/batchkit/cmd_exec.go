@@ -34,7 +34,7 @@ under a launcher every rank would source the scripts again ('batchkit mpirun --p
 them once, for all ranks).
 
 With --pin (or BATCHKIT_PIN=1, which a profile can export) it also sets this rank's
-OMP_NUM_THREADS, KMP_AFFINITY, KMP_BLOCKTIME, CCL_WORKER_COUNT, CCL_WORKER_AFFINITY,
+OMP_NUM_THREADS, OMP_PLACES, OMP_PROC_BIND, KMP_BLOCKTIME, CCL_WORKER_COUNT, CCL_WORKER_AFFINITY,
 I_MPI_PIN_DOMAIN, CCL_ATL_TRANSPORT and CCL_PROCESS_LAUNCHER/CCL_LOCAL_RANK/CCL_LOCAL_SIZE from
 the topology and the node's CPUs (README: "Per-rank pinning"). A value
 already in the environment wins; local rank 0 says so on stderr.

@@ -94,8 +94,10 @@ Examples:
 
 			sigs := make(chan os.Signal, 4)
 			// SIGHUP: the terminal or ssh session closed; SIGQUIT: the
-			// user wants the ranks' own dumps, not the launcher's.
-			signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
+			// user wants the ranks' own dumps, not the launcher's; SIGUSR1:
+			// Slurm's warning before a time limit (sbatch --signal), which
+			// batchkit train answers with a checkpoint and exit 75.
+			signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1)
 			defer signal.Stop(sigs)
 
 			code, err := local.Run(context.Background(), local.Options{

@@ -1,11 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/signal"
 	"strconv"
@@ -189,6 +191,13 @@ func checkTrainPaths(c *cli.Context, rank int) error {
 		if err := outfile.Check(m); errors.As(err, &nre) {
 			return usagef("invalid --metrics %q: is %s, not a regular file", m, nre.Kind)
 		}
+		// Opened once here, before the ranks connect: failing later, rank 0
+		// would leave the others to report a lost connection instead.
+		f, err := os.OpenFile(m, os.O_WRONLY|os.O_CREATE, 0o644)
+		if err != nil {
+			return usagef("invalid --metrics: %v", err)
+		}
+		f.Close()
 	}
 	return nil
 }
@@ -322,10 +331,16 @@ func (r *trainReport) start(st trainer.Start) error {
 		fmt.Fprintf(r.log, "train: resumed from %s at step %d (%s)\n", st.ResumedFile, st.ResumedFrom, where)
 	}
 	if r.metricsPath != "" {
-		// A fresh run starts the file over; a resumed one continues it.
+		// A fresh run starts the file over; a resumed one continues it
+		// from its checkpoint, which may be older than the last epochs
+		// the killed run wrote: the lines of the epochs it will run again
+		// are dropped, or they would be there twice.
 		flags := os.O_WRONLY | os.O_CREATE | os.O_TRUNC
 		if st.ResumedFrom > 0 {
 			flags = os.O_WRONLY | os.O_CREATE | os.O_APPEND
+			if err := truncateMetrics(r.metricsPath, st.ResumedAtEpoch); err != nil {
+				return fmt.Errorf("--metrics: %w", err)
+			}
 		}
 		f, err := os.OpenFile(r.metricsPath, flags, 0o644)
 		if err != nil {
@@ -339,6 +354,35 @@ func (r *trainReport) start(st trainer.Start) error {
 			progressbar.OptionSetElapsedTime(true), progressbar.OptionClearOnFinish())
 	}
 	return nil
+}
+
+// truncateMetrics rewrites the metrics file at path (whole, outfile.Write)
+// with the lines of the first epochs only, without a line a kill cut short.
+// A missing file is left missing.
+func truncateMetrics(path string, epochs int) error {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return outfile.Write(path, metricsUpTo(b, epochs), 0o644, true)
+}
+
+// metricsUpTo is the metrics lines of b of epochs 1 to epochs (a resumed
+// run's checkpoint has those done; it runs the rest again).
+func metricsUpTo(b []byte, epochs int) []byte {
+	var out []byte
+	for _, line := range bytes.SplitAfter(b, []byte("\n")) {
+		var l struct {
+			Epoch *int `json:"epoch"`
+		}
+		if json.Unmarshal(line, &l) == nil && l.Epoch != nil && *l.Epoch <= epochs && bytes.HasSuffix(line, []byte("\n")) {
+			out = append(out, line...)
+		}
+	}
+	return out
 }
 
 func (r *trainReport) step(s trainer.StepInfo) error {
