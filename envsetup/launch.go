@@ -61,11 +61,11 @@ func LaunchEnv(in LaunchInput) (map[string]string, error) {
 		}
 	}
 	given, has := env[envvars.MasterPort]
-	pin := PortInput{Flag: in.Port, Given: given, GivenSet: has, Fixed: in.Fixed, JobID: in.JobID}
+	policy := PortInput{Flag: in.Port, Given: given, GivenSet: has, Fixed: in.Fixed, JobID: in.JobID}
 	if env[envvars.MasterAddr] != "" {
-		pin.Free = in.Free // a free port is of use only where the ranks meet
+		policy.Free = in.Free // a free port is of use only where the ranks meet
 	}
-	port, err := MasterPort(pin)
+	port, err := MasterPort(policy)
 	if err != nil {
 		return nil, err
 	}
