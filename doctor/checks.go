@@ -11,6 +11,7 @@ import (
 
 	"github.com/batchkit/batchkit/detect"
 	"github.com/batchkit/batchkit/envsetup"
+	"github.com/batchkit/batchkit/envsetup/envvars"
 	"github.com/batchkit/batchkit/mpirun"
 	"github.com/batchkit/batchkit/profile"
 	"github.com/batchkit/batchkit/topology"
@@ -241,7 +242,7 @@ func checkMasterPort(_ context.Context, env *Env) Result {
 	}
 	if err := env.Listen(port); err != nil {
 		status := Warn // a derived port matters only on the master's node
-		if from == "MASTER_PORT" {
+		if from == envvars.MasterPort {
 			status = Fail
 		}
 		return result(status, "port %d (%s) is taken on this node: %v", port, from, err).
@@ -250,23 +251,35 @@ func checkMasterPort(_ context.Context, env *Env) Result {
 	return ok("port %d (%s) is free on this node", port, from)
 }
 
-// masterPort is MASTER_PORT, else the port the profile's policy gives.
+// masterPort is the port this rank's launch meets on, by envsetup's
+// policy as a job's rank sees it: its MASTER_PORT, else the profile's
+// fixed port, else the port detection derives from the job and step.
 func (env *Env) masterPort() (port int, from string, err error) {
-	if v := env.Getenv("MASTER_PORT"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 65535 {
-			return 0, "", fmt.Errorf("MASTER_PORT=%q is not a port", v)
-		}
-		return n, "MASTER_PORT", nil
+	in := envsetup.PortInput{Given: env.Getenv(envvars.MasterPort),
+		JobID: topology.RendezvousID(env.Getenv("SLURM_JOB_ID"), env.Getenv("SLURM_STEP_ID"))}
+	in.GivenSet = in.Given != "" // as detection reads it
+	if p := env.profile(); p != nil {
+		in.Fixed = p.Rendezvous.FixedPort()
 	}
-	if p := env.profile(); p != nil && p.Rendezvous.PortPolicy == profile.PortFixed {
-		return p.Rendezvous.Port, "the profile's fixed port", nil
+	p, err := envsetup.MasterPort(in) // no Free: cannot fail
+	if err != nil {
+		return 0, "", err
 	}
-	id := topology.RendezvousID(env.Getenv("SLURM_JOB_ID"), env.Getenv("SLURM_STEP_ID"))
-	if id == "" {
-		return topology.PortForJob(id), "the default, outside a job", nil
+	switch p.From {
+	case envsetup.PortLater: // what each rank's detection picks outside a job
+		return topology.PortForJob(""), "the default, outside a job", nil
+	case envsetup.PortFixed:
+		from = "the profile's fixed port"
+	case envsetup.PortJob:
+		from = "derived from job " + in.JobID
+	default:
+		from = envvars.MasterPort
 	}
-	return topology.PortForJob(id), "derived from job " + id, nil
+	n, err := strconv.Atoi(p.Value)
+	if err != nil || n < 1 || n > 65535 {
+		return 0, "", fmt.Errorf("%s=%q is not a port", envvars.MasterPort, p.Value)
+	}
+	return n, from, nil
 }
 
 func checkOversubscription(_ context.Context, env *Env) Result {

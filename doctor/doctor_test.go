@@ -375,6 +375,13 @@ func TestPortAndOversubscription(t *testing.T) {
 		{"bad MASTER_PORT", localProfile, map[string]string{"MASTER_PORT": "x"}, false,
 			want{Fail, `MASTER_PORT="x" is not a port`}, want{Skip, "topology is unknown"}},
 		{"fixed", &fixed, nil, false, want{OK, "12345 (the profile's fixed port)"}, want{OK, ""}},
+		// envsetup.MasterPort's order: the rank's MASTER_PORT, the profile's, the job step's.
+		{"MASTER_PORT over fixed", &fixed, map[string]string{"MASTER_PORT": "2222", "SLURM_JOB_ID": "42"}, false,
+			want{OK, "2222 (MASTER_PORT)"}, want{OK, ""}},
+		{"fixed over the job's", &fixed, map[string]string{"SLURM_JOB_ID": "42"}, false,
+			want{OK, "12345 (the profile's fixed port)"}, want{OK, ""}},
+		{"a later step's", localProfile, map[string]string{"SLURM_JOB_ID": "42", "SLURM_STEP_ID": "3"}, false,
+			want{OK, "(derived from job 42.3)"}, want{Skip, ""}},
 		{"oversubscribed", localProfile, map[string]string{"LOCAL_WORLD_SIZE": "2", "WORLD_SIZE": "2", "RANK": "0", "LOCAL_RANK": "0",
 			"MASTER_ADDR": "h1", "MASTER_PORT": "29500", "OMP_NUM_THREADS": "4"}, false,
 			want{OK, ""}, want{Warn, "2 ranks on this node × 4 threads (OMP_NUM_THREADS=4) on 4 usable cores: oversubscribed"}},

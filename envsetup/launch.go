@@ -1,13 +1,12 @@
 package envsetup
 
 import (
-	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/batchkit/batchkit/envsetup/envvars"
-	"github.com/batchkit/batchkit/topology"
 )
 
 // LaunchInput is what the variables every rank of one MPI launch shares
@@ -16,7 +15,7 @@ import (
 type LaunchInput struct {
 	Vars   map[string]string           // the profile's [env] variables
 	Lookup func(string) (string, bool) // the user's environment
-	Env    map[string]string           // --env, checked by the caller
+	Env    map[string]string           // --env (SharedEnv)
 	Hosts  []string                    // the hosts in rank order; none: unknown here
 	Srun   bool                        // the launcher is srun
 	JobID  string                      // the Slurm job id; "" outside an allocation
@@ -34,9 +33,9 @@ type LaunchInput struct {
 //	             127.0.0.1 (every rank is local) unless srun places the ranks
 //	             (outside an allocation its nodes are unknown here: batchkit
 //	             exec on each rank derives them from the step)
-//	MASTER_PORT  --master-port, else --env's, else the profile's fixed port,
-//	             else PortForJob(job id), else a free port here when
-//	             MASTER_ADDR is known
+//	MASTER_PORT  MasterPort's policy: --master-port, else --env's, else the
+//	             profile's fixed port, else PortForJob(job id), else a free
+//	             port here when MASTER_ADDR is known
 //
 // The rendezvous is the launch's decision for all ranks: a MASTER_ADDR or
 // MASTER_PORT the user merely exported does not override it.
@@ -61,25 +60,39 @@ func LaunchEnv(in LaunchInput) (map[string]string, error) {
 			env[envvars.MasterAddr] = "127.0.0.1"
 		}
 	}
-	switch _, has := env[envvars.MasterPort]; {
-	case in.Port > 0:
-		env[envvars.MasterPort] = strconv.Itoa(in.Port)
-	case has:
-	case in.Fixed > 0:
-		env[envvars.MasterPort] = strconv.Itoa(in.Fixed)
-	case in.JobID != "":
-		env[envvars.MasterPort] = strconv.Itoa(topology.PortForJob(in.JobID))
-	case env[envvars.MasterAddr] != "":
-		n, err := in.Free()
-		if err != nil {
-			return nil, fmt.Errorf("finding a free MASTER_PORT: %w", err)
-		}
-		env[envvars.MasterPort] = strconv.Itoa(n)
+	given, has := env[envvars.MasterPort]
+	policy := PortInput{Flag: in.Port, Given: given, GivenSet: has, Fixed: in.Fixed, JobID: in.JobID}
+	if env[envvars.MasterAddr] != "" {
+		policy.Free = in.Free // a free port is of use only where the ranks meet
+	}
+	port, err := MasterPort(policy)
+	if err != nil {
+		return nil, err
+	}
+	if port.From != PortLater {
+		env[envvars.MasterPort] = port.Value
 	}
 	if in.Nodes > 0 {
 		env[envvars.NumNodes] = strconv.Itoa(in.Nodes)
 	}
 	return env, nil
+}
+
+// BatchEnv is the job-level variables a batch script exports, by name (the
+// template prints them sorted, slurm.CheckEnv): the profile's [env]
+// variables and, under a fixed port policy, MASTER_PORT (MasterPort with
+// nothing else known: the job id comes at submission, and each rank's
+// batchkit exec derives the port from it). The user's value over each,
+// LaunchEnv's Lookup layer, is the script's to apply when the job runs
+// (batchkit_export): the user's environment exists only then.
+func BatchEnv(vars map[string]string, fixedPort int) map[string]string {
+	env := make(map[string]string, len(vars)+1)
+	maps.Copy(env, vars)
+	// Without Free the policy cannot fail.
+	if port, _ := MasterPort(PortInput{Fixed: fixedPort}); port.From != PortLater {
+		env[envvars.MasterPort] = port.Value
+	}
+	return env
 }
 
 // LauncherEnviron is the MPI launcher's own environment: environ without

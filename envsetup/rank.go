@@ -24,9 +24,9 @@ import (
 //  5. batchkit's computed defaults: per-rank pinning (Pinning), which sets
 //     only what layers 2-4 left unset.
 //
-// The batch template follows the same rule (batchkit_user and
-// batchkit_export for layer 2 over 3); exec, run and mpirun's ranks get
-// theirs from RankEnv.
+// The batch template (templates/sbatch.sh.tmpl) applies layers 2-4 in
+// shell when the job runs (batchkit_user, batchkit_export) to BatchEnv's
+// variables; exec, run and mpirun's ranks get theirs from RankEnv.
 
 // Attempt is what the ranks of one attempt of batchkit run share besides
 // the topology; the caller decides the token (kept from the environment in

@@ -57,14 +57,7 @@ func SbatchScript(req SbatchRequest) (slurm.Script, error) {
 	if err != nil {
 		return slurm.Script{}, err
 	}
-	vars := map[string]string{}
-	for k, v := range p.Env.Vars {
-		vars[k] = v
-	}
-	if p.Rendezvous.PortPolicy == profile.PortFixed && p.Rendezvous.Port > 0 {
-		vars["MASTER_PORT"] = strconv.Itoa(p.Rendezvous.Port)
-	}
-	env, err := slurm.CheckEnv(vars)
+	env, err := slurm.CheckEnv(envsetup.BatchEnv(p.Env.Vars, p.Rendezvous.FixedPort()))
 	if err != nil {
 		return slurm.Script{}, err
 	}

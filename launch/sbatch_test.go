@@ -149,3 +149,27 @@ func indexOf(xs []string, x string) int {
 	}
 	return -1
 }
+
+// The rendezvous port a batch script exports: envsetup.MasterPort's fixed
+// layer, and nothing under job-id (each rank derives it from the job).
+func TestSbatchMasterPort(t *testing.T) {
+	job := slurm.JobOptions{Nodes: "2", NTasksPerNode: 4}
+	for _, tc := range []struct {
+		policy, port string
+		want         string
+	}{
+		{"fixed", "12345", "batchkit_export MASTER_PORT 12345\n"},
+		{"job-id", "12345", ""},
+	} {
+		text := render(t, "local", map[string]string{"rendezvous.port_policy": tc.policy, "rendezvous.port": tc.port}, job)
+		got := ""
+		for _, l := range strings.SplitAfter(text, "\n") {
+			if strings.HasPrefix(l, "batchkit_export MASTER_PORT") {
+				got += l
+			}
+		}
+		if got != tc.want {
+			t.Errorf("port_policy %s: MASTER_PORT lines %q, want %q", tc.policy, got, tc.want)
+		}
+	}
+}

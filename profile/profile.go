@@ -106,6 +106,15 @@ type Rendezvous struct {
 	Port int `toml:"port"`
 }
 
+// FixedPort is the MASTER_PORT the policy fixes, 0 when it fixes none (the
+// port then comes from envsetup.MasterPort's lower layers).
+func (r Rendezvous) FixedPort() int {
+	if r.PortPolicy == PortFixed && r.Port > 0 {
+		return r.Port
+	}
+	return 0
+}
+
 // Launcher is the program that starts the ranks.
 type Launcher string
 

@@ -587,3 +587,18 @@ func TestFileChecks(t *testing.T) {
 		})
 	}
 }
+
+func TestFixedPort(t *testing.T) {
+	for _, tc := range []struct {
+		r    Rendezvous
+		want int
+	}{
+		{Rendezvous{PortPolicy: PortFixed, Port: 12345}, 12345},
+		{Rendezvous{PortPolicy: PortFromJobID, Port: 12345}, 0},
+		{Rendezvous{PortPolicy: PortFixed}, 0},
+	} {
+		if got := tc.r.FixedPort(); got != tc.want {
+			t.Errorf("%+v: FixedPort() = %d, want %d", tc.r, got, tc.want)
+		}
+	}
+}

@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"slices"
 	"strings"
 	"time"
 
@@ -102,7 +101,7 @@ Examples:
 				return fmt.Errorf("finding the batchkit binary: %w", err)
 			}
 			if !o.dryRun {
-				if err := sourceOnce(c, penv); err != nil {
+				if _, err := sourceOnce(c, penv); err != nil {
 					return err
 				}
 			}
@@ -126,18 +125,19 @@ Examples:
 }
 
 // sourceOnce sources the profile's scripts into this process before the
-// launcher is looked up on the PATH they set; the ranks inherit the result
-// through the launcher, so nothing is sourced per rank. The profile's
-// variables go by the launcher (-genv), not here.
-func sourceOnce(c *cli.Context, env profile.Env) error {
+// launcher is looked up on the PATH they set, and returns their changes;
+// the ranks inherit the result through the launcher, so nothing is
+// sourced per rank. The profile's variables go by the launcher (-genv),
+// not here.
+func sourceOnce(c *cli.Context, env profile.Env) (envsetup.Changes, error) {
 	if len(env.Source) == 0 && !env.OneCCLBindings {
-		return nil
+		return envsetup.Changes{}, nil
 	}
 	sourced, err := sourceScripts(c.Context, os.Environ(), profileScripts(env.Source), env, c.Duration("source-timeout"))
 	if err != nil {
-		return err
+		return envsetup.Changes{}, err
 	}
-	return applyToProcess(sourced)
+	return sourced, applyToProcess(sourced)
 }
 
 // mpirunDefaults are the settings under the flags: the site profile's
@@ -159,10 +159,7 @@ func mpirunDefaults(c *cli.Context) (mpirun.Defaults, profile.Env, error) {
 	d := mpirun.Defaults{
 		Flavor: m.Flavor, Launcher: string(m.Launcher), Binary: m.Binary, Args: m.Args,
 		Bootstrap: m.Bootstrap, SrunMPI: m.SrunMPI, AllowRunAsRoot: m.AllowRunAsRoot, Oversubscribe: m.Oversubscribe,
-		Env: r.Profile.Env.Vars,
-	}
-	if r.Profile.Rendezvous.PortPolicy == profile.PortFixed {
-		d.MasterPort = r.Profile.Rendezvous.Port
+		Env: r.Profile.Env.Vars, MasterPort: r.Profile.Rendezvous.FixedPort(),
 	}
 	return d, r.Profile.Env, nil
 }
@@ -321,22 +318,9 @@ func planMpirun(o mpirunOptions, getenv topology.Getenv, probe mpirun.Probe, sel
 		}
 	}
 
-	flags := map[string]string{}
-	for _, kv := range o.env {
-		k, v, ok := strings.Cut(kv, "=")
-		if !ok || !mpirun.ValidEnvName(k) {
-			return p, usagef("invalid --env %q: want NAME=VALUE with NAME of letters, digits and _", kv)
-		}
-		if k == envvars.Token {
-			return p, usagef("--env %s would put the job token on the launcher's command line, which every user can read: export %s instead", k, k)
-		}
-		if k == envvars.NumNodes {
-			return p, usagef("invalid --env %q: batchkit mpirun sets %s from the hosts it places ranks on", kv, k)
-		}
-		if slices.Contains(envvars.PerRank, k) {
-			return p, usagef("invalid --env %q: batchkit exec sets %s on every rank (it differs from rank to rank)", kv, k)
-		}
-		flags[k] = v
+	flags, err := envsetup.SharedEnv(o.env)
+	if err != nil {
+		return p, badInput(err)
 	}
 	in := envsetup.LaunchInput{Vars: o.profileEnv, Lookup: o.lookup, Env: flags, Srun: launcher == mpirun.LauncherSrun,
 		JobID: jobID, Port: o.masterPort, Fixed: o.profilePort, Free: port}

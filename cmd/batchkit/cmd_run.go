@@ -11,6 +11,7 @@ import (
 	"github.com/mattn/go-isatty"
 	"github.com/urfave/cli/v2"
 
+	"github.com/batchkit/batchkit/envsetup"
 	"github.com/batchkit/batchkit/launch/local"
 )
 
@@ -23,6 +24,11 @@ func runCommand() *cli.Command {
 LOCAL_WORLD_SIZE, NODE_RANK=0, GROUP_RANK=0, GROUP_WORLD_SIZE=1, MASTER_ADDR=127.0.0.1 and
 MASTER_PORT (a free port unless --master-port) set on top of the inherited environment, plus
 BATCHKIT_JOB_TOKEN, a random secret shared by the ranks (kept if already set, except in restarts).
+
+With --profile the site profile's [env] scripts (oneAPI setvars.sh ...) are sourced once, by real
+bash, before CMD is looked up on the PATH they set, and every rank gets their changes and the
+profile's variables; a variable you exported keeps your value (as under batchkit exec --profile).
+Per-rank pinning is not done here.
 
 Each output line is prefixed with its rank, "[3] ...": stdout to stdout, stderr to stderr.
 SIGINT, SIGTERM, SIGHUP and SIGQUIT are forwarded to every rank's process group. When a rank exits non-zero
@@ -50,6 +56,8 @@ Examples:
 			&cli.StringFlag{Name: "tee", Usage: "also write each rank's output, unprefixed, to `DIR`/rank-N.log (never overwritten)"},
 			&cli.DurationFlag{Name: "grace", Value: local.DefaultGrace, Usage: "time between SIGTERM and SIGKILL when stopping ranks"},
 			&cli.IntFlag{Name: "max-restarts", Usage: "start all ranks again up to `N` times after a rank failed"},
+			&cli.StringFlag{Name: "profile", Usage: "site profile `NAME` or file whose [env] scripts are sourced once and whose variables every rank gets (the user's values win)"},
+			&cli.DurationFlag{Name: "source-timeout", Value: envsetup.DefaultTimeout, Usage: "time for the profile's source scripts"},
 		},
 		Action: func(c *cli.Context) error {
 			args := c.Args().Slice()
@@ -79,6 +87,11 @@ Examples:
 				return err
 			}
 
+			environ, prof, err := runProfile(c)
+			if err != nil {
+				return err
+			}
+
 			sigs := make(chan os.Signal, 4)
 			// SIGHUP: the terminal or ssh session closed; SIGQUIT: the
 			// user wants the ranks' own dumps, not the launcher's; SIGUSR1:
@@ -97,6 +110,8 @@ Examples:
 				ColorStderr: colorErr,
 				TeeDir:      c.String("tee"),
 				Grace:       c.Duration("grace"),
+				Env:         environ,
+				Profile:     prof,
 				MasterPort:  c.Int("master-port"),
 				Signals:     sigs,
 				MaxRestarts: c.Int("max-restarts"),
@@ -112,6 +127,26 @@ Examples:
 			return nil
 		},
 	}
+}
+
+// runProfile sources --profile's scripts once into this process, so that
+// CMD is looked up on the PATH they set, as batchkit mpirun does; the ranks get the scripts' changes and the profile's
+// variables through envsetup.RankEnv, over the environment from before
+// (nil: no profile, the ranks inherit this process's).
+func runProfile(c *cli.Context) ([]string, local.Profile, error) {
+	if !c.IsSet("profile") {
+		return nil, local.Profile{}, nil
+	}
+	r, err := loadProfile(c, nil)
+	if err != nil {
+		return nil, local.Profile{}, err
+	}
+	environ := os.Environ() // before sourcing: what is in it is the user's
+	sourced, err := sourceOnce(c, r.Profile.Env)
+	if err != nil {
+		return nil, local.Profile{}, err
+	}
+	return environ, local.Profile{Sourced: sourced, Vars: r.Profile.Env.Vars}, nil
 }
 
 // colors decides, for --color, whether to colour the prefixes on stdout and

@@ -27,11 +27,19 @@ func RankTopology(rank, n, masterPort int) topology.Topology {
 	}
 }
 
-// rankEnv is one rank's environment: base with the torchrun contract of t
-// and the attempt's variables set over any inherited values
-// (envsetup.RankEnv decides; nothing is sourced per rank here).
-func rankEnv(base []string, t topology.Topology, a envsetup.Attempt) []string {
-	ch, _ := envsetup.RankEnv(envsetup.RankInput{Topology: t, Attempt: &a, Environ: base})
+// Profile is what a site profile adds to every rank (batchkit run
+// --profile): its scripts' changes, sourced once by the caller, and its
+// [env] variables, both under the user's values (envsetup.RankEnv).
+type Profile struct {
+	Sourced envsetup.Changes
+	Vars    map[string]string
+}
+
+// rankEnv is one rank's environment: base (the user's, before any script)
+// with p's layers, then the torchrun contract of t and the attempt's
+// variables over any inherited values (envsetup.RankEnv decides).
+func rankEnv(base []string, p Profile, t topology.Topology, a envsetup.Attempt) []string {
+	ch, _ := envsetup.RankEnv(envsetup.RankInput{Topology: t, Attempt: &a, Environ: base, Sourced: p.Sourced, Vars: p.Vars})
 	return envsetup.Merge(base, ch)
 }
 

@@ -56,6 +56,10 @@ type Options struct {
 	// in a rank's process group when the rank exits. 0 kills at once.
 	Grace time.Duration
 
+	// Profile is a site profile's layers over Env for every rank; Env is
+	// then the environment from before its scripts were sourced.
+	Profile Profile
+
 	// MasterPort is MASTER_PORT; 0 picks a free port on 127.0.0.1.
 	MasterPort int
 
@@ -276,7 +280,7 @@ func (l *launch) start(id int, exits chan<- exitEvent, copied *sync.WaitGroup) e
 	r.cmd = &exec.Cmd{
 		Path:        l.path,
 		Args:        append([]string{l.opts.Cmd}, l.opts.Args...),
-		Env:         rankEnv(l.env, t, l.attempt()),
+		Env:         rankEnv(l.env, l.opts.Profile, t, l.attempt()),
 		Stdout:      outW,
 		Stderr:      errW,
 		SysProcAttr: sysProcAttr(),

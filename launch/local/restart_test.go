@@ -64,7 +64,7 @@ func TestDecide(t *testing.T) {
 // A restarted rank's environment, the restart variables included, is still
 // batchkit run's to detection: torchrun, with the run id as job id.
 func TestRankEnvDetected(t *testing.T) {
-	env := rankEnv([]string{"PATH=/bin", "SLURM_JOB_ID=7", "SLURM_STEP_ID=0", "SLURM_PROCID=0", "SLURM_NTASKS=1"},
+	env := rankEnv([]string{"PATH=/bin", "SLURM_JOB_ID=7", "SLURM_STEP_ID=0", "SLURM_PROCID=0", "SLURM_NTASKS=1"}, Profile{},
 		RankTopology(1, 2, 40000), envsetup.Attempt{Token: "t", RunID: "run-1", Restart: 2, MaxRestarts: 3})
 	m := map[string]string{}
 	for _, kv := range env {
