@@ -43,7 +43,9 @@ func TestMpirunSourcesProfile(t *testing.T) {
 		t.Fatal(err)
 	}
 	tools := toolsDir(t)
-	prof := fakeOneAPIProfile(t, filepath.Join(t.TempDir(), "fake-oneapi.toml"), root, "CCL_WORKER_COUNT = \"1\"\n")
+	// CCL_CONFIGURATION: the script sets it, the profile's value wins.
+	prof := fakeOneAPIProfile(t, filepath.Join(t.TempDir(), "fake-oneapi.toml"), root,
+		"CCL_WORKER_COUNT = \"1\"\nCCL_CONFIGURATION = \"cpu_gpu_dpcpp\"\n")
 	env := bareEnv(tools)
 	if _, err := exec.LookPath(filepath.Join(tools, "mpirun")); err == nil {
 		t.Fatal("the test PATH has an mpirun")
@@ -51,7 +53,7 @@ func TestMpirunSourcesProfile(t *testing.T) {
 	out := runEnv(t, env, bin, "mpirun", "--profile", prof, "-n", "2", "--",
 		"sh", "-c", `echo "rank=$RANK ccl=$CCL_ROOT conf=$CCL_CONFIGURATION mpi=$I_MPI_ROOT workers=$CCL_WORKER_COUNT done=$SETVARS_COMPLETED"`)
 	for rank := 0; rank < 2; rank++ {
-		want := fmt.Sprintf("rank=%d ccl=%s/ccl/latest conf=cpu mpi=%s/mpi/latest workers=1 done=1", rank, root, root)
+		want := fmt.Sprintf("rank=%d ccl=%s/ccl/latest conf=cpu_gpu_dpcpp mpi=%s/mpi/latest workers=1 done=1", rank, root, root)
 		if !strings.Contains(out, want+"\n") {
 			t.Errorf("no line %q in the ranks' output:\n%s", want, out)
 		}

@@ -124,6 +124,15 @@ Examples:
 	}
 }
 
+// lookupIn looks names up in environ: the user's environment as it was
+// before sourceOnce changed this process's, so that a variable a script
+// set does not pass for one the user exported (which would win over the
+// profile's value; envsetup/rank.go's layers 2 to 4).
+func lookupIn(environ []string) func(string) (string, bool) {
+	m := envsetup.Environ(environ)
+	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+}
+
 // sourceOnce sources the profile's scripts into this process before the
 // launcher is looked up on the PATH they set, and returns their changes;
 // the ranks inherit the result through the launcher, so nothing is
@@ -224,7 +233,7 @@ func mpirunOptionsFrom(c *cli.Context, d mpirun.Defaults) (mpirunOptions, error)
 		masterPortSet: c.IsSet("master-port"),
 		profilePort:   d.MasterPort,
 		profileEnv:    d.Env,
-		lookup:        os.LookupEnv,
+		lookup:        lookupIn(os.Environ()),
 		dryRun:        c.Bool("dry-run"),
 		program:       args,
 	}
