@@ -479,3 +479,22 @@ func TestWriteText(t *testing.T) {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
 }
+
+// Colour is for a terminal: the status in its colour, and nothing else
+// changes; without it, no escape sequence at all (the case above).
+func TestWriteTextColor(t *testing.T) {
+	var plain, colored strings.Builder
+	rs := []Result{{Name: "torch", Status: Fail, Message: "torch is missing", Fix: "pip install torch"}}
+	WriteText(&plain, rs, false)
+	WriteText(&colored, rs, true)
+	if strings.Contains(plain.String(), "\x1b[") {
+		t.Errorf("plain output has escapes: %q", plain.String())
+	}
+	if !strings.Contains(colored.String(), "\x1b[31mFAIL") {
+		t.Errorf("coloured output %q lacks a red FAIL", colored.String())
+	}
+	strip := strings.NewReplacer("\x1b[31m", "", "\x1b[0m", "")
+	if got := strip.Replace(colored.String()); !strings.HasPrefix(got, "FAIL") || !strings.Contains(got, "torch is missing") {
+		t.Errorf("coloured output, escapes removed: %q", got)
+	}
+}
