@@ -12,6 +12,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/batchkit/batchkit/internal/infile"
 )
 
 // DefaultTimeout bounds one sourcing, every script together.
@@ -131,13 +133,14 @@ func checkScripts(scripts []Script) ([]Script, error) {
 		if err != nil {
 			return nil, &SourceError{Script: s.Path, Code: -1, Err: err}
 		}
-		f, err := os.Open(p)
+		// Checked before any open: opening a FIFO blocks, and bash would
+		// read /dev/zero for ever.
+		err = infile.Check(p)
 		if err == nil {
-			var fi os.FileInfo
-			if fi, err = f.Stat(); err == nil && fi.IsDir() {
-				err = errors.New("is a directory")
+			var f *os.File
+			if f, err = os.Open(p); err == nil {
+				f.Close()
 			}
-			f.Close()
 		}
 		if err != nil {
 			return nil, &SourceError{Script: s.Path, Code: -1, Err: unwrapPath(err)}

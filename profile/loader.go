@@ -11,6 +11,7 @@ import (
 	"syscall"
 
 	"github.com/batchkit/batchkit/envsetup/envvars"
+	"github.com/batchkit/batchkit/internal/infile"
 	siteconfigs "github.com/batchkit/batchkit/site-configs"
 )
 
@@ -194,6 +195,9 @@ func (l *Loader) Load(e Entry) (*File, error) {
 	return f, ps.err()
 }
 
+// MaxFileBytes bounds a profile file: a site's is a few KiB.
+const MaxFileBytes = 1 << 20
+
 func (l *Loader) load(e Entry) (*File, problems) {
 	var (
 		src []byte
@@ -207,7 +211,7 @@ func (l *Loader) load(e Entry) (*File, problems) {
 			src, err = fs.ReadFile(l.Embedded, strings.TrimPrefix(e.Path, embeddedPrefix))
 		}
 	} else {
-		src, err = os.ReadFile(e.Path)
+		src, err = infile.Read(e.Path, MaxFileBytes)
 		if abs, aerr := filepath.Abs(filepath.Dir(e.Path)); aerr == nil {
 			dir = abs
 		}

@@ -22,6 +22,7 @@ import (
 	"text/template/parse"
 	"unicode"
 
+	"github.com/batchkit/batchkit/internal/infile"
 	"github.com/batchkit/batchkit/internal/shquote"
 )
 
@@ -32,6 +33,9 @@ var defaults embed.FS
 const (
 	Sbatch = "sbatch.sh.tmpl"
 )
+
+// maxTemplateBytes bounds a site template file.
+const maxTemplateBytes = 1 << 20
 
 // Names lists them.
 var Names = []string{Sbatch}
@@ -137,7 +141,7 @@ func Load(dir string) (*Set, error) {
 			continue
 		}
 		path := filepath.Join(dir, name)
-		b, err := os.ReadFile(path)
+		b, err := infile.Read(path, maxTemplateBytes)
 		if err != nil {
 			return nil, fmt.Errorf("reading template %s: %w", path, err)
 		}
