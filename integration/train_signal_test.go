@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -96,10 +97,14 @@ func TestTrainUSR1ThroughLaunchers(t *testing.T) {
 	for _, tc := range []struct {
 		name, tool string
 		argv       []string
+		codes      []int // what the launcher may exit with
 	}{
-		{"batchkit run", "", []string{bin, "run", "-n", "2", "--"}},
-		{"batchkit mpirun openmpi", "mpirun.openmpi", []string{bin, "mpirun", "--flavor", "openmpi", "-n", "2", "--allow-run-as-root", "--oversubscribe", "--"}},
-		{"batchkit mpirun mpich", "mpirun.mpich", []string{bin, "mpirun", "--flavor", "mpich", "-n", "2", "--"}},
+		{"batchkit run", "", []string{bin, "run", "-n", "2", "--"}, []int{75}},
+		{"batchkit mpirun openmpi", "mpirun.openmpi", []string{bin, "mpirun", "--flavor", "openmpi", "-n", "2", "--allow-run-as-root", "--oversubscribe", "--"}, []int{75}},
+		// MPICH's Hydra forwards the signal, but once it has, it sometimes
+		// exits 0 whatever the ranks' 75 (README: use srun with MPICH under
+		// Slurm); the ranks' checkpoint is what is checked there.
+		{"batchkit mpirun mpich", "mpirun.mpich", []string{bin, "mpirun", "--flavor", "mpich", "-n", "2", "--"}, []int{75, 0}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.tool != "" {
@@ -118,8 +123,8 @@ func TestTrainUSR1ThroughLaunchers(t *testing.T) {
 			waitCheckpoint(t, dir, 10)
 			cmd.Process.Signal(syscall.SIGUSR1)
 			code, took := waitExit(t, cmd, 30*time.Second)
-			if code != 75 {
-				t.Errorf("%s exited %d after %v, want 75\n%s", tc.name, code, took, out.String())
+			if !slices.Contains(tc.codes, code) || !strings.Contains(out.String(), "batchkit: preempted after step ") {
+				t.Errorf("%s exited %d after %v, want %v and the ranks' checkpoint\n%s", tc.name, code, took, tc.codes, out.String())
 			}
 		})
 	}
