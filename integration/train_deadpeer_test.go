@@ -1,9 +1,7 @@
 package integration
 
 import (
-	"bytes"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -37,15 +35,7 @@ func TestTrainDeadPeerEveryLauncher(t *testing.T) {
 			}
 			dir := t.TempDir()
 			os.Chmod(dir, 0o777)
-			argv := append(slices.Clone(tc.argv), bin, "train", "--checkpoint-dir", dir)
-			cmd := exec.Command(argv[0], append(argv[1:], restartTrain...)...)
-			var out bytes.Buffer
-			cmd.Stdout, cmd.Stderr = &out, &out
-			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); cmd.Wait() })
+			cmd, out := startGroup(t, append(append(slices.Clone(tc.argv), bin, "train", "--checkpoint-dir", dir), restartTrain...)...)
 			waitCheckpoint(t, dir, 20)
 			if err := syscall.Kill(rankOf(t, dir, 1), syscall.SIGKILL); err != nil {
 				t.Fatal(err)

@@ -111,15 +111,7 @@ func TestTrainUSR1ThroughLaunchers(t *testing.T) {
 				needTool(t, tc.tool)
 			}
 			dir := t.TempDir()
-			argv := append(append(append([]string{}, tc.argv...), bin, "train", "--checkpoint-dir", dir), restartTrain...)
-			cmd := exec.Command(argv[0], argv[1:]...)
-			var out bytes.Buffer
-			cmd.Stdout, cmd.Stderr = &out, &out
-			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); cmd.Wait() })
+			cmd, out := startGroup(t, append(append(slices.Clone(tc.argv), bin, "train", "--checkpoint-dir", dir), restartTrain...)...)
 			waitCheckpoint(t, dir, 10)
 			cmd.Process.Signal(syscall.SIGUSR1)
 			code, took := waitExit(t, cmd, 30*time.Second)

@@ -78,7 +78,14 @@ var slowTrain = []string{"--hidden", "512,512", "--batch-size", "8", "--epochs",
 // dir, with more flags.
 func startTrain(t *testing.T, dir string, flags ...string) (*exec.Cmd, *bytes.Buffer) {
 	t.Helper()
-	cmd := exec.Command(bin, trainArgs(append(append(slowTrain, "--checkpoint-dir", dir), flags...)...)...)
+	return startGroup(t, append([]string{bin}, trainArgs(append(append(slowTrain, "--checkpoint-dir", dir), flags...)...)...)...)
+}
+
+// startGroup starts argv in a process group of its own, its stdout and
+// stderr together, and kills the whole group when the test ends.
+func startGroup(t *testing.T, argv ...string) (*exec.Cmd, *bytes.Buffer) {
+	t.Helper()
+	cmd := exec.Command(argv[0], argv[1:]...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
