@@ -83,6 +83,7 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz=FuzzExpandHostlist -fuzztime=$(FUZZTIME) ./slurm/
 	$(GO) test -run='^$$' -fuzz=FuzzParseTasksPerNode -fuzztime=$(FUZZTIME) ./slurm/
 	$(GO) test -run='^$$' -fuzz=FuzzQuote -fuzztime=$(FUZZTIME) ./internal/shquote/
+	$(GO) test -run='^$$' -fuzz=FuzzSiteTemplate -fuzztime=$(FUZZTIME) ./templates/
 
 cluster-up:
 	scripts/local-cluster.sh up
