@@ -107,17 +107,14 @@ func Unit(op Op, dt collective.DType, ranks int) int64 {
 	return u
 }
 
-// Sizes is the sweep min, 2·min, 4·min, ... up to max, each rounded down to
-// a multiple of Unit, or up to one Unit when below it (so that 3..5 bytes of
-// float32 runs 4); sizes past max, and repeats, are skipped.
+// Sizes is the sweep min, 2·min, 4·min, ... up to max, each rounded up to
+// a multiple of Unit (so that 3..5 bytes of float32 runs 4, and 6.. starts
+// at 8: never below min); sizes past max, and repeats, are skipped.
 func Sizes(op Op, dt collective.DType, ranks int, min, max int64) []int64 {
 	unit := Unit(op, dt, ranks)
 	var out []int64
 	for b := min; b > 0 && b <= max; b *= 2 {
-		s := b / unit * unit
-		if s == 0 {
-			s = unit
-		}
+		s := (b + unit - 1) / unit * unit // up: no size below min
 		if s <= max && (len(out) == 0 || out[len(out)-1] != s) {
 			out = append(out, s)
 		}
