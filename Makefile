@@ -84,6 +84,7 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz=FuzzParseTasksPerNode -fuzztime=$(FUZZTIME) ./slurm/
 	$(GO) test -run='^$$' -fuzz=FuzzQuote -fuzztime=$(FUZZTIME) ./internal/shquote/
 	$(GO) test -run='^$$' -fuzz=FuzzSiteTemplate -fuzztime=$(FUZZTIME) ./templates/
+	$(GO) test -run='^$$' -fuzz=FuzzParseSize -fuzztime=$(FUZZTIME) ./trainer/bench/
 
 cluster-up:
 	scripts/local-cluster.sh up
