@@ -8,10 +8,10 @@ import (
 	"os/exec"
 	"runtime"
 	"strconv"
-	"syscall"
 	"time"
 
 	"github.com/batchkit/batchkit/envsetup"
+	"github.com/batchkit/batchkit/internal/cmdgroup"
 	"github.com/batchkit/batchkit/profile"
 )
 
@@ -41,9 +41,7 @@ func ExecRunner(ctx context.Context, c Command) (string, string, error) {
 	}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = 500 * time.Millisecond
+	cmdgroup.Bound(cmd, 500*time.Millisecond)
 	err := cmd.Run()
 	return stdout.String(), stderr.String(), err
 }

@@ -10,9 +10,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
+	"github.com/batchkit/batchkit/internal/cmdgroup"
 	"github.com/batchkit/batchkit/internal/shquote"
 )
 
@@ -98,9 +98,7 @@ func BindingsScript(ctx context.Context, environ []string, python string, timeou
 	cmd.Env = environ
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = time.Second
+	cmdgroup.Bound(cmd, time.Second)
 	err = cmd.Run()
 	var ee *exec.ExitError
 	switch {

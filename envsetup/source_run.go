@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/batchkit/batchkit/internal/cmdgroup"
 	"github.com/batchkit/batchkit/internal/infile"
 )
 
@@ -196,9 +197,7 @@ func (r Runner) run(ctx context.Context, dir string, environ []string, scripts [
 	defer stdout.Close()
 	defer stderr.Close()
 	cmd.Stdout, cmd.Stderr = stdout, stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = 2 * time.Second
+	cmdgroup.Bound(cmd, 2*time.Second)
 	err := cmd.Run()
 	if err == nil {
 		return nil
