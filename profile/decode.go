@@ -181,112 +181,144 @@ func (d *decoder) table(keys []string, prims map[string]toml.Primitive, rv refle
 }
 
 // value decodes one key's value into fv, checking its TOML type first so
-// that a mismatch is reported in words, at the value.
+// that a mismatch is reported in words, at the value. Tables, arrays of
+// tables and the map of variables are decoded key by key, element by
+// element; the rest by the toml package.
 func (d *decoder) value(prim toml.Primitive, fv reflect.Value, path string) {
+	raw, ok := d.decodeRaw(prim, fv.Type(), path)
+	if !ok {
+		return
+	}
+	switch t := fv.Type(); {
+	case t.Kind() == reflect.Struct:
+		d.subtable(prim, fv, path)
+	case t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.Struct:
+		d.tableArray(prim, fv, path)
+	case t.Kind() == reflect.Map:
+		d.mapEntries(prim, fv, path)
+	case t.Kind() == reflect.Slice:
+		if d.elementsMatch(rawSlice(raw), t.Elem(), path) {
+			d.scalar(prim, fv, path)
+		}
+	default:
+		d.scalar(prim, fv, path)
+	}
+}
+
+// decodeRaw decodes prim as plain TOML and checks that it suits Go type t.
+func (d *decoder) decodeRaw(prim toml.Primitive, t reflect.Type, path string) (any, bool) {
 	var raw any
 	if err := d.md.PrimitiveDecode(prim, &raw); err != nil {
 		d.problem(path, false, "%s", tomlMessage(err))
+		return nil, false
+	}
+	if !typeMatches(t, raw) {
+		d.problem(path, false, "%s: want %s, got %s%s", path, describeType(t), describeValue(raw), typeHint(t, raw))
+		return nil, false
+	}
+	return raw, true
+}
+
+// subtable decodes a table ([slurm], an env.source element) into struct fv.
+func (d *decoder) subtable(prim toml.Primitive, fv reflect.Value, path string) {
+	// Decoding into the mirror marks the known keys decoded.
+	mirror := reflect.New(mirrorOf(fv.Type()))
+	if err := d.md.PrimitiveDecode(prim, mirror.Interface()); err != nil {
+		d.problem(path, false, "%s", tomlMessage(err))
 		return
 	}
-	if !typeMatches(fv.Type(), raw) {
-		d.problem(path, false, "%s: want %s, got %s%s", path, describeType(fv.Type()), describeValue(raw), typeHint(fv.Type(), raw))
+	var prims map[string]toml.Primitive
+	if err := d.scratch.PrimitiveDecode(prim, &prims); err != nil {
+		d.problem(path, false, "%s", tomlMessage(err))
 		return
 	}
-	switch {
-	case fv.Kind() == reflect.Struct:
-		// Decoding into the mirror marks the known keys decoded.
-		mirror := reflect.New(mirrorOf(fv.Type()))
-		if err := d.md.PrimitiveDecode(prim, mirror.Interface()); err != nil {
-			d.problem(path, false, "%s", tomlMessage(err))
-			return
-		}
-		var prims map[string]toml.Primitive
-		if err := d.scratch.PrimitiveDecode(prim, &prims); err != nil {
-			d.problem(path, false, "%s", tomlMessage(err))
-			return
-		}
-		keys := make([]string, 0, len(prims))
-		for k := range prims {
-			keys = append(keys, k)
-		}
-		d.sortByPosition(path, keys)
-		d.table(keys, prims, fv, path)
-		return
+	d.table(d.keysInOrder(path, prims), prims, fv, path)
+}
 
-	case fv.Kind() == reflect.Slice && fv.Type().Elem().Kind() == reflect.Struct:
-		var elems []toml.Primitive
-		if err := d.md.PrimitiveDecode(prim, &elems); err != nil {
-			d.problem(path, false, "%s", tomlMessage(err))
-			return
-		}
-		out := reflect.MakeSlice(fv.Type(), len(elems), len(elems))
-		before := d.valueProblems
-		for i, e := range elems {
-			d.value(e, out.Index(i), indexPath(path, i))
-		}
-		if d.valueProblems == before {
-			fv.Set(out)
-			d.set(path)
-		}
-		return
-
-	case fv.Kind() == reflect.Slice:
-		elems := rawSlice(raw)
-		ok := true
-		for i, e := range elems {
-			if !typeMatches(fv.Type().Elem(), e) {
-				d.problem(indexPath(path, i), false, "%s: want %s, got %s", indexPath(path, i), describeType(fv.Type().Elem()), describeValue(e))
-				ok = false
-			}
-		}
-		if !ok {
-			return
-		}
-
-	case fv.Kind() == reflect.Map:
-		var entries map[string]toml.Primitive
-		if err := d.md.PrimitiveDecode(prim, &entries); err != nil {
-			d.problem(path, false, "%s", tomlMessage(err))
-			return
-		}
-		names := make([]string, 0, len(entries))
-		for k := range entries {
-			names = append(names, k)
-		}
-		d.sortByPosition(path, names)
-		if fv.IsNil() {
-			fv.Set(reflect.MakeMapWithSize(fv.Type(), len(names)))
-		}
-		for _, name := range names {
-			p := joinPath(path, name)
-			var raw any
-			if err := d.md.PrimitiveDecode(entries[name], &raw); err != nil {
-				d.problem(p, false, "%s", tomlMessage(err))
-				continue
-			}
-			et := fv.Type().Elem()
-			if !typeMatches(et, raw) {
-				d.problem(p, false, "%s: want %s, got %s%s", p, describeType(et), describeValue(raw), typeHint(et, raw))
-				continue
-			}
-			ev := reflect.New(et).Elem()
-			if err := d.md.PrimitiveDecode(entries[name], ev.Addr().Interface()); err != nil {
-				d.problem(p, false, "%s: %s", p, tomlMessage(err))
-				continue
-			}
-			fv.SetMapIndex(reflect.ValueOf(name), ev)
-			d.setKey(path+"."+name, p)
-		}
+// tableArray decodes an array of tables (env.source) into slice fv, which
+// is set only if every element decodes.
+func (d *decoder) tableArray(prim toml.Primitive, fv reflect.Value, path string) {
+	var elems []toml.Primitive
+	if err := d.md.PrimitiveDecode(prim, &elems); err != nil {
+		d.problem(path, false, "%s", tomlMessage(err))
 		return
 	}
+	out := reflect.MakeSlice(fv.Type(), len(elems), len(elems))
+	before := d.valueProblems
+	for i, e := range elems {
+		d.value(e, out.Index(i), indexPath(path, i))
+	}
+	if d.valueProblems == before {
+		fv.Set(out)
+		d.set(path)
+	}
+}
 
-	// A scalar or a list of scalars: let the toml package convert it. Text
-	// types (the flavor, launcher and port policy) reject unknown values here.
+// elementsMatch reports whether every element of a list suits type t,
+// reporting each that does not at its index.
+func (d *decoder) elementsMatch(elems []any, t reflect.Type, path string) bool {
+	ok := true
+	for i, e := range elems {
+		if !typeMatches(t, e) {
+			d.problem(indexPath(path, i), false, "%s: want %s, got %s", indexPath(path, i), describeType(t), describeValue(e))
+			ok = false
+		}
+	}
+	return ok
+}
+
+// mapEntries decodes the table of variables into map fv, each variable a leaf
+// of its own: one with a bad value leaves the others set.
+func (d *decoder) mapEntries(prim toml.Primitive, fv reflect.Value, path string) {
+	var entries map[string]toml.Primitive
+	if err := d.md.PrimitiveDecode(prim, &entries); err != nil {
+		d.problem(path, false, "%s", tomlMessage(err))
+		return
+	}
+	names := d.keysInOrder(path, entries)
+	if fv.IsNil() {
+		fv.Set(reflect.MakeMapWithSize(fv.Type(), len(names)))
+	}
+	for _, name := range names {
+		d.mapEntry(entries[name], fv, path, name)
+	}
+}
+
+// mapEntry decodes variable name of the table at path into map fv.
+func (d *decoder) mapEntry(prim toml.Primitive, fv reflect.Value, path, name string) {
+	p := joinPath(path, name)
+	et := fv.Type().Elem()
+	if _, ok := d.decodeRaw(prim, et, p); !ok {
+		return
+	}
+	ev := reflect.New(et).Elem()
+	if err := d.md.PrimitiveDecode(prim, ev.Addr().Interface()); err != nil {
+		d.problem(p, false, "%s: %s", p, tomlMessage(err))
+		return
+	}
+	fv.SetMapIndex(reflect.ValueOf(name), ev)
+	d.setKey(path+"."+name, p)
+}
+
+// scalar decodes a scalar or a list of scalars into fv with the toml
+// package. Text types (the flavor, launcher and port policy) reject unknown
+// values here.
+func (d *decoder) scalar(prim toml.Primitive, fv reflect.Value, path string) {
 	if err := d.md.PrimitiveDecode(prim, fv.Addr().Interface()); err != nil {
 		d.problem(path, false, "%s: %s", path, tomlMessage(err))
 		return
 	}
 	d.set(path)
+}
+
+// keysInOrder lists the keys of a table at path as they appear in the file.
+func (d *decoder) keysInOrder(path string, prims map[string]toml.Primitive) []string {
+	keys := make([]string, 0, len(prims))
+	for k := range prims {
+		keys = append(keys, k)
+	}
+	d.sortByPosition(path, keys)
+	return keys
 }
 
 // set records that the file sets path, if path is a leaf: not a key inside

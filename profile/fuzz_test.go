@@ -9,7 +9,7 @@ import (
 // ParseFile never panics, and every problem it reports has a place in the
 // file.
 func FuzzParseFile(f *testing.F) {
-	seeds, _ := filepath.Glob("testdata/broken/*.toml")
+	seeds, _ := filepath.Glob("testdata/*/*.toml")
 	more, _ := filepath.Glob("../site-configs/*.toml")
 	for _, p := range append(seeds, more...) {
 		b, err := os.ReadFile(p)

@@ -167,7 +167,7 @@ func (r *Resolved) Set(key string, value any, source string) error {
 	var tmp Profile
 	setLeaf(&tmp, key, v)
 	if issues := checkLeaf(&tmp, key); len(issues) > 0 {
-		return &Problem{File: source, Msg: key + issues[0].sub + ": " + issues[0].msg}
+		return &Problem{File: source, Msg: issues[0].String()}
 	}
 	r.apply([]string{key}, &tmp, func(string) Origin { return Origin{Source: source} })
 	return nil

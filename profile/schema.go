@@ -9,22 +9,28 @@ import (
 	"sync"
 
 	"github.com/BurntSushi/toml"
+
+	"github.com/batchkit/batchkit/mpirun"
 )
 
 // The schema is the Profile type itself: its toml tags name the keys. A leaf
 // is a key that is merged as a whole (a scalar or a list); Env.Vars is merged
-// entry by entry, so each "env.vars.NAME" is a leaf of its own.
+// entry by entry, so each "env.vars.NAME" is a leaf of its own. What a
+// value must be beyond its type is the leaf's row in checks.
 
 type leafSpec struct {
 	key   string // "slurm.partition"; "env.vars" for the map of variables
-	index []int  // reflect field index path from Profile
+	path  keyPath
+	index []int // reflect field index path from Profile
 	typ   reflect.Type
+	check check // from checks; nil when the type says all
 }
 
 var (
 	profileType   = reflect.TypeOf(Profile{})
 	primitiveType = reflect.TypeOf(toml.Primitive{})
-	leafSpecs     = collectLeaves(profileType, "", nil)
+	leafSpecs     = collectLeaves(profileType, keyPath{}, nil)
+	varsLeaf, _   = leafByKey(VarsKey)
 )
 
 // VarsKey is the table of environment variables; each variable is the key
@@ -33,22 +39,89 @@ const VarsKey = "env.vars"
 
 const extendsKey = "extends"
 
-func collectLeaves(t reflect.Type, prefix string, index []int) []leafSpec {
+// A check validates one value beyond its TOML type, which decoding has
+// already checked; at is where the value is, and what messages name.
+type check func(v reflect.Value, at keyPath) []issue
+
+// typeOnly is the check of a key whose type says all there is: a boolean.
+var typeOnly check
+
+// checks names the check of every key of the schema, a table per section
+// as a site admin writes them ("" is the top level). Adding a key to
+// Profile means adding its row here: TestEveryKeyHasACheck fails until it
+// has one. The checks themselves are in validate.go.
+var checks = map[string]map[string]check{
+	"": {
+		"description": value(singleLine),
+		"templates":   value(nonEmptyLine),
+	},
+	"slurm": {
+		"partition":    value(noSpace),
+		"account":      value(noSpace),
+		"qos":          value(noSpace),
+		"time":         valid(CheckTime),
+		"constraint":   value(nonEmptyLine),
+		"requeue":      typeOnly,
+		"extra_sbatch": each(sbatchOption),
+		"modules":      each(moduleName),
+	},
+	"mpi": {
+		"flavor":            parsed(mpirun.ParseFlavor),
+		"launcher":          parsed(ParseLauncher),
+		"binary":            value(nonEmptyLine),
+		"args":              each(nonEmptyLine),
+		"bootstrap":         value(anyBootstrap),
+		"srun_mpi":          value(srunPlugin),
+		"allow_run_as_root": typeOnly,
+		"oversubscribe":     typeOnly,
+	},
+	"env": {
+		"source":          each(sourceScript),
+		"oneccl_bindings": typeOnly,
+		"python":          value(nonEmptyLine),
+		"vars":            value(variable), // each variable's value, at env.vars.NAME
+	},
+	"rendezvous": {
+		"port_policy": parsed(ParsePortPolicy),
+		"port":        value(portRange),
+	},
+}
+
+// checkOf is the check of the leaf at path: its row in checks.
+func checkOf(path keyPath) check {
+	section := ""
+	if len(path.steps) > 1 {
+		section = path.steps[0].key
+	}
+	return checks[section][path.last()]
+}
+
+func collectLeaves(t reflect.Type, prefix keyPath, index []int) []leafSpec {
 	var out []leafSpec
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)
-		key := joinPath(prefix, tomlName(f))
+		path := prefix.Child(tomlName(f))
 		idx := append(append([]int(nil), index...), i)
 		if f.Type.Kind() == reflect.Struct {
-			out = append(out, collectLeaves(f.Type, key, idx)...)
+			out = append(out, collectLeaves(f.Type, path, idx)...)
 			continue
 		}
+		key := path.tomlKey()
 		if key == extendsKey {
 			continue // not merged
 		}
-		out = append(out, leafSpec{key: key, index: idx, typ: f.Type})
+		out = append(out, leafSpec{key: key, path: path, index: idx, typ: f.Type, check: checkOf(path)})
 	}
 	return out
+}
+
+func leafByKey(key string) (leafSpec, bool) {
+	for _, l := range leafSpecs {
+		if l.key == key {
+			return l, true
+		}
+	}
+	return leafSpec{}, false
 }
 
 func tomlName(f reflect.StructField) string {
@@ -104,18 +177,24 @@ func mergeKeys() []string {
 // leaf and NAME.
 func lookupLeaf(key string) (leafSpec, string, bool) {
 	if name, ok := strings.CutPrefix(key, VarsKey+"."); ok && name != "" {
-		for _, l := range leafSpecs {
-			if l.key == VarsKey {
-				return l, name, true
-			}
-		}
+		return varsLeaf, name, true
 	}
-	for _, l := range leafSpecs {
-		if l.key == key && key != VarsKey {
-			return l, "", true
-		}
+	if key == VarsKey {
+		return leafSpec{}, "", false
 	}
-	return leafSpec{}, "", false
+	l, ok := leafByKey(key)
+	return l, "", ok
+}
+
+// leafAt finds the leaf of key and the path of its value. Unlike lookupLeaf
+// it takes "env.vars.": a file may set a variable with an empty name, which
+// validation must report.
+func leafAt(key string) (leafSpec, keyPath, bool) {
+	if name, ok := strings.CutPrefix(key, VarsKey+"."); ok {
+		return varsLeaf, varsLeaf.path.Child(name), true
+	}
+	l, _, ok := lookupLeaf(key)
+	return l, l.path, ok
 }
 
 // get returns the value of a leaf key in p, and whether it is present (for

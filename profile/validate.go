@@ -3,6 +3,7 @@ package profile
 import (
 	"fmt"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
@@ -13,152 +14,192 @@ import (
 	"github.com/batchkit/batchkit/slurm"
 )
 
-// issue is one problem with a leaf's value; sub narrows the position to
-// part of it, e.g. "[1].script" of env.source.
+// issue is one problem with a value, at where it is: the leaf's path, or a
+// part of it, e.g. env.source[1].script.
 type issue struct {
-	sub, msg string
-	atKey    bool // the problem is the key itself (a variable's name)
+	at    keyPath
+	msg   string
+	atKey bool // the problem is the key itself (a variable's name)
 }
 
-func issuef(sub, format string, a ...any) issue {
-	return issue{sub: sub, msg: fmt.Sprintf(format, a...)}
+func issuef(at keyPath, format string, a ...any) issue {
+	return issue{at: at, msg: fmt.Sprintf(format, a...)}
 }
+
+// String is the issue as an error message names it: "PATH: message".
+func (is issue) String() string { return is.at.String() + ": " + is.msg }
 
 var (
 	envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 	spaceRE   = regexp.MustCompile(`\s`)
 )
 
-// checkLeaf validates the value of one leaf key of p beyond its type.
+// checkLeaf validates the value of one leaf key of p beyond its type, with
+// the check its row in checks names.
 func checkLeaf(p *Profile, key string) []issue {
-	if name, ok := strings.CutPrefix(key, VarsKey+"."); ok {
-		if out := checkVar(name); len(out) > 0 {
-			return out
-		}
-		return checkVarValue(p.Env.Vars[name])
+	l, at, ok := leafAt(key)
+	if !ok || l.check == nil {
+		return nil
 	}
+	v := reflect.ValueOf(p).Elem().FieldByIndex(l.index)
+	if v.Kind() == reflect.Map { // a variable: its value, "" when unset
+		if v = v.MapIndex(reflect.ValueOf(at.last())); !v.IsValid() {
+			v = reflect.Zero(l.typ.Elem())
+		}
+	}
+	return l.check(v, at)
+}
+
+// Adapters from checks of one Go value to the check of a schema row.
+
+// value checks a value of type T.
+func value[T any](c func(v T, at keyPath) []issue) check {
+	return func(v reflect.Value, at keyPath) []issue { return c(v.Interface().(T), at) }
+}
+
+// each checks every element of a list, at its index.
+func each[T any](c func(v T, at keyPath) []issue) check {
+	return func(v reflect.Value, at keyPath) []issue {
+		var out []issue
+		for i := 0; i < v.Len(); i++ {
+			out = append(out, c(v.Index(i).Interface().(T), at.Index(i))...)
+		}
+		return out
+	}
+}
+
+// valid checks text (of any string type) with a function that says why it
+// is not valid.
+func valid(c func(s string) error) check {
+	return func(v reflect.Value, at keyPath) []issue {
+		if err := c(v.String()); err != nil {
+			return []issue{issuef(at, "%v", err)}
+		}
+		return nil
+	}
+}
+
+// parsed checks text with the parser of its type: a closed set of words.
+func parsed[T any](parse func(s string) (T, error)) check {
+	return valid(func(s string) error { _, err := parse(s); return err })
+}
+
+// Checks of text, shared by the sections.
+
+// singleLine is text that may be empty but not span lines.
+func singleLine(s string, at keyPath) []issue {
+	if strings.ContainsAny(s, "\n\r") {
+		return []issue{issuef(at, "one line, please")}
+	}
+	return nil
+}
+
+// nonEmptyLine is a path, a program or an argument: not empty, one line.
+func nonEmptyLine(s string, at keyPath) []issue {
+	switch {
+	case s == "":
+		return []issue{issuef(at, "empty")}
+	case strings.ContainsAny(s, "\n\r"):
+		return []issue{issuef(at, "%s spans lines", quoteTOML(s))}
+	}
+	return nil
+}
+
+// noSpace is a Slurm name: a partition, an account, a QOS.
+func noSpace(s string, at keyPath) []issue {
+	switch {
+	case s == "":
+		return []issue{issuef(at, "empty")}
+	case spaceRE.MatchString(s):
+		return []issue{issuef(at, "%s contains white space", quoteTOML(s))}
+	}
+	return nil
+}
+
+// [slurm]
+
+// sbatchOption is one entry of slurm.extra_sbatch.
+func sbatchOption(s string, at keyPath) []issue {
+	switch {
+	case strings.HasPrefix(s, "#SBATCH"):
+		return []issue{issuef(at, "%s: write the option without \"#SBATCH\": %s", quoteTOML(s), quoteTOML(strings.TrimSpace(strings.TrimPrefix(s, "#SBATCH"))))}
+	case strings.ContainsAny(s, "\n\r"):
+		return []issue{issuef(at, "%s spans lines: one option per entry", quoteTOML(s))}
+	case strings.ContainsRune(s, 0):
+		return []issue{issuef(at, "%s contains a NUL byte, which an #SBATCH line cannot carry", quoteTOML(s))}
+	case !strings.HasPrefix(s, "-"):
+		return []issue{issuef(at, "%s is not an sbatch option: want e.g. \"--exclusive\"", quoteTOML(s))}
+	}
+	// The same parse the batch script's directives go through.
+	if _, err := slurm.ParseDirective(s); err != nil {
+		return []issue{issuef(at, "%v", err)}
+	}
+	return nil
+}
+
+// moduleName is one entry of slurm.modules.
+func moduleName(m string, at keyPath) []issue {
+	switch {
+	case m == "":
+		return []issue{issuef(at, "empty module name")}
+	case spaceRE.MatchString(m):
+		return []issue{issuef(at, "%s contains white space: one module per entry", quoteTOML(m))}
+	}
+	return nil
+}
+
+// [mpi]
+
+// anyBootstrap is a bootstrap of some flavor's launcher; checkFile and
+// Resolved.Validate match it to the flavor.
+func anyBootstrap(b string, at keyPath) []issue {
+	if !slices.Contains(HydraBootstraps, b) && !slices.Contains(OpenMPIBootstraps, b) {
+		return []issue{issuef(at, "unknown bootstrap %s: want Hydra's %s, or Open MPI's %s", quoteTOML(b),
+			strings.Join(HydraBootstraps, ", "), strings.Join(OpenMPIBootstraps, ", "))}
+	}
+	return nil
+}
+
+func srunPlugin(p string, at keyPath) []issue {
+	if !slices.Contains(SrunPlugins, p) {
+		return []issue{issuef(at, "unknown srun --mpi plugin %s: want one of %s", quoteTOML(p), strings.Join(SrunPlugins, ", "))}
+	}
+	return nil
+}
+
+// [env]
+
+// sourceScript is one entry of env.source.
+func sourceScript(s Script, at keyPath) []issue {
 	var out []issue
-	noSpace := func(s string) {
-		switch {
-		case s == "":
-			out = append(out, issuef("", "empty"))
-		case spaceRE.MatchString(s):
-			out = append(out, issuef("", "%s contains white space", quoteTOML(s)))
-		}
+	script := at.Child("script")
+	switch {
+	case s.Script == "":
+		out = append(out, issuef(at, "a script to source needs script = \"/path/to/script.sh\""))
+	case !filepath.IsAbs(s.Script):
+		out = append(out, issuef(script, "%s: want an absolute path", quoteTOML(s.Script)))
+	case strings.ContainsAny(s.Script, "\n\r"):
+		out = append(out, issuef(script, "%s spans lines", quoteTOML(s.Script)))
+	case filepath.Base(s.Script) == "setvars.sh" && !slices.Contains(s.Args, "--force"):
+		// setvars.sh returns 3 without doing anything when
+		// SETVARS_COMPLETED=1, which sbatch brings along from a login
+		// shell that sourced oneAPI; under set -e that ends the job.
+		out = append(out, issuef(script, "%s needs args = [\"--force\"]: without it, a job submitted from a shell that already sourced oneAPI (SETVARS_COMPLETED=1) stops at this line", quoteTOML(s.Script)))
 	}
-	oneLine := func(sub, s string) {
-		switch {
-		case s == "":
-			out = append(out, issuef(sub, "empty"))
-		case strings.ContainsAny(s, "\n\r"):
-			out = append(out, issuef(sub, "%s spans lines", quoteTOML(s)))
-		}
-	}
-	switch key {
-	case "description":
-		if strings.ContainsAny(p.Description, "\n\r") {
-			out = append(out, issuef("", "one line, please"))
-		}
-	case "templates":
-		oneLine("", p.Templates)
-	case "slurm.partition":
-		noSpace(p.Slurm.Partition)
-	case "slurm.account":
-		noSpace(p.Slurm.Account)
-	case "slurm.qos":
-		noSpace(p.Slurm.QOS)
-	case "slurm.constraint":
-		oneLine("", p.Slurm.Constraint)
-	case "slurm.time":
-		if err := CheckTime(p.Slurm.Time); err != nil {
-			out = append(out, issuef("", "%v", err))
-		}
-	case "slurm.extra_sbatch":
-		for i, s := range p.Slurm.ExtraSbatch {
-			sub := fmt.Sprintf("[%d]", i)
-			switch {
-			case strings.HasPrefix(s, "#SBATCH"):
-				out = append(out, issuef(sub, "%s: write the option without \"#SBATCH\": %s", quoteTOML(s), quoteTOML(strings.TrimSpace(strings.TrimPrefix(s, "#SBATCH")))))
-			case strings.ContainsAny(s, "\n\r"):
-				out = append(out, issuef(sub, "%s spans lines: one option per entry", quoteTOML(s)))
-			case strings.ContainsRune(s, 0):
-				out = append(out, issuef(sub, "%s contains a NUL byte, which an #SBATCH line cannot carry", quoteTOML(s)))
-			case !strings.HasPrefix(s, "-"):
-				out = append(out, issuef(sub, "%s is not an sbatch option: want e.g. \"--exclusive\"", quoteTOML(s)))
-			default:
-				// The same parse the batch script's directives go through.
-				if _, err := slurm.ParseDirective(s); err != nil {
-					out = append(out, issuef(sub, "%v", err))
-				}
-			}
-		}
-	case "slurm.modules":
-		for i, m := range p.Slurm.Modules {
-			sub := fmt.Sprintf("[%d]", i)
-			switch {
-			case m == "":
-				out = append(out, issuef(sub, "empty module name"))
-			case spaceRE.MatchString(m):
-				out = append(out, issuef(sub, "%s contains white space: one module per entry", quoteTOML(m)))
-			}
-		}
-	case "mpi.flavor":
-		if _, err := mpirun.ParseFlavor(string(p.MPI.Flavor)); err != nil {
-			out = append(out, issuef("", "%v", err))
-		}
-	case "mpi.launcher":
-		if _, err := ParseLauncher(string(p.MPI.Launcher)); err != nil {
-			out = append(out, issuef("", "%v", err))
-		}
-	case "mpi.binary":
-		oneLine("", p.MPI.Binary)
-	case "mpi.args":
-		for i, a := range p.MPI.Args {
-			oneLine(fmt.Sprintf("[%d]", i), a)
-		}
-	case "mpi.bootstrap":
-		if b := p.MPI.Bootstrap; !slices.Contains(HydraBootstraps, b) && !slices.Contains(OpenMPIBootstraps, b) {
-			out = append(out, issuef("", "unknown bootstrap %s: want Hydra's %s, or Open MPI's %s", quoteTOML(b),
-				strings.Join(HydraBootstraps, ", "), strings.Join(OpenMPIBootstraps, ", ")))
-		}
-	case "mpi.srun_mpi":
-		if !slices.Contains(SrunPlugins, p.MPI.SrunMPI) {
-			out = append(out, issuef("", "unknown srun --mpi plugin %s: want one of %s", quoteTOML(p.MPI.SrunMPI), strings.Join(SrunPlugins, ", ")))
-		}
-	case "env.source":
-		for i, s := range p.Env.Source {
-			sub := fmt.Sprintf("[%d]", i)
-			switch {
-			case s.Script == "":
-				out = append(out, issuef(sub, "a script to source needs script = \"/path/to/script.sh\""))
-			case !filepath.IsAbs(s.Script):
-				out = append(out, issuef(sub+".script", "%s: want an absolute path", quoteTOML(s.Script)))
-			case strings.ContainsAny(s.Script, "\n\r"):
-				out = append(out, issuef(sub+".script", "%s spans lines", quoteTOML(s.Script)))
-			case filepath.Base(s.Script) == "setvars.sh" && !slices.Contains(s.Args, "--force"):
-				// setvars.sh returns 3 without doing anything when
-				// SETVARS_COMPLETED=1, which sbatch brings along from a login
-				// shell that sourced oneAPI; under set -e that ends the job.
-				out = append(out, issuef(sub+".script", "%s needs args = [\"--force\"]: without it, a job submitted from a shell that already sourced oneAPI (SETVARS_COMPLETED=1) stops at this line", quoteTOML(s.Script)))
-			}
-			for j, a := range s.Args {
-				if strings.ContainsAny(a, "\n\r") {
-					out = append(out, issuef(fmt.Sprintf("%s.args[%d]", sub, j), "%s spans lines", quoteTOML(a)))
-				}
-			}
-		}
-	case "env.python":
-		oneLine("", p.Env.Python)
-	case "rendezvous.port_policy":
-		if _, err := ParsePortPolicy(string(p.Rendezvous.PortPolicy)); err != nil {
-			out = append(out, issuef("", "%v", err))
-		}
-	case "rendezvous.port":
-		if n := p.Rendezvous.Port; n < 1024 || n > 65535 {
-			out = append(out, issuef("", "port %d out of range: want 1024-65535", n))
+	for j, a := range s.Args {
+		if strings.ContainsAny(a, "\n\r") {
+			out = append(out, issuef(at.Child("args").Index(j), "%s spans lines", quoteTOML(a)))
 		}
 	}
 	return out
+}
+
+// variable is one entry of env.vars: at names it.
+func variable(v string, at keyPath) []issue {
+	if out := checkVar(at); len(out) > 0 {
+		return out
+	}
+	return checkVarValue(v, at)
 }
 
 // Variables batchkit itself sets for the ranks.
@@ -166,18 +207,19 @@ func checkLeaf(p *Profile, key string) []issue {
 // command lines); BATCHKIT_MPIRUN_NUM_NODES is batchkit mpirun's, per launch.
 var reservedVars = append([]string{envvars.Token, envvars.NumNodes}, envvars.Torchrun...)
 
-func checkVar(name string) []issue {
-	switch {
+// checkVar checks the name of the variable at.
+func checkVar(at keyPath) []issue {
+	switch name := at.last(); {
 	case !envNameRE.MatchString(name):
-		return []issue{{msg: fmt.Sprintf("%s is not a valid environment variable name: want letters, digits and _, not starting with a digit", quoteTOML(name)), atKey: true}}
+		return []issue{{at: at, msg: fmt.Sprintf("%s is not a valid environment variable name: want letters, digits and _, not starting with a digit", quoteTOML(name)), atKey: true}}
 	case name == envvars.MasterPort:
-		return []issue{issuef("", "batchkit sets MASTER_PORT: use [rendezvous] port_policy = \"fixed\" and port instead")}
+		return []issue{issuef(at, "batchkit sets MASTER_PORT: use [rendezvous] port_policy = \"fixed\" and port instead")}
 	case slices.Contains(reservedVars, name):
-		return []issue{issuef("", "batchkit sets %s for every rank: a profile cannot", name)}
+		return []issue{issuef(at, "batchkit sets %s for every rank: a profile cannot", name)}
 	case slices.Contains(loginVars, name):
 		// Every job already has these, and the batch script keeps a value
 		// the job has: the profile's would be ignored without a word.
-		return []issue{issuef("", "every job already has %s (from the login environment), and a value the job has is kept: change it in an env.source script or a module instead", name)}
+		return []issue{issuef(at, "every job already has %s (from the login environment), and a value the job has is kept: change it in an env.source script or a module instead", name)}
 	}
 	return nil
 }
@@ -187,12 +229,23 @@ var loginVars = []string{"PATH", "LD_LIBRARY_PATH", "HOME", "USER", "LOGNAME", "
 
 // checkVarValue rejects what no exported variable can hold: a NUL byte.
 // A line break is fine: the batch script exports it single-quoted (shquote).
-func checkVarValue(v string) []issue {
+func checkVarValue(v string, at keyPath) []issue {
 	if strings.ContainsRune(v, 0) {
-		return []issue{issuef("", "%s contains a NUL byte, which no program can receive", quoteTOML(v))}
+		return []issue{issuef(at, "%s contains a NUL byte, which no program can receive", quoteTOML(v))}
 	}
 	return nil
 }
+
+// [rendezvous]
+
+func portRange(n int, at keyPath) []issue {
+	if n < 1024 || n > 65535 {
+		return []issue{issuef(at, "port %d out of range: want 1024-65535", n)}
+	}
+	return nil
+}
+
+// [slurm] time, also used by the command line's --time.
 
 // CheckTime validates a Slurm time limit: minutes, MM:SS, HH:MM:SS, D-HH,
 // D-HH:MM, D-HH:MM:SS, or UNLIMITED (also INFINITE), as sbatch --time
@@ -265,7 +318,7 @@ func (d *decoder) checkValues() {
 	f := d.f
 	for _, key := range f.order {
 		for _, is := range checkLeaf(&f.Profile, key) {
-			d.problem(posPath(key)+is.sub, is.atKey, "%s%s: %s", key, is.sub, is.msg)
+			d.problem(is.at.tomlKey(), is.atKey, "%s", is)
 		}
 	}
 	// Whether the directory exists is not checked here: site template
@@ -287,14 +340,6 @@ func (d *decoder) checkValues() {
 func hasKey(f *File, key string) bool {
 	_, ok := f.pos.key[key]
 	return ok
-}
-
-// posPath is where a leaf key is written: variables may need quoting.
-func posPath(key string) string {
-	if name, ok := strings.CutPrefix(key, VarsKey+"."); ok {
-		return joinPath(VarsKey, name)
-	}
-	return key
 }
 
 // checkFile applies the rules between keys set in the same file. Across
