@@ -1,35 +1,30 @@
 // Package detect decides which launcher started this process and returns its
-// Topology. The launcher closest to the process wins:
+// Topology. It is the one place that knows the launchers: layers.go holds a
+// table with a row per launcher (the variables that identify it and those
+// each count is read from), tried in order, the launcher closest to the
+// process first:
 //
-//  1. torchrun contract (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, GROUP_RANK):
-//     torchrun started by mpirun or srun, one per node, legitimately overrides them.
-//     It must be consistent with the launcher below it (same rank and size, a
-//     larger world, or a run id: nested), else the variables are stale and
-//     detection fails.
-//  2. an MPI launcher: Open MPI (OMPI_COMM_WORLD_*; PMIX_RANK must agree),
-//     MVAPICH2 (MV2_COMM_WORLD_*), Cray PALS (PALS_*; PMI_RANK must agree),
-//     MPICH / Intel MPI Hydra (PMI_RANK or PMI_ID, PMI_SIZE, MPI_LOCALRANKID,
-//     MPI_LOCALNRANKS), bare PMIx (PMIX_RANK).
-//  3. a Slurm srun step (SLURM_STEP_ID set): SLURM_PROCID, SLURM_NTASKS, ...
-//  4. the Slurm batch script (SLURM_JOB_ID without a step): rank 0 of 1, or
-//     with Options.Allocation the shape of the allocation.
+//  1. the torchrun contract (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE),
+//     which torchrun started by mpirun or srun legitimately sets over them,
+//     if consistent with the launcher below it (checkOuter);
+//  2. an MPI launcher: Open MPI, MVAPICH2, Cray PALS, MPICH / Intel MPI
+//     Hydra, a bare PMIx server;
+//  3. a Slurm srun step, where srun --mpi=pmi2/pmix sets PMI variables too
+//     (srunPMI);
+//  4. the Slurm batch script: rank 0 of 1, or with Options.Allocation the
+//     shape of the allocation;
 //  5. nothing: one local process.
 //
-// Slurm's per-step variables count only when no MPI launcher variables are
-// present: an mpirun inside an allocation starts its daemons through a Slurm
-// step of its own, so every rank carries that step's SLURM_PROCID (the node
-// index), SLURM_NTASKS and SLURM_LOCALID=0, which are stale. The exception is
-// `srun --mpi=pmi2|pmix`, which sets PMI_RANK/PMIX_RANK but no node-local
-// variables: there Slurm is the launcher, and the PMI values must agree with
-// Slurm's or detection fails. Job-level Slurm variables (SLURM_JOB_ID,
-// SLURM_JOB_NODELIST) stay true under any launcher and supply the job id and
-// host list to the MPI layers; the MPI layout places the rank on them, and
-// the daemons' SLURM_NODEID only when the layout cannot tell.
+// README.md's "Which launcher wins" says the same, in a table a test
+// compares with the code's. Package slurm parses what Slurm's variables say
+// (host lists, tasks per node, the step's shape); reading them is done here.
 //
-// MASTER_ADDR and MASTER_PORT, when set, win in every layer. Otherwise
-// MASTER_ADDR is the first host of the node list (the srun step's, or the job's),
-// 127.0.0.1 when every rank is on this node, and unknown otherwise; the port
-// is topology.PortForJob of the job id.
+// Then the same rules for every layer (place.go): the job id and the job's
+// node list, which stay true under any launcher inside a Slurm job; the
+// node rank, placed by the MPI layout when the launcher does not say;
+// MASTER_ADDR and MASTER_PORT, which win when set, else the first host of
+// the node list (127.0.0.1 when every rank is on this node) and
+// topology.PortForJob of the job id.
 package detect
 
 import (

@@ -52,7 +52,7 @@ var (
 	slurmStepID   = []string{"SLURM_STEP_ID", "SLURM_STEPID"}
 	slurmJobNodes = []string{"SLURM_JOB_NODELIST", "SLURM_NODELIST"}
 	slurmNTasks   = []string{"SLURM_NTASKS", "SLURM_NPROCS"}
-	slurmNumNodes = vars{{"SLURM_STEP_NUM_NODES"}, {"SLURM_JOB_NUM_NODES", "SLURM_NNODES"}}
+	slurmJobNum   = []string{"SLURM_JOB_NUM_NODES", "SLURM_NNODES"}
 )
 
 // layers in the order they are tried: the launcher closest to the process
@@ -149,7 +149,7 @@ var layers = []layer{
 		launcher:     topology.SlurmBatch,
 		identify:     [][]string{slurmJobID},
 		size:         aliases(slurmNTasks...),
-		numNodes:     slurmNumNodes,
+		numNodes:     aliases(slurmJobNum...),
 		jobID:        slurmJobID,
 		hosts:        slurmJobNodes,
 		tasksPerNode: []string{"SLURM_TASKS_PER_NODE"},
@@ -166,7 +166,7 @@ var slurmStep = layer{
 	size:      vars{{"SLURM_STEP_NUM_TASKS"}, slurmNTasks},
 	localRank: aliases("SLURM_LOCALID"),
 	nodeRank:  aliases("SLURM_NODEID"),
-	numNodes:  slurmNumNodes,
+	numNodes:  vars{{"SLURM_STEP_NUM_NODES"}, slurmJobNum},
 	jobID:     slurmJobID,
 	// The step's own lists first: a step may run on part of the job.
 	hosts:        append([]string{"SLURM_STEP_NODELIST"}, slurmJobNodes...),
