@@ -30,8 +30,8 @@ type layer struct {
 	// The counts. A layer without a rank variable runs no ranks: it is one
 	// process, rank 0 of 1 (the batch script, or nothing).
 	rank, size, localRank, localSize vars
-	nodeRank, numNodes               vars // optional: placement derives them (place.go)
-	jobID                            []string
+	nodeRank, numNodes               vars     // when unset, placement derives them (place.go)
+	jobID                            []string // first set wins; a Slurm job's id wins over it (finish)
 	// Slurm's layers describe the nodes as lists, the first variable set
 	// wins: the node list, and the tasks on each node, whose entry at the
 	// node rank is the local size and whose length is the node count
