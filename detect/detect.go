@@ -1,43 +1,36 @@
 // Package detect decides which launcher started this process and returns its
-// Topology. The launcher closest to the process wins:
+// Topology. It is the one place that knows the launchers: layers.go holds a
+// table with a row per launcher (the variables that identify it and those
+// each count is read from), tried in order, the launcher closest to the
+// process first:
 //
-//  1. torchrun contract (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, GROUP_RANK):
-//     torchrun started by mpirun or srun, one per node, legitimately overrides them.
-//     It must be consistent with the launcher below it (same rank and size, a
-//     larger world, or a run id: nested), else the variables are stale and
-//     detection fails.
-//  2. an MPI launcher: Open MPI (OMPI_COMM_WORLD_*; PMIX_RANK must agree),
-//     MVAPICH2 (MV2_COMM_WORLD_*), Cray PALS (PALS_*; PMI_RANK must agree),
-//     MPICH / Intel MPI Hydra (PMI_RANK or PMI_ID, PMI_SIZE, MPI_LOCALRANKID,
-//     MPI_LOCALNRANKS), bare PMIx (PMIX_RANK).
-//  3. a Slurm srun step (SLURM_STEP_ID set): SLURM_PROCID, SLURM_NTASKS, ...
-//  4. the Slurm batch script (SLURM_JOB_ID without a step): rank 0 of 1, or
-//     with Options.Allocation the shape of the allocation.
+//  1. the torchrun contract (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE),
+//     which torchrun started by mpirun or srun legitimately sets over them,
+//     if consistent with the launcher below it (checkOuter);
+//  2. an MPI launcher: Open MPI, MVAPICH2, Cray PALS, MPICH / Intel MPI
+//     Hydra, a bare PMIx server;
+//  3. a Slurm srun step, where srun --mpi=pmi2/pmix sets PMI variables too
+//     (srunPMI);
+//  4. the Slurm batch script: rank 0 of 1, or with Options.Allocation the
+//     shape of the allocation;
 //  5. nothing: one local process.
 //
-// Slurm's per-step variables count only when no MPI launcher variables are
-// present: an mpirun inside an allocation starts its daemons through a Slurm
-// step of its own, so every rank carries that step's SLURM_PROCID (the node
-// index), SLURM_NTASKS and SLURM_LOCALID=0, which are stale. The exception is
-// `srun --mpi=pmi2|pmix`, which sets PMI_RANK/PMIX_RANK but no node-local
-// variables: there Slurm is the launcher, and the PMI values must agree with
-// Slurm's or detection fails. Job-level Slurm variables (SLURM_JOB_ID,
-// SLURM_JOB_NODELIST) stay true under any launcher and supply the job id and
-// host list to the MPI layers; the MPI layout places the rank on them, and
-// the daemons' SLURM_NODEID only when the layout cannot tell.
+// README.md's "Which launcher wins" says the same, in a table a test
+// compares with the code's. Package slurm parses what Slurm's variables say
+// (host lists, tasks per node, the step's shape); reading them is done here.
 //
-// MASTER_ADDR and MASTER_PORT, when set, win in every layer. Otherwise
-// MASTER_ADDR is the first host of the node list (the srun step's, or the job's),
-// 127.0.0.1 when every rank is on this node, and unknown otherwise; the port
-// is topology.PortForJob of the job id.
+// Then the same rules for every layer (place.go): the job id and the job's
+// node list, which stay true under any launcher inside a Slurm job; the
+// node rank, placed by the MPI layout when the launcher does not say;
+// MASTER_ADDR and MASTER_PORT, which win when set, else the first host of
+// the node list (127.0.0.1 when every rank is on this node) and
+// topology.PortForJob of the job id.
 package detect
 
 import (
 	"fmt"
 
 	"github.com/batchkit/batchkit/envsetup/envvars"
-	"github.com/batchkit/batchkit/mpirun"
-	"github.com/batchkit/batchkit/slurm"
 	"github.com/batchkit/batchkit/topology"
 )
 
@@ -49,17 +42,6 @@ type Options struct {
 	// Hostname is this host's name, used as the host list when every rank
 	// runs here and no launcher names the hosts.
 	Hostname string
-}
-
-var torchrunLayer = struct {
-	rank, size, localRank, localSize, nodeRank, numNodes []string
-}{
-	rank:      []string{envvars.Rank},
-	size:      []string{envvars.WorldSize},
-	localRank: []string{envvars.LocalRank},
-	localSize: []string{envvars.LocalWorldSize},
-	nodeRank:  []string{envvars.GroupRank, envvars.NodeRank},
-	numNodes:  []string{envvars.GroupWorldSize},
 }
 
 // Detect returns the Topology of this process. Errors are one line and name
@@ -78,105 +60,61 @@ func Detect(getenv topology.Getenv, opts Options) (topology.Topology, error) {
 	return t, nil
 }
 
+// detect reads the first layer that started this process (layers.go),
+// by the rules listed there.
 func detect(getenv topology.Getenv, opts Options) (topology.Topology, error) {
-	if p, ok, err := fromTorchrun(getenv); ok || err != nil {
-		if err != nil {
-			return topology.Topology{}, err
-		}
-		if err := checkSizes(p); err != nil {
-			return topology.Topology{}, err
-		}
-		if err := checkOuter(getenv, p); err != nil {
-			return topology.Topology{}, err
-		}
-		return fromPartial(p), nil
+	l := match(getenv, layers)
+	switch {
+	case srunPMI(getenv, l):
+		return slurmWithPMI(getenv, l)
+	case l.rank == nil && opts.Allocation && l.tasksPerNode != nil:
+		return allocation(getenv, l)
+	case l.rank == nil:
+		return oneProcess(getenv, l)
 	}
-	p, ok, err := mpirun.Detect(getenv)
+	p, err := ranks(getenv, l)
 	if err != nil {
 		return topology.Topology{}, err
 	}
-	if ok {
-		if p.PMIOnly && slurm.InStep(getenv) {
-			return slurmWithPMI(getenv, p)
-		}
-		if err := p.Require(); err != nil {
+	if l.nests {
+		if err := checkOuter(getenv, p); err != nil {
 			return topology.Topology{}, err
 		}
-		if err := checkSizes(p); err != nil {
-			return topology.Topology{}, err
-		}
-		return fromPartial(p), nil
 	}
-	if t, ok, err := slurm.StepTopology(getenv); ok || err != nil {
-		return t, err
-	}
-	if t, ok, err := slurm.BatchTopology(getenv, opts.Allocation); ok || err != nil {
-		return t, err
-	}
-	return topology.Topology{Launcher: topology.Single, WorldSize: 1, LocalWorldSize: 1, NumNodes: 1}, nil
+	return fromPartial(p), nil
 }
 
-func fromTorchrun(getenv topology.Getenv) (mpirun.Partial, bool, error) {
-	l := torchrunLayer
-	marker := topology.AnySet(getenv, envvars.Rank, envvars.WorldSize, envvars.LocalRank, envvars.LocalWorldSize)
-	if marker == "" {
-		return mpirun.Partial{}, false, nil
+// ranks reads a layer that runs ranks: its counts, complete and in range,
+// and where it lists them (Slurm) its hosts and tasks per node.
+func ranks(getenv topology.Getenv, l layer) (partial, error) {
+	p, err := readCounts(getenv, l)
+	if err != nil {
+		return p, err
 	}
-	p := mpirun.Partial{Launcher: topology.Torchrun, MarkerVar: marker, Marker: getenv(marker)}
-	for _, f := range []struct {
-		dst   *topology.Value
-		what  string
-		names []string
-	}{
-		{&p.Rank, "rank", l.rank},
-		{&p.WorldSize, "world size", l.size},
-		{&p.LocalRank, "local rank", l.localRank},
-		{&p.LocalWorldSize, "local world size", l.localSize},
-		{&p.NodeRank, "node rank", l.nodeRank},
-		{&p.NumNodes, "number of nodes", l.numNodes},
-	} {
-		v, err := topology.Int(getenv, topology.Torchrun, f.what, f.names...)
-		if err != nil {
-			return p, true, err
-		}
-		if !v.Set() && f.what != "node rank" && f.what != "number of nodes" {
-			return p, true, &topology.IncompleteError{
-				Launcher: topology.Torchrun, Have: p.MarkerVar, HaveValue: p.Marker, MissingAny: f.names}
-		}
-		*f.dst = v
+	if err := l.require(p); err != nil {
+		return p, err
 	}
-	p.JobID = getenv(envvars.RunID)
-	return p, true, nil
+	if err := checkPositive(p); err != nil {
+		return p, err
+	}
+	if l.tasksPerNode != nil {
+		if err := layout(getenv, l, &p); err != nil {
+			return p, err
+		}
+	}
+	return p, checkRanges(p)
 }
 
-// checkSizes rejects what no launcher sets: a size of 0, a rank outside its
-// size. It names the variable, and it runs before placement divides by the
-// sizes.
-func checkSizes(p mpirun.Partial) error {
-	for _, v := range []topology.Value{p.WorldSize, p.LocalWorldSize, p.NumNodes} {
-		if v.Set() && v.N < 1 {
-			return &topology.VarError{Var: v.Var, Value: v.Raw, Msg: "a size must be at least 1"}
-		}
+// oneProcess is a layer that runs no ranks: rank 0 of 1, on the first of
+// its hosts (the batch script runs on the allocation's first node).
+func oneProcess(getenv topology.Getenv, l layer) (topology.Topology, error) {
+	t := topology.Topology{Launcher: l.launcher, WorldSize: 1, LocalWorldSize: 1, NumNodes: 1,
+		JobID: topology.FirstString(getenv, l.jobID...)}
+	hosts, err := readHosts(getenv, l.hosts)
+	if len(hosts) > 0 {
+		t.Hosts = hosts[:1]
 	}
-	for _, c := range []struct {
-		v, of topology.Value
-		what  string
-		of1   string // of's value in words, %d its value
-		le    bool   // v may equal of: a count, not an index
-	}{
-		{p.Rank, p.WorldSize, "rank", "world size %d", false},
-		{p.LocalRank, p.LocalWorldSize, "local rank", "world size %d", false},
-		{p.LocalWorldSize, p.WorldSize, "local world size", "world size %d", true},
-		{p.NodeRank, p.NumNodes, "node rank", "%d nodes", false},
-		{p.NumNodes, p.WorldSize, "number of nodes", "world size %d", true},
-	} {
-		if !c.v.Set() || !c.of.Set() || c.v.N < c.of.N || (c.le && c.v.N == c.of.N) {
-			continue
-		}
-		return &topology.VarError{Var: c.v.Var, Value: c.v.Raw,
-			Msg: fmt.Sprintf("%s %d out of range for %s (%s=%s)", c.what, c.v.N, fmt.Sprintf(c.of1, c.of.N), c.of.Var, c.of.Raw)}
-	}
-	return nil
+	return t, err
 }
 
 // staleHint is the likely cause when torchrun variables contradict the
@@ -190,7 +128,7 @@ const staleHint = "torchrun variables left from an outer job? unset RANK WORLD_S
 // that is consistent: a run id says a real torchrun or batchkit run set
 // them, both agree (batchkit exec under srun or mpirun sets both), or
 // torchrun's world is larger (each outer task spawned its own workers).
-func checkOuter(getenv topology.Getenv, p mpirun.Partial) error {
+func checkOuter(getenv topology.Getenv, p partial) error {
 	// torchrun and batchkit run set a run id: their variables are a real
 	// inner launcher's (one per node under srun or mpirun, say, where its
 	// ranks need not match the outer ones), not an outer job's leftovers.
@@ -204,62 +142,52 @@ func checkOuter(getenv topology.Getenv, p mpirun.Partial) error {
 	if size.N < 1 {
 		return &topology.VarError{Var: size.Var, Value: size.Raw, Msg: "a size must be at least 1"}
 	}
-	if (rank.N == p.Rank.N && size.N == p.WorldSize.N) || p.WorldSize.N > size.N {
+	if (rank.N == p.rank.N && size.N == p.size.N) || p.size.N > size.N {
 		return nil
 	}
 	return &topology.LayerConflictError{Inner: topology.Torchrun, Outer: outer,
-		InnerRank: p.Rank, InnerSize: p.WorldSize, OuterRank: rank, OuterSize: size, Resolution: staleHint}
+		InnerRank: p.rank, InnerSize: p.size, OuterRank: rank, OuterSize: size, Resolution: staleHint}
 }
 
 // outerLayer returns the rank and world size of the launcher under the
-// torchrun layer, by the same precedence as detect: an MPI launcher, but
-// srun --mpi=pmi2/pmix is Slurm. ok is false when none gives both.
+// torchrun layer: the next row that matches, by the same rules as detect
+// (srun --mpi=pmi2/pmix is Slurm). ok is false when it does not give both;
+// a layer without ranks (the batch script, nothing) gives neither.
 func outerLayer(getenv topology.Getenv) (l topology.Launcher, rank, size topology.Value, ok bool, err error) {
-	p, ok, err := mpirun.Detect(getenv)
+	o := match(getenv, below(topology.Torchrun))
+	if o.rank == nil {
+		return o.launcher, rank, size, false, nil
+	}
+	p, err := readCounts(getenv, o) // checked even when srun stands behind them
+	if err == nil && srunPMI(getenv, o) {
+		o = slurmStep
+		p, err = readCounts(getenv, o)
+	}
 	if err != nil {
-		return l, rank, size, false, err
+		return o.launcher, rank, size, false, err
 	}
-	if ok && !(p.PMIOnly && slurm.InStep(getenv)) {
-		return p.Launcher, p.Rank, p.WorldSize, p.Rank.Set() && p.WorldSize.Set(), nil
-	}
-	rank, size, ok, err = slurm.StepRank(getenv)
-	return topology.Slurm, rank, size, ok, err
+	return o.launcher, p.rank, p.size, p.rank.Set() && p.size.Set(), nil
 }
 
-// slurmWithPMI handles srun --mpi=pmi2/pmix: Slurm is the launcher, and the
-// PMI rank and size must agree with it.
-func slurmWithPMI(getenv topology.Getenv, p mpirun.Partial) (topology.Topology, error) {
-	t, _, err := slurm.StepTopology(getenv)
+// slurmWithPMI handles srun --mpi=pmi2/pmix (srunPMI): Slurm is the
+// launcher, and the rank and size of the PMI layer l must agree with it.
+func slurmWithPMI(getenv topology.Getenv, l layer) (topology.Topology, error) {
+	pmi, err := readCounts(getenv, l)
 	if err != nil {
-		return t, err
+		return topology.Topology{}, err
 	}
-	if p.Rank.Set() && p.Rank.N != t.Rank {
-		return t, &topology.ConflictError{What: "rank", Launcher: topology.Slurm,
-			A: "SLURM_PROCID", AValue: getenv("SLURM_PROCID"), B: p.Rank.Var, BValue: p.Rank.Raw}
+	p, err := ranks(getenv, slurmStep)
+	if err != nil {
+		return topology.Topology{}, err
 	}
-	if p.WorldSize.Set() && p.WorldSize.N != t.WorldSize {
-		return t, &topology.ConflictError{What: "world size", Launcher: topology.Slurm,
-			A: "SLURM_NTASKS", AValue: fmt.Sprint(t.WorldSize), B: p.WorldSize.Var, BValue: p.WorldSize.Raw}
+	for _, c := range []struct {
+		what       string
+		slurm, pmi topology.Value
+	}{{"rank", p.rank, pmi.rank}, {"world size", p.size, pmi.size}} {
+		if c.pmi.Set() && c.pmi.N != c.slurm.N {
+			return topology.Topology{}, &topology.ConflictError{What: c.what, Launcher: topology.Slurm,
+				A: c.slurm.Var, AValue: c.slurm.Raw, B: c.pmi.Var, BValue: c.pmi.Raw}
+		}
 	}
-	return t, nil
-}
-
-func fromPartial(p mpirun.Partial) topology.Topology {
-	t := topology.Topology{
-		Launcher:       p.Launcher,
-		Rank:           p.Rank.N,
-		WorldSize:      p.WorldSize.N,
-		LocalRank:      p.LocalRank.N,
-		LocalWorldSize: p.LocalWorldSize.N,
-		NodeRank:       -1,
-		NumNodes:       -1,
-		JobID:          p.JobID,
-	}
-	if p.NodeRank.Set() {
-		t.NodeRank = p.NodeRank.N
-	}
-	if p.NumNodes.Set() {
-		t.NumNodes = p.NumNodes.N
-	}
-	return t
+	return fromPartial(p), nil
 }

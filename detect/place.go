@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/batchkit/batchkit/envsetup/envvars"
-	"github.com/batchkit/batchkit/slurm"
 	"github.com/batchkit/batchkit/topology"
 )
 
@@ -17,10 +16,10 @@ func finish(getenv topology.Getenv, opts Options, t *topology.Topology) error {
 	// Inside a Slurm job every rank under every launcher shares the job id
 	// and the job's node list; they are never stale.
 	hostsFromSlurm := t.Hosts != nil
-	if id := slurm.JobID(getenv); id != "" {
+	if id := SlurmJobID(getenv); id != "" {
 		t.JobID = id
 		if t.Hosts == nil {
-			hosts, err := slurm.JobHosts(getenv)
+			hosts, err := SlurmJobHosts(getenv)
 			if err != nil {
 				return err
 			}
@@ -72,7 +71,7 @@ func finish(getenv topology.Getenv, opts Options, t *topology.Topology) error {
 	// The tasks of one srun step share its id (an MPI launcher's ranks do
 	// not: Open MPI's next to mpirun are in no step); see RendezvousID.
 	if t.Launcher == topology.Slurm {
-		t.MasterPort = topology.PortForJob(topology.RendezvousID(t.JobID, slurm.StepID(getenv)))
+		t.MasterPort = topology.PortForJob(topology.RendezvousID(t.JobID, SlurmStepID(getenv)))
 	} else {
 		t.MasterPort = topology.PortForJob(t.JobID)
 	}
@@ -94,7 +93,7 @@ func finish(getenv topology.Getenv, opts Options, t *topology.Topology) error {
 // list every rank of the launch uses. ok is false, with layoutErr or a
 // step error, when that does not place it.
 func daemonNode(getenv topology.Getenv, t *topology.Topology, layoutErr error) (node, nodes int, ok bool, err error) {
-	id, stepHosts, inStep, err := slurm.LauncherStep(getenv)
+	id, stepHosts, inStep, err := daemonStep(getenv)
 	if err != nil {
 		return 0, 0, false, err
 	}

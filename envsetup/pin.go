@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/batchkit/batchkit/mpirun"
+	"github.com/batchkit/batchkit/detect"
 	"github.com/batchkit/batchkit/topology"
 )
 
@@ -232,14 +232,13 @@ func launcherVars(t topology.Topology, getenv topology.Getenv, want map[string]s
 
 // mpiStarted reports whether MPI_Init can wire the ranks up: an MPI
 // launcher started them, or srun with a PMI plugin (--mpi=pmi2/pmix, which
-// detect reports as Slurm; mpirun.Detect sees its PMI variables).
+// detect reports as Slurm; detect.SrunPMI sees its PMI variables).
 func mpiStarted(t topology.Topology, getenv topology.Getenv) bool {
 	switch t.Launcher {
 	case topology.OpenMPI, topology.Hydra, topology.MVAPICH, topology.PMIx, topology.PALS:
 		return true
 	case topology.Slurm:
-		p, ok, err := mpirun.Detect(getenv)
-		return err == nil && ok && p.PMIOnly
+		return detect.SrunPMI(getenv)
 	}
 	return false
 }

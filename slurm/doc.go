@@ -1,6 +1,9 @@
 // Package slurm turns the compressed node and task layout that Slurm hands
 // a job (SLURM_JOB_NODELIST=gpu[01-04],cpu7, SLURM_TASKS_PER_NODE=2(x3),1)
-// into the plain, ordered lists a launcher needs to place ranks.
+// into the plain, ordered lists a launcher needs to place ranks, checks a
+// step's shape (Shape), and writes and submits batch scripts. It reads no
+// environment: package detect reads SLURM_* and decides whether Slurm
+// started the process.
 //
 // It is a reimplementation rather than a call to `scontrol show hostnames`
 // because launch code also runs where scontrol or slurm.conf is missing

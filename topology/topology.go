@@ -4,10 +4,11 @@
 // local launcher) is translated into a Topology value once, and every other
 // package takes that value instead of re-reading SLURM_* or PMI_* itself.
 //
-// This package holds the type, its validation and the deterministic
-// MASTER_PORT formula; what a rank's environment gets from a Topology is
-// envsetup's (RankEnv). Detection of each launcher lives beside
-// the launcher (slurm/, mpirun/); package detect orders them.
+// This package holds the type, its validation, the errors that name a bad
+// variable, the helpers that read one value (Int, Value) and the
+// deterministic MASTER_PORT formula. Which launcher started a process, and
+// which variables say so, is package detect's alone; what a rank's
+// environment gets from a Topology is envsetup's (RankEnv).
 package topology
 
 import (

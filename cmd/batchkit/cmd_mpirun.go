@@ -12,6 +12,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/batchkit/batchkit/detect"
 	"github.com/batchkit/batchkit/envsetup"
 	"github.com/batchkit/batchkit/envsetup/envvars"
 	"github.com/batchkit/batchkit/internal/freeport"
@@ -297,7 +298,7 @@ func planMpirun(o mpirunOptions, getenv topology.Getenv, probe mpirun.Probe, sel
 	p.found = found
 
 	// Hosts: --hosts, --hostfile, or the Slurm allocation.
-	jobID := slurm.JobID(getenv)
+	jobID := detect.SlurmJobID(getenv)
 	var hosts []mpirun.Host
 	var userText string
 	switch {
@@ -405,7 +406,7 @@ func planMpirun(o mpirunOptions, getenv topology.Getenv, probe mpirun.Probe, sel
 
 // allocationHosts lists the Slurm job's nodes with their task counts.
 func allocationHosts(getenv topology.Getenv) ([]mpirun.Host, error) {
-	names, err := slurm.JobHosts(getenv)
+	names, err := detect.SlurmJobHosts(getenv)
 	if err != nil || len(names) == 0 {
 		return nil, err
 	}

@@ -13,8 +13,8 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/batchkit/batchkit/detect"
 	"github.com/batchkit/batchkit/envsetup/envvars"
-	"github.com/batchkit/batchkit/slurm"
 	"github.com/batchkit/batchkit/topology"
 )
 
@@ -55,7 +55,7 @@ func ResolveToken(getenv topology.Getenv, t topology.Topology) (string, error) {
 	if t.Launcher == topology.Slurm {
 		// Per srun step, like MASTER_PORT: two steps of a job running at
 		// once must not accept each other's ranks.
-		id = topology.RendezvousID(t.JobID, slurm.StepID(getenv))
+		id = topology.RendezvousID(t.JobID, detect.SlurmStepID(getenv))
 	}
 	return DeriveToken(secret, id), nil
 }

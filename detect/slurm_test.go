@@ -1,7 +1,6 @@
-package slurm
+package detect
 
 import (
-	"slices"
 	"strings"
 	"testing"
 
@@ -10,7 +9,9 @@ import (
 	"github.com/batchkit/batchkit/topology"
 )
 
-func TestStepRank(t *testing.T) {
+// The Slurm step under a torchrun layer (moved from slurm.StepRank's test):
+// its rank and task count, read by the Slurm step's row.
+func TestOuterLayerSlurm(t *testing.T) {
 	type result struct {
 		Rank, Size topology.Value
 		OK         bool
@@ -35,12 +36,12 @@ func TestStepRank(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			rank, size, ok, err := StepRank(topology.MapEnv(tt.env))
+			_, rank, size, ok, err := outerLayer(topology.MapEnv(tt.env))
 			if err != nil {
 				t.Fatal(err)
 			}
 			if diff := cmp.Diff(tt.want, result{rank, size, ok}); diff != "" {
-				t.Errorf("StepRank (-want +got):\n%s", diff)
+				t.Errorf("outerLayer (-want +got):\n%s", diff)
 			}
 		})
 	}
@@ -62,26 +63,23 @@ func TestZeroTaskCounts(t *testing.T) {
 	}
 	tests := []struct {
 		name string
-		get  func() error
+		env  topology.Getenv
+		opts Options
 		want []string
 	}{
-		{"step SLURM_NTASKS=0", func() error {
-			_, _, err := StepTopology(with("SLURM_STEP_ID", "0", "SLURM_PROCID", "0", "SLURM_NTASKS", "0", "SLURM_LOCALID", "0",
-				"SLURM_NODEID", "0", "SLURM_TASKS_PER_NODE", "0(x2)"))
-			return err
-		}, []string{`SLURM_NTASKS="0"`, "at least 1"}},
-		{"allocation SLURM_NTASKS=0", func() error {
-			_, _, err := BatchTopology(with("SLURM_NTASKS", "0"), true)
-			return err
-		}, []string{`SLURM_NTASKS="0"`, "at least 1"}},
-		{"allocation with no task on the first node", func() error {
-			_, _, err := BatchTopology(with("SLURM_TASKS_PER_NODE", "0,2"), true)
-			return err
-		}, []string{`SLURM_TASKS_PER_NODE="0,2"`, "at least 1"}},
+		{"step SLURM_NTASKS=0",
+			with("SLURM_STEP_ID", "0", "SLURM_PROCID", "0", "SLURM_NTASKS", "0", "SLURM_LOCALID", "0", "SLURM_NODEID", "0", "SLURM_TASKS_PER_NODE", "0(x2)"),
+			Options{}, []string{`SLURM_NTASKS="0"`, "at least 1"}},
+		{"allocation SLURM_NTASKS=0",
+			with("SLURM_NTASKS", "0"),
+			Options{Allocation: true}, []string{`SLURM_NTASKS="0"`, "at least 1"}},
+		{"allocation with no task on the first node",
+			with("SLURM_TASKS_PER_NODE", "0,2"),
+			Options{Allocation: true}, []string{`SLURM_TASKS_PER_NODE="0,2"`, "at least 1"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := tt.get()
+			_, err := Detect(tt.env, tt.opts)
 			if err == nil {
 				t.Fatal("succeeded, want an error")
 			}
@@ -97,21 +95,16 @@ func TestZeroTaskCounts(t *testing.T) {
 // sbatch -N2 -n4 --ntasks-per-node=3: Slurm says SLURM_TASKS_PER_NODE=3(x2)
 // and SLURM_NTASKS=4; srun in the job runs the 4 tasks 2+2 (seen on the
 // local cluster), and so does the allocation's shape.
-func TestBatchTopologyMoreSlotsThanTasks(t *testing.T) {
+func TestAllocationMoreSlotsThanTasks(t *testing.T) {
 	env := topology.MapEnv(map[string]string{
 		"SLURM_JOB_ID": "8898", "SLURM_JOB_NODELIST": "node[1-2]", "SLURM_JOB_NUM_NODES": "2",
 		"SLURM_NTASKS": "4", "SLURM_TASKS_PER_NODE": "3(x2)",
 	})
-	top, ok, err := BatchTopology(env, true)
-	if err != nil || !ok {
-		t.Fatalf("BatchTopology: %v, %v", ok, err)
+	top, err := Detect(env, Options{Allocation: true})
+	if err != nil {
+		t.Fatalf("Detect: %v", err)
 	}
-	if top.WorldSize != 4 || top.LocalWorldSize != 2 || top.NumNodes != 2 {
-		t.Errorf("world %d, local %d, nodes %d; want 4, 2, 2", top.WorldSize, top.LocalWorldSize, top.NumNodes)
-	}
-	for n, want := range map[[2]int][]int{{4, 2}: {2, 2}, {3, 2}: {2, 1}, {7, 3}: {3, 2, 2}, {2, 2}: {1, 1}} {
-		if got := balanced(n[0], n[1]); !slices.Equal(got, want) {
-			t.Errorf("balanced(%d, %d) = %v, want %v", n[0], n[1], got, want)
-		}
+	if top.Launcher != topology.SlurmBatch || top.WorldSize != 4 || top.LocalWorldSize != 2 || top.NumNodes != 2 {
+		t.Errorf("%s: world %d, local %d, nodes %d; want slurm-batch, 4, 2, 2", top.Launcher, top.WorldSize, top.LocalWorldSize, top.NumNodes)
 	}
 }

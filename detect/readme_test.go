@@ -1,0 +1,111 @@
+package detect
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+)
+
+// documented is one row of README.md's "Which launcher wins" table, or the
+// same facts taken from a layer.
+type documented struct {
+	Launcher                         string
+	Identify                         [][]string
+	Rank, Size, LocalRank, LocalSize vars
+	NodeRank, NumNodes               vars
+}
+
+// TestREADMETable checks that the README's precedence table says what the
+// code's table does: the same layers in the same order, identified by the
+// same variables, and each count read from the same ones.
+func TestREADMETable(t *testing.T) {
+	b, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := readmeTable(string(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []documented
+	for _, l := range layers {
+		d := documented{Launcher: string(l.launcher), Identify: l.identify, Rank: l.rank, Size: l.size,
+			LocalRank: l.localRank, LocalSize: l.localSize, NodeRank: l.nodeRank, NumNodes: l.numNodes}
+		if d.LocalSize == nil {
+			for _, name := range l.tasksPerNode { // the local size is its node's entry
+				d.LocalSize = append(d.LocalSize, []string{name})
+			}
+		}
+		want = append(want, d)
+	}
+	if diff := cmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("README.md's table (+) differs from detect's layers (-):\n%s", diff)
+	}
+}
+
+var (
+	backticked = regexp.MustCompile("`([^`]*)`")
+	varName    = regexp.MustCompile(`^[A-Z][A-Za-z0-9_]*$`)
+)
+
+// readmeTable parses the table under "### Which launcher wins". Columns: #,
+// layer (the launcher in backticks last), detected by, rank, world size,
+// local rank, local size, node rank, nodes.
+func readmeTable(readme string) ([]documented, error) {
+	_, section, ok := strings.Cut(readme, "### Which launcher wins\n")
+	if !ok {
+		return nil, errors.New(`README.md has no "### Which launcher wins"`)
+	}
+	var rows []documented
+	for _, line := range strings.Split(section, "\n") {
+		if !strings.HasPrefix(line, "|") {
+			if len(rows) > 0 {
+				break // the end of the table
+			}
+			continue
+		}
+		c := strings.Split(strings.Trim(line, "| "), "|")
+		for i := range c {
+			c[i] = strings.TrimSpace(c[i])
+		}
+		if len(c) != 9 {
+			return nil, fmt.Errorf("README.md: %d columns, want 9: %s", len(c), line)
+		}
+		if c[0] == "#" || strings.HasPrefix(c[0], "-") {
+			continue // the header and its rule
+		}
+		layer := backticked.FindAllStringSubmatch(c[1], -1)
+		d := documented{Identify: groups(c[2], " and "), Rank: groups(c[3], ", else "), Size: groups(c[4], ", else "),
+			LocalRank: groups(c[5], ", else "), LocalSize: groups(c[6], ", else "), NodeRank: groups(c[7], ", else "),
+			NumNodes: groups(c[8], ", else ")}
+		if len(layer) > 0 {
+			d.Launcher = layer[len(layer)-1][1]
+		}
+		rows = append(rows, d)
+	}
+	return rows, nil
+}
+
+// groups splits a cell at sep and lists the variable names (in backticks)
+// of each part, leaving out parts without any.
+func groups(cell, sep string) [][]string {
+	var out [][]string
+	for _, part := range strings.Split(cell, sep) {
+		var names []string
+		for _, m := range backticked.FindAllStringSubmatch(part, -1) {
+			if varName.MatchString(m[1]) {
+				names = append(names, m[1])
+			}
+		}
+		if names != nil {
+			out = append(out, names)
+		}
+	}
+	return out
+}
