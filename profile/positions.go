@@ -124,6 +124,22 @@ func joinPath(base string, segs ...string) string {
 
 func indexPath(base string, i int) string { return base + "[" + strconv.Itoa(i) + "]" }
 
+// offsetPos is the line and column of byte offset off into the document
+// the toml package lexes: src without a byte order mark, which it skips.
+func offsetPos(src string, off int) (pos, bool) {
+	for _, bom := range []string{"\xef\xbb\xbf", "\xff\xfe", "\xfe\xff"} {
+		if strings.HasPrefix(src, bom) {
+			src = src[len(bom):]
+			break
+		}
+	}
+	if off < 0 || off > len(src) {
+		return pos{}, false
+	}
+	line := 1 + strings.Count(src[:off], "\n")
+	return pos{line, off - strings.LastIndexByte(src[:off], '\n')}, true
+}
+
 type posScanner struct {
 	src       string
 	i         int
