@@ -552,3 +552,49 @@ func TestListResolvesChains(t *testing.T) {
 		t.Errorf("Resolve(nobase) = %v", err)
 	}
 }
+
+// Profiles checked together that extend one broken base say its problem
+// once: each Resolve lists it, Said passes it on the first time only
+// (issue 24 item 13).
+func TestSaidOnce(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "base.toml", "[mpi]\nflavor = 5\n")
+	write(t, dir, "a.toml", "extends = \"base\"\n")
+	write(t, dir, "b.toml", "extends = \"base\"\n[slurm]\npartiton = \"x\"\n")
+	write(t, dir, "c.toml", "extends = \"a\"\n")
+	l := &Loader{Dirs: []string{dir}}
+	baseProblem := "DIR/base.toml:2:10: mpi.flavor: want a string, got integer 5 (quote it: \"5\")"
+	tests := []struct {
+		name     string
+		profiles []string
+		want     [][]string // the fresh problems of each profile, in turn
+	}{
+		{"two extending one base", []string{"a", "b"}, [][]string{
+			{baseProblem},
+			{`DIR/b.toml:3:1: unknown key "slurm.partiton": did you mean "slurm.partition"?`},
+		}},
+		{"a chain, base first", []string{"base", "a", "c"}, [][]string{{baseProblem}, nil, nil}},
+		{"a chain, base last", []string{"c", "a", "base"}, [][]string{{baseProblem}, nil, nil}},
+		{"one profile twice", []string{"a", "a"}, [][]string{{baseProblem}, nil}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			said := Said{}
+			var got [][]string
+			for _, name := range tt.profiles {
+				_, err := l.Resolve(name)
+				if err == nil {
+					t.Fatalf("Resolve(%s): no error", name)
+				}
+				var fresh []string
+				for _, e := range said.Fresh(err) {
+					fresh = append(fresh, strings.ReplaceAll(e.Error(), dir, "DIR"))
+				}
+				got = append(got, fresh)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("fresh problems (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
