@@ -88,7 +88,7 @@ func (s *setFlag) String() string { return strings.Join(s.kv, " ") }
 func setFlagOf(sets *setFlag) cli.Flag {
 	return &cli.GenericFlag{
 		Name:  "set",
-		Usage: "override a key as a command-line flag would, e.g. --set slurm.partition=gpu (repeatable; lists comma-separated)",
+		Usage: "override a key as a command-line flag would, e.g. --set slurm.partition=gpu (repeatable; a list comma-separated, or as TOML when an element holds a comma: --set 'mpi.args=[\"--mca\", \"a,b\"]')",
 		Value: sets,
 	}
 }
