@@ -650,6 +650,10 @@ func TestSetTOMLValue(t *testing.T) {
 			err: `command line: mpi.flavor: unknown MPI flavor "mpi"`},
 		{name: "script as a string", key: "env.source", value: `["/a.sh"]`,
 			err: `command line: env.source[0]: want a table, got string "/a.sh"`},
+		{name: "variable name with a newline", key: "env.vars.a\nb", value: `"x"`,
+			err: `command line: env.vars."a\nb": "a\nb" is not a valid environment variable name`},
+		{name: "unknown key with a newline", key: "slurm.a\nb", value: `"x"`,
+			err: `command line: "slurm.a\nb": unknown key`},
 		{name: "relative script", key: "env.source", value: `[{ script = "rel.sh" }]`,
 			err: `command line: env.source[0].script: "rel.sh": want an absolute path`},
 	}

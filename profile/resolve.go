@@ -138,7 +138,7 @@ func (r *Resolved) Origin(key string) (Origin, bool) {
 // command line too, before or after.
 func (r *Resolved) Set(key string, value any, source string) error {
 	fail := func(format string, a ...any) error {
-		return &Problem{File: source, Msg: key + ": " + fmt.Sprintf(format, a...)}
+		return &Problem{File: source, Msg: printable(key) + ": " + fmt.Sprintf(format, a...)}
 	}
 	if key == extendsKey {
 		return fail("extends can only be set in a profile")

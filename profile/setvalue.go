@@ -36,23 +36,24 @@ func isTOMLValue(s string, t reflect.Type) bool {
 func decodeTOMLValue(key, s string) (reflect.Value, error) {
 	_, at, ok := leafAt(key)
 	if !ok {
-		return reflect.Value{}, fmt.Errorf("%s: unknown key", key)
+		return reflect.Value{}, fmt.Errorf("%s: unknown key", printable(key))
 	}
+	name := at.String() // key, on one line
 	doc := at.tomlKey() + " = " + s
 	var top map[string]any
 	md, err := toml.Decode(doc, &top)
 	if err != nil {
-		return reflect.Value{}, fmt.Errorf("%s: not a TOML value: %s", key, tomlMessage(err))
+		return reflect.Value{}, fmt.Errorf("%s: not a TOML value: %s", name, tomlMessage(err))
 	}
 	// A newline in the text could go on to set other keys.
 	if other := keyOutside(md.Keys(), at); other != "" {
-		return reflect.Value{}, fmt.Errorf("%s: one TOML value, please: the text after it sets %s", key, other)
+		return reflect.Value{}, fmt.Errorf("%s: one TOML value, please: the text after it sets %s", name, other)
 	}
 	f, ps := parse("", "", "", []byte(doc))
 	if len(ps) > 0 {
 		msg := ps[0].Msg
-		if !strings.HasPrefix(msg, key) {
-			msg = key + ": " + msg
+		if !strings.HasPrefix(msg, name) {
+			msg = name + ": " + msg
 		}
 		return reflect.Value{}, errors.New(msg)
 	}
