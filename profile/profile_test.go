@@ -581,6 +581,10 @@ func TestFileChecks(t *testing.T) {
 		{"extends a list", "extends = [\"local\"]\n" + mpi, []string{
 			`DIR/p.toml:1:11: extends: want a string, got an array`,
 		}},
+		// Columns count from after a byte order mark, as an editor shows them.
+		{"byte order mark", "\xef\xbb\xbfdescription = 5\n" + mpi, []string{
+			`DIR/p.toml:1:15: description: want a string, got integer 5 (quote it: "5")`,
+		}},
 		{"extends empty", "extends = \" \"\n" + mpi, []string{
 			`DIR/p.toml:1:11: extends: empty: name a profile or a path`,
 		}},
