@@ -159,12 +159,7 @@ func TestDuplicateKeyPosition(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := ParseFile("p.toml", []byte(tt.src))
-			var got []string
-			for _, e := range Problems(err) {
-				got = append(got, e.Error())
-			}
-			if diff := cmp.Diff([]string{tt.want}, got); diff != "" {
+			if diff := cmp.Diff([]string{tt.want}, problemLines("p.toml", tt.src)); diff != "" {
 				t.Errorf("problems (-want +got):\n%s", diff)
 			}
 		})
@@ -202,14 +197,19 @@ func TestSyntaxErrorPosition(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := ParseFile("p.toml", []byte(tt.src))
-			var got []string
-			for _, e := range Problems(err) {
-				got = append(got, e.Error())
-			}
-			if diff := cmp.Diff([]string{tt.want}, got); diff != "" {
+			if diff := cmp.Diff([]string{tt.want}, problemLines("p.toml", tt.src)); diff != "" {
 				t.Errorf("problems (-want +got):\n%s", diff)
 			}
 		})
 	}
+}
+
+// problemLines parses src as the file path and lists its problems' lines.
+func problemLines(path, src string) []string {
+	_, err := ParseFile(path, []byte(src))
+	var out []string
+	for _, e := range Problems(err) {
+		out = append(out, e.Error())
+	}
+	return out
 }
