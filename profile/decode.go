@@ -66,7 +66,7 @@ func parse(name, path, dir string, src []byte) (*File, problems) {
 	if err != nil {
 		var pe toml.ParseError
 		if errors.As(err, &pe) {
-			d.ps.add(path, parseErrorPos(string(src), pe), "%s", pe.Message)
+			d.ps.add(path, parseErrorPos(string(src), pe), "%s", oneLine(pe.Message))
 		} else {
 			d.ps.add(path, pos{1, 1}, "%v", err)
 		}
@@ -370,11 +370,17 @@ func (d *decoder) unknown(path, k string, t reflect.Type, table string) {
 
 var duplicateRE = regexp.MustCompile(`^Key '(.*)' has already been defined\.$`)
 
-// parseErrorPos is where a syntax error is. The toml package reports a
-// duplicate key where its parser stopped, which can be past the end of the
-// line; the key being redefined is what to point at.
+// parseErrorPos is where a syntax error is. The toml package's line
+// counts a newline its lexer has read past (an unterminated "[slurm" was
+// put on the next line), while its byte offset is right: the position is
+// taken from the offset. A duplicate key is reported where the parser
+// stopped, which can be past the end of the line; the key being redefined
+// is what to point at.
 func parseErrorPos(src string, pe toml.ParseError) pos {
-	at := pos{pe.Position.Line, max(pe.Position.Col, 1)}
+	at, ok := offsetPos(src, pe.Position.Start)
+	if !ok {
+		at = pos{max(pe.Position.Line, 1), max(pe.Position.Col, 1)}
+	}
 	if m := duplicateRE.FindStringSubmatch(pe.Message); m != nil {
 		if p, ok := scanPositions(src).redefinition(m[1], at); ok {
 			return p
@@ -388,14 +394,20 @@ func parseErrorPos(src string, pe toml.ParseError) pos {
 func tomlMessage(err error) string {
 	var pe toml.ParseError
 	if errors.As(err, &pe) {
-		return pe.Message
+		return oneLine(pe.Message)
 	}
 	msg := err.Error()
 	msg = strings.TrimPrefix(msg, "toml: ")
 	if i := strings.Index(msg, "): "); i >= 0 && strings.HasPrefix(msg, "line ") {
 		msg = msg[i+3:]
 	}
-	return msg
+	return oneLine(msg)
+}
+
+// oneLine keeps a problem on its line: the toml package quotes the text it
+// read raw, newline included ("not a hexadecimal number: '0x\n'").
+func oneLine(msg string) string {
+	return strings.NewReplacer("\r", `\r`, "\n", `\n`).Replace(msg)
 }
 
 func rawSlice(raw any) []any {

@@ -552,3 +552,131 @@ func TestListResolvesChains(t *testing.T) {
 		t.Errorf("Resolve(nobase) = %v", err)
 	}
 }
+
+// Profiles checked together that extend one broken base say its problem
+// once: each Resolve lists it, Said passes it on the first time only
+// (issue 24 item 13).
+func TestSaidOnce(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "base.toml", "[mpi]\nflavor = 5\n")
+	write(t, dir, "a.toml", "extends = \"base\"\n")
+	write(t, dir, "b.toml", "extends = \"base\"\n[slurm]\npartiton = \"x\"\n")
+	write(t, dir, "c.toml", "extends = \"a\"\n")
+	l := &Loader{Dirs: []string{dir}}
+	baseProblem := "DIR/base.toml:2:10: mpi.flavor: want a string, got integer 5 (quote it: \"5\")"
+	tests := []struct {
+		name     string
+		profiles []string
+		want     [][]string // the fresh problems of each profile, in turn
+	}{
+		{"two extending one base", []string{"a", "b"}, [][]string{
+			{baseProblem},
+			{`DIR/b.toml:3:1: unknown key "slurm.partiton": did you mean "slurm.partition"?`},
+		}},
+		{"a chain, base first", []string{"base", "a", "c"}, [][]string{{baseProblem}, nil, nil}},
+		{"a chain, base last", []string{"c", "a", "base"}, [][]string{{baseProblem}, nil, nil}},
+		{"one profile twice", []string{"a", "a"}, [][]string{{baseProblem}, nil}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			said := Said{}
+			var got [][]string
+			for _, name := range tt.profiles {
+				_, err := l.Resolve(name)
+				if err == nil {
+					t.Fatalf("Resolve(%s): no error", name)
+				}
+				var fresh []string
+				for _, e := range said.Fresh(err) {
+					fresh = append(fresh, strings.ReplaceAll(e.Error(), dir, "DIR"))
+				}
+				got = append(got, fresh)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("fresh problems (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// A --set value that opens a TOML value of its key's kind (a list literal, a
+// quoted string) is read as TOML: commas inside it split nothing (issue 24
+// item 13). Bad TOML, a wrong element type or text setting more than the
+// key is a one-line error naming the key.
+func TestSetTOMLValue(t *testing.T) {
+	tests := []struct {
+		name, key, value string
+		want             any // the key's value after Set
+		err              string
+	}{
+		{name: "list with a comma inside", key: "mpi.args", value: `["--mca","a,b"]`, want: []string{"--mca", "a,b"}},
+		{name: "list across lines, with a comment", key: "mpi.args", value: "[\n  \"-x\", # export\n  \"A=1,2\",\n]", want: []string{"-x", "A=1,2"}},
+		{name: "list after spaces", key: "slurm.modules", value: ` ['a/1', "b/2"]`, want: []string{"a/1", "b/2"}},
+		{name: "empty list", key: "mpi.args", value: `[]`, want: []string{}},
+		{name: "short form still splits", key: "slurm.modules", value: `a/1, b/2`, want: []string{"a/1", "b/2"}},
+		{name: "short form of a list not opening with [", key: "mpi.args", value: `"-x",y`, want: []string{`"-x"`, "y"}},
+		{name: "scripts as inline tables", key: "env.source", value: `[{ script = "/a.sh", args = ["--x,y"] }]`,
+			want: []Script{{Script: "/a.sh", Args: []string{"--x,y"}}}},
+		{name: "basic string", key: "slurm.partition", value: `"gpu"`, want: "gpu"},
+		{name: "literal string", key: "mpi.flavor", value: `'mpich'`, want: mpirun.MPICH},
+		{name: "string with a comma", key: "env.vars.FOO", value: `"a,b"`, want: "a,b"},
+		{name: "escape", key: "env.vars.FOO", value: `"a\tb"`, want: "a\tb"},
+		{name: "quote inside plain text", key: "env.vars.FOO", value: `a"b`, want: `a"b`},
+
+		{name: "unterminated list", key: "mpi.args", value: `[`,
+			err: "command line: mpi.args: not a TOML value: unexpected EOF; expected value"},
+		{name: "unterminated string in a list", key: "mpi.args", value: `["a`,
+			err: `command line: mpi.args: not a TOML value: unexpected EOF; expected '"'`},
+		{name: "newline in a string", key: "mpi.args", value: "[\"a\n\"]",
+			err: "command line: mpi.args: not a TOML value: strings cannot contain newlines"},
+		{name: "integers for strings", key: "mpi.args", value: `[1,2]`,
+			err: "command line: mpi.args[0]: want a string, got integer 1"},
+		{name: "nested list", key: "mpi.args", value: `[["a"]]`,
+			err: "command line: mpi.args[0]: want a string, got an array"},
+		{name: "empty element", key: "mpi.args", value: `[""]`, err: "command line: mpi.args[0]: empty"},
+		{name: "text after the list", key: "mpi.args", value: `["a"] x`,
+			err: "command line: mpi.args: not a TOML value: expected a top-level item to end with a newline, comment, or EOF, but got 'x' instead"},
+		{name: "a newline, then another key", key: "mpi.args", value: "[\"a\"]\nslurm.partition = \"x\"",
+			err: "command line: mpi.args: one TOML value, please: the text after it sets slurm.partition"},
+		{name: "a newline, then a table", key: "mpi.args", value: "[\"a\"]\n[slurm]",
+			err: "command line: mpi.args: one TOML value, please: the text after it sets slurm"},
+		{name: "a quote, a newline, more", key: "env.vars.FOO", value: "\"a\"\nb",
+			err: `command line: env.vars.FOO: not a TOML value: unexpected EOF; expected key separator '='`},
+		{name: "unterminated string", key: "slurm.partition", value: `"gpu`,
+			err: `command line: slurm.partition: not a TOML value: unexpected EOF; expected '"'`},
+		{name: "string checked as in a file", key: "slurm.partition", value: `"a b"`,
+			err: `command line: slurm.partition: "a b" contains white space`},
+		{name: "unknown flavor", key: "mpi.flavor", value: `"mpi"`,
+			err: `command line: mpi.flavor: unknown MPI flavor "mpi"`},
+		{name: "script as a string", key: "env.source", value: `["/a.sh"]`,
+			err: `command line: env.source[0]: want a table, got string "/a.sh"`},
+		{name: "variable name with a newline", key: "env.vars.a\nb", value: `"x"`,
+			err: `command line: env.vars."a\nb": "a\nb" is not a valid environment variable name`},
+		{name: "unknown key with a newline", key: "slurm.a\nb", value: `"x"`,
+			err: `command line: "slurm.a\nb": unknown key`},
+		{name: "relative script", key: "env.source", value: `[{ script = "rel.sh" }]`,
+			err: `command line: env.source[0].script: "rel.sh": want an absolute path`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := Merge()
+			err := r.Set(tt.key, tt.value, CommandLine)
+			if tt.err != "" {
+				if err == nil || !strings.HasPrefix(err.Error(), tt.err) {
+					t.Fatalf("Set(%s, %q) = %v, want an error starting %q", tt.key, tt.value, err, tt.err)
+				}
+				if strings.ContainsAny(err.Error(), "\n\r") {
+					t.Errorf("error spans lines: %q", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Set(%s, %q): %v", tt.key, tt.value, err)
+			}
+			got, _ := get(&r.Profile, tt.key)
+			if diff := cmp.Diff(tt.want, got.Interface()); diff != "" {
+				t.Errorf("Set(%s, %q) (-want +got):\n%s", tt.key, tt.value, diff)
+			}
+		})
+	}
+}

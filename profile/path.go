@@ -1,6 +1,10 @@
 package profile
 
-import "strconv"
+import (
+	"strconv"
+	"strings"
+	"unicode"
+)
 
 // keyPath is where a value sits in a profile, built a step at a time as
 // k8s.io/apimachinery's field.Path is in mpi-operator's validation:
@@ -48,12 +52,21 @@ func (p keyPath) String() string {
 		case s.isIndex:
 			out += "[" + strconv.Itoa(s.index) + "]"
 		case i == 0:
-			out = s.key
+			out = printable(s.key)
 		default:
-			out += "." + s.key
+			out += "." + printable(s.key)
 		}
 	}
 	return out
+}
+
+// printable keeps a key on its line: a name with a control character (a
+// variable "A\nB" a file quoted) is quoted, other names are left bare.
+func printable(key string) string {
+	if strings.IndexFunc(key, unicode.IsControl) >= 0 {
+		return quoteTOML(key)
+	}
+	return key
 }
 
 // tomlKey is the path as positions records it, each key quoted if it must be.

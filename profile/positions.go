@@ -124,6 +124,28 @@ func joinPath(base string, segs ...string) string {
 
 func indexPath(base string, i int) string { return base + "[" + strconv.Itoa(i) + "]" }
 
+// withoutBOM is src as the toml package lexes it: without a byte order
+// mark, which editors do not show either (columns count from after it).
+func withoutBOM(src string) string {
+	for _, bom := range []string{"\xef\xbb\xbf", "\xff\xfe", "\xfe\xff"} {
+		if s, ok := strings.CutPrefix(src, bom); ok {
+			return s
+		}
+	}
+	return src
+}
+
+// offsetPos is the line and column of byte offset off into the document
+// the toml package lexes.
+func offsetPos(src string, off int) (pos, bool) {
+	src = withoutBOM(src)
+	if off < 0 || off > len(src) {
+		return pos{}, false
+	}
+	line := 1 + strings.Count(src[:off], "\n")
+	return pos{line, off - strings.LastIndexByte(src[:off], '\n')}, true
+}
+
 type posScanner struct {
 	src       string
 	i         int
@@ -135,7 +157,7 @@ type posScanner struct {
 
 func scanPositions(src string) positions {
 	s := &posScanner{
-		src: src, line: 1, col: 1,
+		src: withoutBOM(src), line: 1, col: 1,
 		p:         positions{key: map[string]pos{}, val: map[string]pos{}},
 		arrayNext: map[string]int{},
 	}

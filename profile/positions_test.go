@@ -159,14 +159,57 @@ func TestDuplicateKeyPosition(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := ParseFile("p.toml", []byte(tt.src))
-			var got []string
-			for _, e := range Problems(err) {
-				got = append(got, e.Error())
-			}
-			if diff := cmp.Diff([]string{tt.want}, got); diff != "" {
+			if diff := cmp.Diff([]string{tt.want}, problemLines("p.toml", tt.src)); diff != "" {
 				t.Errorf("problems (-want +got):\n%s", diff)
 			}
 		})
 	}
+}
+
+// A syntax error is reported where it is. The toml package counts a newline
+// its lexer read past, so an unterminated table header was reported at the
+// next line's key (issue 24 item 13); its byte offset is right.
+func TestSyntaxErrorPosition(t *testing.T) {
+	tests := []struct {
+		name, src, want string
+	}{
+		{"unterminated header before a key", "description = \"x\"\n[slurm\npartition = \"gpu\"\n",
+			`p.toml:2:7: expected '.' or ']' to end table name, but got '\n' instead`},
+		{"unterminated header before blank lines", "[slurm\n\n\npartition = \"gpu\"\n",
+			`p.toml:1:7: expected '.' or ']' to end table name, but got '\n' instead`},
+		{"unterminated header after a dot", "[mpi]\nflavor = \"mpich\"\n[slurm.\npartition = \"gpu\"\n",
+			`p.toml:3:8: expected '.' or ']' to end table name, but got '\n' instead`},
+		{"unterminated array header", "[[env.source]\nscript = \"/a\"\n",
+			`p.toml:1:13: expected end of table array name delimiter ']', but got '\n' instead`},
+		{"unterminated header at the end", "[slurm",
+			`p.toml:1:6: expected '.' or ']' to end table name, but got '\x00' instead`},
+		{"key without a value", "[slurm]\npartition\n",
+			`p.toml:2:10: expected '.' or '=', but got '\n' instead`},
+		{"unterminated string", "[slurm]\npartition = \"gpu\n",
+			`p.toml:2:17: strings cannot contain newlines`},
+		{"unterminated array", "[mpi]\nargs = [\"-v\",\n\"-x\"\n",
+			`p.toml:3:5: expected a comma (',') or array terminator (']'), but got end of file`},
+		// The toml package quotes what it read raw: the problem stays one line.
+		{"newline in the quoted text", "[rendezvous]\nport = 0x\n",
+			`p.toml:2:8: not a hexadecimal number: '0x\n'`},
+		{"after a byte order mark", "\xef\xbb\xbf[slurm\npartition = \"gpu\"\n",
+			`p.toml:1:7: expected '.' or ']' to end table name, but got '\n' instead`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff([]string{tt.want}, problemLines("p.toml", tt.src)); diff != "" {
+				t.Errorf("problems (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// problemLines parses src as the file path and lists its problems' lines.
+func problemLines(path, src string) []string {
+	_, err := ParseFile(path, []byte(src))
+	var out []string
+	for _, e := range Problems(err) {
+		out = append(out, e.Error())
+	}
+	return out
 }

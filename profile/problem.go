@@ -38,6 +38,24 @@ func Problems(err error) []error {
 	return []error{err}
 }
 
+// Said remembers the problems already reported, by their text. Profiles
+// checked together that extend one base would each repeat the base's
+// problems: with Said they are said once.
+type Said map[string]bool
+
+// Fresh returns the problems in err not said before, in order, and marks
+// them said.
+func (s Said) Fresh(err error) []error {
+	var out []error
+	for _, e := range Problems(err) {
+		if k := e.Error(); !s[k] {
+			s[k] = true
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
 // problems collects Problems and returns them as one *multierror.Error whose
 // message lists one problem a line.
 type problems []*Problem

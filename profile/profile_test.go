@@ -573,6 +573,21 @@ func TestFileChecks(t *testing.T) {
 		// Without a launcher in the file, the merged profile decides
 		// (TestSrunMPIFollowsLauncher).
 		{"srun_mpi alone", mpi + "srun_mpi = \"pmi2\"\n", nil},
+		// A value of another type is that one problem, not also "empty"
+		// (issue 24 item 13).
+		{"extends an integer", "extends = 5\n" + mpi, []string{
+			`DIR/p.toml:1:11: extends: want a string, got integer 5 (quote it: "5")`,
+		}},
+		{"extends a list", "extends = [\"local\"]\n" + mpi, []string{
+			`DIR/p.toml:1:11: extends: want a string, got an array`,
+		}},
+		// Columns count from after a byte order mark, as an editor shows them.
+		{"byte order mark", "\xef\xbb\xbfdescription = 5\n" + mpi, []string{
+			`DIR/p.toml:1:15: description: want a string, got integer 5 (quote it: "5")`,
+		}},
+		{"extends empty", "extends = \" \"\n" + mpi, []string{
+			`DIR/p.toml:1:11: extends: empty: name a profile or a path`,
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -128,7 +128,9 @@ func (r *Resolved) Origin(key string) (Origin, bool) {
 // Set puts value for key on top of every profile layer, as flags do;
 // source is what Origin and errors name, normally CommandLine. value is a
 // string (parsed for the key's type: "true", "8080", lists comma-separated,
-// env.source entries as "SCRIPT ARG..."), or a value of the key's Go type.
+// env.source entries as "SCRIPT ARG..."; a list starting with "[" or text
+// starting with a quote is a TOML value, `["--mca", "a,b"]`), or a value of
+// the key's Go type.
 // The value itself is checked as in a file; rules between keys are checked
 // by Validate, after all flags are set. A flag that changes mpi.launcher or
 // mpi.flavor drops the profile's binary, args and bootstrap (and srun_mpi
@@ -136,7 +138,7 @@ func (r *Resolved) Origin(key string) (Origin, bool) {
 // command line too, before or after.
 func (r *Resolved) Set(key string, value any, source string) error {
 	fail := func(format string, a ...any) error {
-		return &Problem{File: source, Msg: key + ": " + fmt.Sprintf(format, a...)}
+		return &Problem{File: source, Msg: printable(key) + ": " + fmt.Sprintf(format, a...)}
 	}
 	if key == extendsKey {
 		return fail("extends can only be set in a profile")
@@ -160,8 +162,15 @@ func (r *Resolved) Set(key string, value any, source string) error {
 	if name != "" {
 		t = t.Elem()
 	}
-	v, err := convert(value, t)
-	if err != nil {
+	var (
+		v   reflect.Value
+		err error
+	)
+	if s, ok := value.(string); ok && isTOMLValue(s, t) {
+		if v, err = decodeTOMLValue(key, s); err != nil {
+			return &Problem{File: source, Msg: err.Error()}
+		}
+	} else if v, err = convert(value, t); err != nil {
 		return fail("%v", err)
 	}
 	var tmp Profile

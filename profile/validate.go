@@ -330,7 +330,8 @@ func (d *decoder) checkValues() {
 			d.problem("templates", false, "templates: an embedded profile needs an absolute path")
 		}
 	}
-	if f.Profile.Extends != "" || hasKey(f, extendsKey) {
+	// A value of another type (extends = 5) is reported as such already.
+	if (f.Profile.Extends != "" || hasKey(f, extendsKey)) && !d.bad[extendsKey] {
 		if strings.TrimSpace(f.Profile.Extends) == "" {
 			d.problem(extendsKey, false, "extends: empty: name a profile or a path")
 		}

@@ -55,6 +55,8 @@ func TestKeyPath(t *testing.T) {
 		{"variable", newKeyPath("env", "vars", "FOO"), "env.vars.FOO", "env.vars.FOO"},
 		{"variable to quote", newKeyPath("env", "vars", "a b"), "env.vars.a b", `env.vars."a b"`},
 		{"empty variable name", newKeyPath("env", "vars", ""), "env.vars.", `env.vars.""`},
+		// A message stays on one line.
+		{"variable with a line break", newKeyPath("env", "vars", "a\nb"), `env.vars."a\nb"`, `env.vars."a\nb"`},
 		{"array element", newKeyPath("env", "source").Index(1).Child("args").Index(0), "env.source[1].args[0]", "env.source[1].args[0]"},
 	}
 	for _, tt := range tests {

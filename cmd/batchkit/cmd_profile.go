@@ -88,7 +88,7 @@ func (s *setFlag) String() string { return strings.Join(s.kv, " ") }
 func setFlagOf(sets *setFlag) cli.Flag {
 	return &cli.GenericFlag{
 		Name:  "set",
-		Usage: "override a key as a command-line flag would, e.g. --set slurm.partition=gpu (repeatable; lists comma-separated)",
+		Usage: "override a key as a command-line flag would, e.g. --set slurm.partition=gpu (repeatable; a list comma-separated, or as TOML when an element holds a comma: --set 'mpi.args=[\"--mca\", \"a,b\"]')",
 		Value: sets,
 	}
 }
@@ -202,6 +202,7 @@ Examples:
 				return usagef("profile check needs profile files, e.g. batchkit profile check mysite.toml")
 			}
 			loader := profile.NewLoader(os.Getenv)
+			said := profile.Said{} // a base's problems once, not once per profile extending it
 			var nBad, nProblems int
 			for _, arg := range c.Args().Slice() {
 				r, err := loader.Resolve(arg)
@@ -214,7 +215,11 @@ Examples:
 					err = terr
 				}
 				nBad++
-				for _, e := range profile.Problems(err) {
+				fresh := said.Fresh(err)
+				if len(fresh) == 0 {
+					fmt.Fprintf(c.App.ErrWriter, "%s: not ok: its problems are above\n", arg)
+				}
+				for _, e := range fresh {
 					fmt.Fprintln(c.App.ErrWriter, e)
 					nProblems++
 				}
