@@ -85,6 +85,10 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz=FuzzQuote -fuzztime=$(FUZZTIME) ./internal/shquote/
 	$(GO) test -run='^$$' -fuzz=FuzzSiteTemplate -fuzztime=$(FUZZTIME) ./templates/
 	$(GO) test -run='^$$' -fuzz=FuzzParseSize -fuzztime=$(FUZZTIME) ./trainer/bench/
+	$(GO) test -run='^$$' -fuzz=FuzzParseFile -fuzztime=$(FUZZTIME) ./profile/
+	$(GO) test -run='^$$' -fuzz=FuzzSet -fuzztime=$(FUZZTIME) ./profile/
+	$(GO) test -run='^$$' -fuzz=FuzzParseHostfile -fuzztime=$(FUZZTIME) ./mpirun/
+	$(GO) test -run='^$$' -fuzz=FuzzCompressHostlist -fuzztime=$(FUZZTIME) ./slurm/
 
 cluster-up:
 	scripts/local-cluster.sh up
