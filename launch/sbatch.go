@@ -92,7 +92,7 @@ func SbatchScript(req SbatchRequest) (slurm.Script, error) {
 func SbatchLaunch(m profile.MPI, job slurm.JobOptions, program []string) ([]string, error) {
 	spec := mpirun.Spec{
 		Flavor:         m.Flavor,
-		Launcher:       string(m.Launcher),
+		Launcher:       m.Launcher,
 		Binary:         m.Binary,
 		ExtraArgs:      m.Args,
 		Bootstrap:      m.Bootstrap,
@@ -104,9 +104,9 @@ func SbatchLaunch(m profile.MPI, job slurm.JobOptions, program []string) ([]stri
 		PPN:            job.NTasksPerNode,
 	}
 	if spec.Launcher == "" {
-		spec.Launcher = mpirun.LauncherMpirun
+		spec.Launcher = mpirun.ProgramMpirun
 	}
-	if spec.Launcher == mpirun.LauncherSrun {
+	if spec.Launcher == mpirun.ProgramSrun {
 		// Inside the job srun takes counts and nodes from the allocation.
 		spec.PPN = 0
 		return mpirun.Command(spec)

@@ -114,7 +114,7 @@ func TestSbatchLaunchRanks(t *testing.T) {
 		{slurm.JobOptions{}, "1", false},
 		{slurm.JobOptions{Nodes: "2-4"}, "", true},
 	} {
-		argv, err := SbatchLaunch(profile.MPI{Flavor: mpirun.MPICH, Launcher: profile.LauncherMpirun}, tt.job, []string{"prog"})
+		argv, err := SbatchLaunch(profile.MPI{Flavor: mpirun.MPICH, Launcher: mpirun.ProgramMpirun}, tt.job, []string{"prog"})
 		if tt.fail {
 			if err == nil {
 				t.Errorf("%+v: want an error for a node range", tt.job)
@@ -133,7 +133,7 @@ func TestSbatchLaunchRanks(t *testing.T) {
 	}
 	// The srun line goes through the same checks as every launch line: a
 	// bare ":" would start a second program.
-	for _, l := range []profile.Launcher{profile.LauncherSrun, profile.LauncherMpirun} {
+	for _, l := range []mpirun.Program{mpirun.ProgramSrun, mpirun.ProgramMpirun} {
 		_, err := SbatchLaunch(profile.MPI{Flavor: mpirun.MPICH, Launcher: l}, slurm.JobOptions{NTasks: 2}, []string{"prog", ":", "x"})
 		if err == nil || !strings.Contains(err.Error(), `":"`) {
 			t.Errorf("launcher %s with a bare \":\" argument: err = %v", l, err)

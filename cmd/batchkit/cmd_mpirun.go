@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/batchkit/batchkit/detect"
 	"github.com/batchkit/batchkit/envsetup"
 	"github.com/batchkit/batchkit/envsetup/envvars"
+	"github.com/batchkit/batchkit/internal/closed"
 	"github.com/batchkit/batchkit/internal/freeport"
 	"github.com/batchkit/batchkit/mpirun"
 	"github.com/batchkit/batchkit/profile"
@@ -167,7 +169,7 @@ func mpirunDefaults(c *cli.Context) (mpirun.Defaults, profile.Env, error) {
 	}
 	m := r.Profile.MPI
 	d := mpirun.Defaults{
-		Flavor: m.Flavor, Launcher: string(m.Launcher), Binary: m.Binary, Args: m.Args,
+		Flavor: m.Flavor, Launcher: m.Launcher, Binary: m.Binary, Args: m.Args,
 		Bootstrap: m.Bootstrap, SrunMPI: m.SrunMPI, AllowRunAsRoot: m.AllowRunAsRoot, Oversubscribe: m.Oversubscribe,
 		Env: r.Profile.Env.Vars, MasterPort: r.Profile.Rendezvous.FixedPort(),
 	}
@@ -176,7 +178,8 @@ func mpirunDefaults(c *cli.Context) (mpirun.Defaults, profile.Env, error) {
 
 // mpirunOptions are the flags with the defaults layered under them.
 type mpirunOptions struct {
-	flavor, launcher, binary string
+	flavor, binary           string
+	launcher                 mpirun.Program
 	np, ppn, masterPort      int
 	npSet, masterPortSet     bool
 	hosts, hostfile          string
@@ -214,7 +217,7 @@ func mpirunOptionsFrom(c *cli.Context, d mpirun.Defaults) (mpirunOptions, error)
 	}
 	o := mpirunOptions{
 		flavor:        pick("flavor", string(d.Flavor)),
-		launcher:      pick("launcher", d.Launcher),
+		launcher:      mpirun.Program(pick("launcher", string(d.Launcher))),
 		binary:        pick("mpirun", d.Binary),
 		np:            c.Int("np"),
 		npSet:         c.IsSet("np"),
@@ -274,14 +277,10 @@ func planMpirun(o mpirunOptions, getenv topology.Getenv, probe mpirun.Probe, sel
 	var p mpirunPlan
 	launcher := o.launcher
 	if launcher == "" {
-		launcher = mpirun.LauncherMpirun
+		launcher = mpirun.ProgramMpirun
 	}
-	valid := false
-	for _, l := range mpirun.Launchers {
-		valid = valid || l == launcher
-	}
-	if !valid {
-		return p, usagef("invalid --launcher %q: want %s", launcher, strings.Join(mpirun.Launchers, ", "))
+	if !slices.Contains(mpirun.Programs, launcher) {
+		return p, usagef("invalid --launcher %q: want %s", launcher, closed.Join(mpirun.Programs))
 	}
 	var flavor mpirun.Flavor
 	if o.flavor != "" {
@@ -332,7 +331,7 @@ func planMpirun(o mpirunOptions, getenv topology.Getenv, probe mpirun.Probe, sel
 	if err != nil {
 		return p, badInput(err)
 	}
-	in := envsetup.LaunchInput{Vars: o.profileEnv, Lookup: o.lookup, Env: flags, Srun: launcher == mpirun.LauncherSrun,
+	in := envsetup.LaunchInput{Vars: o.profileEnv, Lookup: o.lookup, Env: flags, Srun: launcher == mpirun.ProgramSrun,
 		JobID: jobID, Port: o.masterPort, Fixed: o.profilePort, Free: port}
 	for _, h := range hosts {
 		in.Hosts = append(in.Hosts, h.Name)
@@ -340,7 +339,7 @@ func planMpirun(o mpirunOptions, getenv topology.Getenv, probe mpirun.Probe, sel
 	// Hydra and mpirun_rsh ranks learn only their node's rank count; the
 	// node count lets the ranks on a short last node place themselves.
 	// (Open MPI exports its own; srun's ranks read the step.)
-	if n := mpirun.NodesUsed(hosts, np, o.ppn); n >= 2 && flavor != mpirun.OpenMPI && launcher != mpirun.LauncherSrun {
+	if n := mpirun.NodesUsed(hosts, np, o.ppn); n >= 2 && flavor != mpirun.OpenMPI && launcher != mpirun.ProgramSrun {
 		in.Nodes = n
 	}
 	env, err := envsetup.LaunchEnv(in)
@@ -351,10 +350,10 @@ func planMpirun(o mpirunOptions, getenv topology.Getenv, probe mpirun.Probe, sel
 	// A profile's defaults apply only where they mean something; the same
 	// settings given as flags are checked by Command.
 	srunMPI, bootstrap := o.srunMPI, o.bootstrap
-	if launcher != mpirun.LauncherSrun && !o.srunMPISet {
+	if launcher != mpirun.ProgramSrun && !o.srunMPISet {
 		srunMPI = ""
 	}
-	if launcher == mpirun.LauncherSrun && !o.bootstrapSet {
+	if launcher == mpirun.ProgramSrun && !o.bootstrapSet {
 		bootstrap = ""
 	}
 	// A profile's bootstrap through Slurm is for runs inside an
