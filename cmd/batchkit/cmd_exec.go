@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -12,7 +11,7 @@ import (
 	"github.com/batchkit/batchkit/detect"
 	"github.com/batchkit/batchkit/envsetup"
 	"github.com/batchkit/batchkit/envsetup/envvars"
-	"github.com/batchkit/batchkit/launch/local"
+	"github.com/batchkit/batchkit/launch"
 	"github.com/batchkit/batchkit/topology"
 )
 
@@ -112,16 +111,8 @@ func execProfile(c *cli.Context, environ []string) (envsetup.Changes, map[string
 func execve(args []string, env []string) error {
 	path, err := exec.LookPath(args[0])
 	if err != nil {
-		code := 127
-		if errors.Is(err, os.ErrPermission) || errors.Is(err, syscall.EISDIR) {
-			code = 126 // found, but not something to run (bash says the same)
-		}
-		return cli.Exit(fmt.Sprintf("%s: %v", args[0], err), code)
+		return cli.Exit(fmt.Sprintf("%s: %v", args[0], err), launch.StartCode(err))
 	}
 	err = syscall.Exec(path, args, env)
-	code := 126
-	if errors.Is(err, syscall.ENOENT) {
-		code = 127
-	}
-	return cli.Exit(fmt.Sprintf("exec %s: %v%s", path, err, local.ExecHint(err)), code)
+	return cli.Exit(fmt.Sprintf("exec %s: %v%s", path, err, launch.ExecHint(err)), launch.StartCode(err))
 }

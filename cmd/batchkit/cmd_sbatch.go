@@ -12,6 +12,7 @@ import (
 	"github.com/batchkit/batchkit/envsetup/envvars"
 	"github.com/batchkit/batchkit/internal/outfile"
 	"github.com/batchkit/batchkit/launch"
+	"github.com/batchkit/batchkit/launch/sbatch"
 	"github.com/batchkit/batchkit/profile"
 	"github.com/batchkit/batchkit/slurm"
 	"github.com/batchkit/batchkit/templates"
@@ -173,12 +174,6 @@ func sbatchAction(c *cli.Context) error {
 		Exclusive: c.Bool("exclusive"), Signal: c.String("signal"), Dependency: c.String("dependency"),
 		Requeue: r.Profile.Slurm.Requeue, Extra: []string(*c.Generic("sbatch-arg").(*stringList)),
 	}
-	script, err := launch.SbatchScript(launch.SbatchRequest{
-		ProfileName: r.Name, Profile: r.Profile, Job: job, Program: program, Batchkit: self,
-	})
-	if err != nil {
-		return badInput(err)
-	}
 	set, err := templates.Load(r.Profile.Templates)
 	if err != nil {
 		if o, ok := r.Origin("templates"); ok {
@@ -186,28 +181,23 @@ func sbatchAction(c *cli.Context) error {
 		}
 		return badInput(err)
 	}
-	text, err := set.Render(templates.Sbatch, script)
-	if err != nil {
-		return badInput(err)
-	}
-
-	switch {
-	case c.Bool("dry-run"):
-		_, err := fmt.Fprint(c.App.Writer, text)
-		return err
-	case c.IsSet("write"):
-		return writeNew(c.String("write"), text, c.Bool("force"))
-	}
-	_, code, err := slurm.Submit(c.Context, "sbatch", text, c.Bool("wait"), func(id string) {
-		fmt.Fprintln(c.App.Writer, id)
+	p, err := sbatch.NewPlan(sbatch.Request{
+		ProfileName: r.Name, Profile: r.Profile, Job: job, Program: program, Batchkit: self,
+		Templates: set, Wait: c.Bool("wait"),
 	})
 	if err != nil {
+		return launchExit(1, err)
+	}
+	switch {
+	case c.Bool("dry-run"):
+		_, err := fmt.Fprint(c.App.Writer, p.Text)
 		return err
+	case c.IsSet("write"):
+		return writeNew(c.String("write"), p.Text, c.Bool("force"))
 	}
-	if code != 0 {
-		return &childExit{code}
-	}
-	return nil
+	sigs, stop := catchSignals()
+	defer stop()
+	return launchExit(sbatch.Run(c.Context, p, launch.IO{Stdout: c.App.Writer, Stderr: c.App.ErrWriter}, sigs))
 }
 
 // writeNew writes a file that must not exist yet, unless force: a user's

@@ -1,4 +1,4 @@
-package launch
+package sbatch
 
 import (
 	"bytes"
@@ -36,19 +36,16 @@ func render(t *testing.T, name string, overrides map[string]string, job slurm.Jo
 	if err := r.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	script, err := SbatchScript(SbatchRequest{ProfileName: name, Profile: r.Profile, Job: job,
-		Program: []string{"python3", "train.py", "--data", "my data/$(x)"}, Batchkit: "/usr/bin/batchkit"})
-	if err != nil {
-		t.Fatal(err)
-	}
 	set, err := templates.Load("")
 	if err != nil {
 		t.Fatal(err)
 	}
-	text, err := set.Render(templates.Sbatch, script)
+	p, err := NewPlan(Request{ProfileName: name, Profile: r.Profile, Job: job, Templates: set,
+		Program: []string{"python3", "train.py", "--data", "my data/$(x)"}, Batchkit: "/usr/bin/batchkit"})
 	if err != nil {
 		t.Fatal(err)
 	}
+	text := p.Text
 	return text
 }
 
@@ -114,7 +111,7 @@ func TestSbatchLaunchRanks(t *testing.T) {
 		{slurm.JobOptions{}, "1", false},
 		{slurm.JobOptions{Nodes: "2-4"}, "", true},
 	} {
-		argv, err := SbatchLaunch(profile.MPI{Flavor: mpirun.MPICH, Launcher: mpirun.ProgramMpirun}, tt.job, []string{"prog"})
+		argv, err := LaunchLine(profile.MPI{Flavor: mpirun.MPICH, Launcher: mpirun.ProgramMpirun}, tt.job, []string{"prog"})
 		if tt.fail {
 			if err == nil {
 				t.Errorf("%+v: want an error for a node range", tt.job)
@@ -128,13 +125,13 @@ func TestSbatchLaunchRanks(t *testing.T) {
 			t.Errorf("%+v: argv %q, want -n %s", tt.job, argv, tt.np)
 		}
 	}
-	if _, err := SbatchScript(SbatchRequest{Program: nil}); err == nil {
+	if _, err := Script(Request{Program: nil}); err == nil {
 		t.Error("a script without a program was built")
 	}
 	// The srun line goes through the same checks as every launch line: a
 	// bare ":" would start a second program.
 	for _, l := range []mpirun.Program{mpirun.ProgramSrun, mpirun.ProgramMpirun} {
-		_, err := SbatchLaunch(profile.MPI{Flavor: mpirun.MPICH, Launcher: l}, slurm.JobOptions{NTasks: 2}, []string{"prog", ":", "x"})
+		_, err := LaunchLine(profile.MPI{Flavor: mpirun.MPICH, Launcher: l}, slurm.JobOptions{NTasks: 2}, []string{"prog", ":", "x"})
 		if err == nil || !strings.Contains(err.Error(), `":"`) {
 			t.Errorf("launcher %s with a bare \":\" argument: err = %v", l, err)
 		}

@@ -2,6 +2,7 @@ package mpirun
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -11,6 +12,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/batchkit/batchkit/launch"
 )
 
 func TestRunExitStatus(t *testing.T) {
@@ -34,8 +37,8 @@ func TestRunExitStatus(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var out bytes.Buffer
-			code, err := Run(tt.argv, nil, nil, &out, &out)
-			var se *StartError
+			code, err := runArgv(context.Background(), tt.argv, nil, launch.IO{Stdout: &out, Stderr: &out}, nil)
+			var se *launch.StartError
 			if tt.startFail != errors.As(err, &se) {
 				t.Fatalf("err = %v, want a StartError: %v", err, tt.startFail)
 			}
@@ -46,7 +49,7 @@ func TestRunExitStatus(t *testing.T) {
 	}
 }
 
-// SIGINT and SIGTERM sent to batchkit reach the launcher, whose own exit
+// SIGINT and SIGTERM handed to Run reach the launcher, whose own exit
 // status is returned. stdin is not a terminal here, so SIGINT is forwarded.
 func TestRunForwardsSignals(t *testing.T) {
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
@@ -56,8 +59,9 @@ func TestRunForwardsSignals(t *testing.T) {
 			script := `trap 'echo got-$1; exit 42' ` + strings.TrimPrefix(sigName(sig), "SIG") + `; touch "$0"; i=0; while [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done; exit 9`
 			var out bytes.Buffer
 			done := make(chan int, 1)
+			sigs := make(chan os.Signal, 1)
 			go func() {
-				code, err := Run([]string{"sh", "-c", script, ready, sigName(sig)}, nil, nil, &out, &out)
+				code, err := runArgv(context.Background(), []string{"sh", "-c", script, ready, sigName(sig)}, nil, launch.IO{Stdout: &out, Stderr: &out}, sigs)
 				if err != nil {
 					t.Error(err)
 				}
@@ -73,9 +77,7 @@ func TestRunForwardsSignals(t *testing.T) {
 				}
 				time.Sleep(10 * time.Millisecond)
 			}
-			if err := syscall.Kill(os.Getpid(), sig); err != nil {
-				t.Fatal(err)
-			}
+			sigs <- sig
 			select {
 			case code := <-done:
 				if code != 42 {
@@ -109,7 +111,7 @@ func TestRunEnv(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var out bytes.Buffer
-			code, err := Run([]string{"sh", "-c", `echo "$BATCHKIT_RUN_TEST_INHERITED|$BATCHKIT_RUN_TEST_GIVEN"`}, tt.env, nil, &out, &out)
+			code, err := runArgv(context.Background(), []string{"sh", "-c", `echo "$BATCHKIT_RUN_TEST_INHERITED|$BATCHKIT_RUN_TEST_GIVEN"`}, tt.env, launch.IO{Stdout: &out, Stderr: &out}, nil)
 			if err != nil || code != 0 {
 				t.Fatalf("code %d, err %v: %s", code, err, out.String())
 			}
