@@ -157,34 +157,11 @@ func sbatchAction(c *cli.Context) error {
 	case c.Bool("force") && !c.IsSet("write"):
 		return usagef("--force is for --write: it lets it replace an existing file")
 	}
-	r, err := loadProfile(c, sbatchOverrides)
+	req, err := sbatchRequest(c, program)
 	if err != nil {
 		return err
 	}
-	self := c.String("batchkit")
-	if self == "" {
-		if self, err = os.Executable(); err != nil {
-			return fmt.Errorf("finding batchkit's own path (give --batchkit): %w", err)
-		}
-	}
-	job := slurm.JobOptions{
-		JobName: c.String("job-name"), Nodes: c.String("nodes"), NTasks: c.Int("ntasks"),
-		NTasksPerNode: c.Int("ntasks-per-node"), CPUsPerTask: c.Int("cpus-per-task"), GPUs: c.String("gpus"),
-		Output: c.String("output"), Error: c.String("error"), Array: c.String("array"),
-		Exclusive: c.Bool("exclusive"), Signal: c.String("signal"), Dependency: c.String("dependency"),
-		Requeue: r.Profile.Slurm.Requeue, Extra: []string(*c.Generic("sbatch-arg").(*stringList)),
-	}
-	set, err := templates.Load(r.Profile.Templates)
-	if err != nil {
-		if o, ok := r.Origin("templates"); ok {
-			err = fmt.Errorf("%s: templates: %w", o, err)
-		}
-		return badInput(err)
-	}
-	p, err := sbatch.NewPlan(sbatch.Request{
-		ProfileName: r.Name, Profile: r.Profile, Job: job, Program: program, Batchkit: self,
-		Templates: set, Wait: c.Bool("wait"),
-	})
+	p, err := sbatch.NewPlan(req)
 	if err != nil {
 		return launchExit(1, err)
 	}
@@ -198,6 +175,37 @@ func sbatchAction(c *cli.Context) error {
 	sigs, stop := catchSignals()
 	defer stop()
 	return launchExit(sbatch.Run(c.Context, p, launch.IO{Stdout: c.App.Writer, Stderr: c.App.ErrWriter}, sigs))
+}
+
+// sbatchRequest is the profile under the flags, the batchkit binary the
+// ranks run and the templates that render the script.
+func sbatchRequest(c *cli.Context, program []string) (sbatch.Request, error) {
+	r, err := loadProfile(c, sbatchOverrides)
+	if err != nil {
+		return sbatch.Request{}, err
+	}
+	self := c.String("batchkit")
+	if self == "" {
+		if self, err = os.Executable(); err != nil {
+			return sbatch.Request{}, fmt.Errorf("finding batchkit's own path (give --batchkit): %w", err)
+		}
+	}
+	set, err := templates.Load(r.Profile.Templates)
+	if err != nil {
+		if o, ok := r.Origin("templates"); ok {
+			err = fmt.Errorf("%s: templates: %w", o, err)
+		}
+		return sbatch.Request{}, badInput(err)
+	}
+	job := slurm.JobOptions{
+		JobName: c.String("job-name"), Nodes: c.String("nodes"), NTasks: c.Int("ntasks"),
+		NTasksPerNode: c.Int("ntasks-per-node"), CPUsPerTask: c.Int("cpus-per-task"), GPUs: c.String("gpus"),
+		Output: c.String("output"), Error: c.String("error"), Array: c.String("array"),
+		Exclusive: c.Bool("exclusive"), Signal: c.String("signal"), Dependency: c.String("dependency"),
+		Requeue: r.Profile.Slurm.Requeue, Extra: []string(*c.Generic("sbatch-arg").(*stringList)),
+	}
+	return sbatch.Request{ProfileName: r.Name, Profile: r.Profile, Job: job, Program: program, Batchkit: self,
+		Templates: set, Wait: c.Bool("wait")}, nil
 }
 
 // writeNew writes a file that must not exist yet, unless force: a user's

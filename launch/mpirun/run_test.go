@@ -121,3 +121,38 @@ func TestRunEnv(t *testing.T) {
 		})
 	}
 }
+
+// Run writes a generated hostfile for the launcher and removes it after;
+// a launcher not on PATH is 127 before anything is written.
+func TestRunPlan(t *testing.T) {
+	dir := t.TempDir()
+	fake := `#!/bin/sh
+while [ $# -gt 0 ]; do [ "$1" = -hostfile ] && { cat "$2"; echo "$2" > "$FAKE_DIR/name"; }; shift; done`
+	if err := os.WriteFile(filepath.Join(dir, "mpirun_rsh"), []byte(fake), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", dir+":"+os.Getenv("PATH"))
+	t.Setenv("FAKE_DIR", dir)
+	p, err := NewPlan(Options{Flavor: "mvapich", Hosts: "n1:2,n2:2", MasterPort: 1234, Program: []string{"true"}}, machine(map[string]string{"mpirun_rsh": ""}, nil, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	code, err := Run(context.Background(), p, launch.IO{Stdout: &out, Stderr: &out}, nil)
+	if code != 0 || err != nil {
+		t.Fatalf("code %d, err %v: %s", code, err, out.String())
+	}
+	if diff := cmp.Diff(p.Hostfile, out.String()); diff != "" {
+		t.Errorf("the launcher's hostfile (-want +got):\n%s", diff)
+	}
+	name, _ := os.ReadFile(filepath.Join(dir, "name"))
+	if _, err := os.Stat(strings.TrimSpace(string(name))); len(name) == 0 || err == nil {
+		t.Errorf("hostfile %q not given or not removed", name)
+	}
+
+	p.Found, p.Spec.Binary = false, "/nonexistent/mpirun"
+	code, err = Run(context.Background(), p, launch.IO{}, nil)
+	if want := "/nonexistent/mpirun: launcher not found on PATH"; code != 127 || err == nil || err.Error() != want {
+		t.Errorf("not found: code %d, err %v; want 127, %q", code, err, want)
+	}
+}

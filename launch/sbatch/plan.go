@@ -27,7 +27,7 @@ type Request struct {
 	// `Batchkit exec -- Program` so it sees the torchrun contract.
 	Batchkit string
 	// Templates renders the script (templates.Load of the profile's
-	// template directory, read by the caller).
+	// template directory, read by the caller); nil: the built-in ones.
 	Templates *templates.Set
 	// Wait: Run waits for the job and its code is the job's.
 	Wait bool
@@ -47,7 +47,13 @@ func NewPlan(req Request) (Plan, error) {
 	if err != nil {
 		return Plan{}, launch.Bad(err)
 	}
-	text, err := req.Templates.Render(templates.Sbatch, script)
+	set := req.Templates
+	if set == nil {
+		if set, err = templates.Load(""); err != nil {
+			return Plan{}, err
+		}
+	}
+	text, err := set.Render(templates.Sbatch, script)
 	if err != nil {
 		return Plan{}, launch.Bad(err)
 	}

@@ -2,6 +2,7 @@ package sbatch
 
 import (
 	"bytes"
+	"errors"
 	"flag"
 	"os"
 	"os/exec"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/batchkit/batchkit/launch"
 	"github.com/batchkit/batchkit/mpirun"
 	"github.com/batchkit/batchkit/profile"
 	"github.com/batchkit/batchkit/slurm"
@@ -168,5 +170,41 @@ func TestSbatchMasterPort(t *testing.T) {
 		if got != tc.want {
 			t.Errorf("port_policy %s: MASTER_PORT lines %q, want %q", tc.policy, got, tc.want)
 		}
+	}
+}
+
+func TestNewPlan(t *testing.T) {
+	prof := profile.Profile{MPI: profile.MPI{Flavor: mpirun.OpenMPI, Launcher: mpirun.ProgramSrun}}
+	tests := []struct {
+		name    string
+		req     Request
+		want    []string // the script's launch line
+		wantErr string   // a launch.ErrInvalid error's text
+	}{
+		{"srun, built-in templates", Request{Profile: prof, Program: []string{"prog"}, Batchkit: "/bk", Wait: true},
+			[]string{"srun", "--mpi=pmix", "--export=ALL", "/bk", "exec", "--", "prog"}, ""},
+		{"no program", Request{Profile: prof}, nil, "no program given: batchkit sbatch [flags] -- CMD [ARGS...]"},
+		{"bad nodes", Request{Profile: prof, Program: []string{"prog"}, Job: slurm.JobOptions{Nodes: "0"}}, nil,
+			`--nodes "0": want a number of nodes N or a range MIN-MAX, at least 1`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := NewPlan(tt.req)
+			if tt.wantErr != "" {
+				if !errors.Is(err, launch.ErrInvalid) || err.Error() != tt.wantErr {
+					t.Fatalf("err = %v, want %q (launch.ErrInvalid)", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, p.Script.Launch); diff != "" {
+				t.Errorf("launch line (-want +got):\n%s", diff)
+			}
+			if !strings.Contains(p.Text, "\nsrun --mpi=pmix --export=ALL /bk exec -- prog &\n") || p.Wait != tt.req.Wait {
+				t.Errorf("text %q, wait %v", p.Text, p.Wait)
+			}
+		})
 	}
 }
