@@ -54,7 +54,8 @@ resulting environment (see 'batchkit envsetup'). --dry-run sources nothing: it p
 
 Every rank gets BATCHKIT_JOB_TOKEN (kept if set, else new) via the launcher's environment, never argv (mpirun_rsh: none).
 
-The launcher's exit status is the exit status; SIGINT and SIGTERM are forwarded to it.
+The launcher's exit status is the exit status; SIGINT, SIGTERM, SIGHUP, SIGQUIT and SIGUSR1 are forwarded
+to it (a Ctrl-C or Ctrl-\ at the terminal reaches it directly, and is not sent twice).
 
 Examples:
    batchkit mpirun -n 4 -- python3 train.py --epochs 3

@@ -29,7 +29,8 @@ launch line — srun with the flavor's --mpi plugin, or the flavor's mpirun — 
 'batchkit exec -- CMD ARGS...' in every rank so the program sees RANK, WORLD_SIZE, MASTER_ADDR ...
 
 Without --dry-run or --write the script is submitted with 'sbatch --parsable' and the job id
-printed; --wait waits for the job and exits with its exit code. --write writes only a regular
+printed; --wait waits for the job and exits with its exit code (SIGINT, SIGTERM, SIGHUP, SIGQUIT and
+SIGUSR1 go to sbatch meanwhile). --write writes only a regular
 file, or through a symbolic link to one: a device, FIFO, socket or directory is refused (exit 2)
 and left alone. A file replaced with --force keeps its mode and owner; one whose owner cannot be
 kept (someone else's, when not root) is refused.
