@@ -49,49 +49,53 @@ Examples:
 			&cli.BoolFlag{Name: "pin", EnvVars: []string{envvars.Pin},
 				Usage: "also set per-rank CPU pinning and oneCCL variables (OMP_NUM_THREADS, CCL_WORKER_AFFINITY ...)"},
 		},
-		Action: func(c *cli.Context) error {
-			args := c.Args().Slice()
-			if len(args) > 0 && args[0] == "--" {
-				args = args[1:]
-			}
-			if len(args) == 0 {
-				return usagef("exec needs a command: batchkit exec -- CMD [ARGS...]")
-			}
-			in := envsetup.RankInput{Environ: os.Environ(), Pin: c.Bool("pin")}
-			if c.IsSet("profile") {
-				var err error
-				if in.Sourced, in.Vars, err = execProfile(c, in.Environ); err != nil {
-					return err
-				}
-			}
-			t, err := detect.Detect(topology.EnvironEnv(in.Profiled()), detect.Options{Hostname: hostname()})
-			if err != nil {
-				return badInput(err)
-			}
-			if t.MasterAddr == "" {
-				return usagef("cannot determine MASTER_ADDR for %d ranks on %d nodes under %s: set MASTER_ADDR (batchkit mpirun does) or run inside a Slurm allocation",
-					t.WorldSize, t.NumNodes, t.Launcher)
-			}
-			in.Topology = t
-			if in.Pin {
-				if in.CPUs, err = envsetup.ReadCPUs("/"); err != nil {
-					return fmt.Errorf("exec --pin: %w", err)
-				}
-			}
-			ch, warnings := envsetup.RankEnv(in)
-			// Pinning's warnings are the same on every rank of a node.
-			if t.LocalRank == 0 {
-				for _, w := range warnings {
-					fmt.Fprintln(c.App.ErrWriter, "batchkit exec:", w)
-				}
-			}
-			// CMD is looked up on the PATH the profile's scripts set.
-			if err := applyToProcess(ch); err != nil {
-				return err
-			}
-			return execve(args, envsetup.Merge(in.Environ, ch))
-		},
+		Action: execAction,
 	}
+}
+
+// execAction sets the rank's environment and replaces this process with
+// the program.
+func execAction(c *cli.Context) error {
+	args := c.Args().Slice()
+	if len(args) > 0 && args[0] == "--" {
+		args = args[1:]
+	}
+	if len(args) == 0 {
+		return usagef("exec needs a command: batchkit exec -- CMD [ARGS...]")
+	}
+	in := envsetup.RankInput{Environ: os.Environ(), Pin: c.Bool("pin")}
+	if c.IsSet("profile") {
+		var err error
+		if in.Sourced, in.Vars, err = execProfile(c, in.Environ); err != nil {
+			return err
+		}
+	}
+	t, err := detect.Detect(topology.EnvironEnv(in.Profiled()), detect.Options{Hostname: hostname()})
+	if err != nil {
+		return badInput(err)
+	}
+	if t.MasterAddr == "" {
+		return usagef("cannot determine MASTER_ADDR for %d ranks on %d nodes under %s: set MASTER_ADDR (batchkit mpirun does) or run inside a Slurm allocation",
+			t.WorldSize, t.NumNodes, t.Launcher)
+	}
+	in.Topology = t
+	if in.Pin {
+		if in.CPUs, err = envsetup.ReadCPUs("/"); err != nil {
+			return fmt.Errorf("exec --pin: %w", err)
+		}
+	}
+	ch, warnings := envsetup.RankEnv(in)
+	// Pinning's warnings are the same on every rank of a node.
+	if t.LocalRank == 0 {
+		for _, w := range warnings {
+			fmt.Fprintln(c.App.ErrWriter, "batchkit exec:", w)
+		}
+	}
+	// CMD is looked up on the PATH the profile's scripts set.
+	if err := applyToProcess(ch); err != nil {
+		return err
+	}
+	return execve(args, envsetup.Merge(in.Environ, ch))
 }
 
 // execProfile sources the profile's scripts (real bash, the edge) and
