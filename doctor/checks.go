@@ -74,7 +74,7 @@ func checkProfile(_ context.Context, env *Env) Result {
 // needsSlurm: the profile starts ranks through Slurm (srun, or Hydra's or
 // Open MPI's slurm bootstrap).
 func needsSlurm(p *profile.Profile) bool {
-	return p != nil && (p.MPI.Launcher == profile.LauncherSrun || p.MPI.Bootstrap == "slurm")
+	return p != nil && (p.MPI.Launcher == mpirun.ProgramSrun || p.MPI.Bootstrap == "slurm")
 }
 
 // needsOneCCL: the profile's collectives are oneCCL's (PyTorch's "ccl"
@@ -142,7 +142,7 @@ func checkMpirun(ctx context.Context, env *Env) Result {
 	if p == nil {
 		return skip("needs a valid profile")
 	}
-	if p.MPI.Launcher == profile.LauncherSrun {
+	if p.MPI.Launcher == mpirun.ProgramSrun {
 		return skip("the profile starts ranks with srun, not mpirun")
 	}
 	// FindLauncher may ask a binary for its --version; the answer, or its
@@ -160,7 +160,7 @@ func checkMpirun(ctx context.Context, env *Env) Result {
 		versions[path] = answer{out + stderr, err}
 		return out + stderr, err
 	}}
-	flavor, bin, found, err := mpirun.FindLauncher(probe, p.MPI.Flavor, string(p.MPI.Launcher), p.MPI.Binary)
+	flavor, bin, found, err := mpirun.FindLauncher(probe, p.MPI.Flavor, p.MPI.Launcher, p.MPI.Binary)
 	if err != nil {
 		return result(Fail, "%v", err).fix("set mpi.binary and mpi.flavor in the profile")
 	}

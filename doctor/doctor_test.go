@@ -99,8 +99,8 @@ func pyJSON(pkgs ...string) string {
 const noTorch = "torch=!ModuleNotFoundError: No module named 'torch'"
 
 var (
-	localProfile = &profile.Profile{MPI: profile.MPI{Flavor: mpirun.OpenMPI, Launcher: profile.LauncherMpirun, Binary: "mpirun.openmpi"}}
-	cclProfile   = &profile.Profile{MPI: profile.MPI{Flavor: mpirun.IntelMPI, Launcher: profile.LauncherMpirun, Binary: "mpirun"},
+	localProfile = &profile.Profile{MPI: profile.MPI{Flavor: mpirun.OpenMPI, Launcher: mpirun.ProgramMpirun, Binary: "mpirun.openmpi"}}
+	cclProfile   = &profile.Profile{MPI: profile.MPI{Flavor: mpirun.IntelMPI, Launcher: mpirun.ProgramMpirun, Binary: "mpirun"},
 		Env: profile.Env{Vars: map[string]string{"CCL_ATL_TRANSPORT": "ofi"}}}
 )
 
@@ -255,7 +255,7 @@ func TestMpirunCheck(t *testing.T) {
 		{"mpirun hangs", cclProfile,
 			map[string]string{"mpirun": "/usr/bin/mpirun"},
 			map[string]string{"/usr/bin/mpirun --version": "HANG"}, want{Fail, "/usr/bin/mpirun --version: timed out after 200ms"}},
-		{"srun profile", &profile.Profile{MPI: profile.MPI{Flavor: mpirun.MPICH, Launcher: profile.LauncherSrun}},
+		{"srun profile", &profile.Profile{MPI: profile.MPI{Flavor: mpirun.MPICH, Launcher: mpirun.ProgramSrun}},
 			nil, nil, want{Skip, "srun"}},
 		{"no profile", nil, nil, nil, want{Skip, "valid profile"}},
 	} {
@@ -270,7 +270,7 @@ func TestMpirunCheck(t *testing.T) {
 
 func TestSlurmChecks(t *testing.T) {
 	all := map[string]string{"sbatch": "/usr/bin/sbatch", "srun": "/usr/bin/srun", "scontrol": "/usr/bin/scontrol"}
-	srunProfile := &profile.Profile{MPI: profile.MPI{Flavor: mpirun.MPICH, Launcher: profile.LauncherSrun}}
+	srunProfile := &profile.Profile{MPI: profile.MPI{Flavor: mpirun.MPICH, Launcher: mpirun.ProgramSrun}}
 	for _, tc := range []struct {
 		name       string
 		profile    *profile.Profile

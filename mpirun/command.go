@@ -10,17 +10,30 @@ import (
 	"github.com/batchkit/batchkit/internal/closed"
 )
 
-// Launchers: how the ranks are started. Every flavor has an mpirun and an
-// mpiexec (for MVAPICH2 they differ: mpirun_rsh vs its Hydra mpiexec); srun
-// starts the ranks as a Slurm step through a PMI plugin.
+// Program is the program that starts the ranks: a flavor's mpirun or
+// mpiexec (for MVAPICH2 they differ: mpirun_rsh vs its Hydra mpiexec), or
+// srun, which starts them as a Slurm step through a PMI plugin. It is not
+// topology.Launcher, which says what started this process. A profile's
+// mpi.launcher key and the --launcher flag name a Program: the words stay
+// for users, who call it the launcher.
+type Program string
+
 const (
-	LauncherMpirun  = "mpirun"
-	LauncherMpiexec = "mpiexec"
-	LauncherSrun    = "srun"
+	ProgramMpirun  Program = "mpirun"
+	ProgramMpiexec Program = "mpiexec"
+	ProgramSrun    Program = "srun"
 )
 
-// Launchers lists the valid Spec.Launcher values.
-var Launchers = []string{LauncherMpirun, LauncherMpiexec, LauncherSrun}
+// Programs lists every valid Program.
+var Programs = []Program{ProgramMpirun, ProgramMpiexec, ProgramSrun}
+
+// ParseProgram validates s; the error calls it a launcher, as users do.
+func ParseProgram(s string) (Program, error) { return closed.Parse("launcher", s, Programs) }
+
+// UnmarshalText rejects unknown programs (a profile's mpi.launcher).
+func (p *Program) UnmarshalText(b []byte) error {
+	return closed.Unmarshal(p, "launcher", b, Programs)
+}
 
 // Host is one host of a launch.
 type Host struct {
@@ -30,13 +43,13 @@ type Host struct {
 
 // Spec is everything Command needs to build a launch command line.
 type Spec struct {
-	Flavor   Flavor // may be empty only with Launcher srun (then no --mpi default)
-	Launcher string // mpirun (default), mpiexec or srun
-	Binary   string // launcher binary; empty: the flavor's first default name
-	NP       int    // total ranks, >= 1; 0 for srun in an allocation: the allocation's
-	PPN      int    // ranks per node; 0: the launcher decides
-	Hosts    []Host // hosts on the command line; exclusive with Hostfile
-	Hostfile string // path of a hostfile in a format the launcher reads
+	Flavor   Flavor  // may be empty only with Launcher srun (then no --mpi default)
+	Launcher Program // mpirun (default), mpiexec or srun
+	Binary   string  // launcher binary; empty: the flavor's first default name
+	NP       int     // total ranks, >= 1; 0 for srun in an allocation: the allocation's
+	PPN      int     // ranks per node; 0: the launcher decides
+	Hosts    []Host  // hosts on the command line; exclusive with Hostfile
+	Hostfile string  // path of a hostfile in a format the launcher reads
 	// HostfileSlots says the hostfile's lines carry slot counts (host:N):
 	// a launcher whose hostfile option ignores counts (Intel MPI's -f)
 	// then gets it through the option that honours them (-machinefile).
@@ -277,16 +290,16 @@ var srunRow = launcherRow{[]string{"srun"}, &srunSyntax}
 // row returns the launcher row of spec's flavor and launcher.
 func (s Spec) row() (launcherRow, error) {
 	switch s.Launcher {
-	case LauncherSrun:
+	case ProgramSrun:
 		if s.Flavor != "" {
 			if _, err := ParseFlavor(string(s.Flavor)); err != nil {
 				return launcherRow{}, err
 			}
 		}
 		return srunRow, nil
-	case "", LauncherMpirun, LauncherMpiexec:
+	case "", ProgramMpirun, ProgramMpiexec:
 	default:
-		_, err := closed.Parse("launcher", s.Launcher, Launchers)
+		_, err := ParseProgram(string(s.Launcher))
 		return launcherRow{}, err
 	}
 	if s.Flavor == "" {
@@ -296,7 +309,7 @@ func (s Spec) row() (launcherRow, error) {
 	if err != nil {
 		return launcherRow{}, err
 	}
-	if s.Launcher == LauncherMpiexec {
+	if s.Launcher == ProgramMpiexec {
 		return flavorRows[f].mpiexec, nil
 	}
 	return flavorRows[f].mpirun, nil
@@ -304,7 +317,7 @@ func (s Spec) row() (launcherRow, error) {
 
 // Binaries returns the binary names a launcher of a flavor goes by, in the
 // order to look for them on PATH.
-func Binaries(f Flavor, launcher string) []string {
+func Binaries(f Flavor, launcher Program) []string {
 	r, err := Spec{Flavor: f, Launcher: launcher}.row()
 	if err != nil {
 		return nil
@@ -477,7 +490,7 @@ func Command(spec Spec) ([]string, error) {
 
 func (s Spec) validate(sx *syntax) error {
 	switch {
-	case s.NP == 0 && s.Launcher == LauncherSrun && s.InAllocation:
+	case s.NP == 0 && s.Launcher == ProgramSrun && s.InAllocation:
 		// srun inside a batch script takes the rank count from the
 		// allocation; repeating it only invites disagreement.
 	case s.NP < 1:

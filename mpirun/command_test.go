@@ -43,15 +43,15 @@ func TestCommand(t *testing.T) {
 		// Open MPI finds "not enough slots" for ppr:2:node.
 		{"openmpi/allocation ppn wins", Spec{Flavor: OpenMPI, NP: 4, PPN: 2, Hosts: []Host{{"node1", 1}, {"node2", 1}}, InAllocation: true},
 			withProg("mpirun.openmpi", "-np", "4", "--map-by", "ppr:2:node", "--host", "node1:2,node2:2")},
-		{"openmpi/srun", Spec{Flavor: OpenMPI, Launcher: LauncherSrun, NP: 4, PPN: 2, InAllocation: true},
+		{"openmpi/srun", Spec{Flavor: OpenMPI, Launcher: ProgramSrun, NP: 4, PPN: 2, InAllocation: true},
 			withProg("srun", "--mpi=pmix", "-n", "4", "--ntasks-per-node=2", "--export=ALL")},
 		{"openmpi/env", Spec{Flavor: OpenMPI, NP: 2, Env: env, ExtraArgs: []string{"--bind-to", "none"}, Bootstrap: "ssh"},
 			withProg("mpirun.openmpi", "--mca", "plm", "ssh", "-np", "2", "-x", "A=1", "-x", "B=x y", "--bind-to", "none")},
-		{"openmpi/mpiexec", Spec{Flavor: OpenMPI, Launcher: LauncherMpiexec, NP: 1, Binary: "/opt/ompi/bin/mpiexec"},
+		{"openmpi/mpiexec", Spec{Flavor: OpenMPI, Launcher: ProgramMpiexec, NP: 1, Binary: "/opt/ompi/bin/mpiexec"},
 			withProg("/opt/ompi/bin/mpiexec", "-np", "1")},
 		{"openmpi/forward", Spec{Flavor: OpenMPI, NP: 2, Env: env, ForwardEnv: []string{"BATCHKIT_JOB_TOKEN", "SECRET"}, ExtraArgs: []string{"--bind-to", "none"}},
 			withProg("mpirun.openmpi", "-np", "2", "-x", "A=1", "-x", "B=x y", "-x", "BATCHKIT_JOB_TOKEN", "-x", "SECRET", "--bind-to", "none")},
-		{"openmpi/forward mpiexec", Spec{Flavor: OpenMPI, Launcher: LauncherMpiexec, NP: 1, ForwardEnv: tok},
+		{"openmpi/forward mpiexec", Spec{Flavor: OpenMPI, Launcher: ProgramMpiexec, NP: 1, ForwardEnv: tok},
 			withProg("mpiexec.openmpi", "-np", "1", "-x", "BATCHKIT_JOB_TOKEN")},
 
 		// MPICH (Hydra)
@@ -66,9 +66,9 @@ func TestCommand(t *testing.T) {
 			withProg("mpirun.mpich", "-bootstrap", "slurm", "-n", "4", "-hosts", "node1:2,node2:2")},
 		{"mpich/allocation ssh", Spec{Flavor: MPICH, NP: 4, InAllocation: true, Bootstrap: "ssh"},
 			withProg("mpirun.mpich", "-bootstrap", "ssh", "-n", "4")},
-		{"mpich/srun", Spec{Flavor: MPICH, Launcher: LauncherSrun, NP: 4, InAllocation: true},
+		{"mpich/srun", Spec{Flavor: MPICH, Launcher: ProgramSrun, NP: 4, InAllocation: true},
 			withProg("srun", "--mpi=pmi2", "-n", "4", "--export=ALL")},
-		{"mpich/env", Spec{Flavor: MPICH, Launcher: LauncherMpiexec, NP: 2, Env: env},
+		{"mpich/env", Spec{Flavor: MPICH, Launcher: ProgramMpiexec, NP: 2, Env: env},
 			withProg("mpiexec.mpich", "-n", "2", "-genv", "A", "1", "-genv", "B", "x y")},
 		{"mpich/forward", Spec{Flavor: MPICH, NP: 2, Env: env, ForwardEnv: tok},
 			withProg("mpirun.mpich", "-n", "2", "-genv", "A", "1", "-genv", "B", "x y")},
@@ -92,9 +92,9 @@ func TestCommand(t *testing.T) {
 			withProg("mpirun", "-n", "4", "-ppn", "2", "-hosts", "n1,n2")},
 		{"intelmpi/allocation", Spec{Flavor: IntelMPI, NP: 4, Hostfile: "/h", InAllocation: true},
 			withProg("mpirun", "-bootstrap", "slurm", "-n", "4", "-f", "/h")},
-		{"intelmpi/srun", Spec{Flavor: IntelMPI, Launcher: LauncherSrun, NP: 4, SrunMPI: "pmi2", Hosts: twoNodes},
+		{"intelmpi/srun", Spec{Flavor: IntelMPI, Launcher: ProgramSrun, NP: 4, SrunMPI: "pmi2", Hosts: twoNodes},
 			withProg("srun", "--mpi=pmi2", "-n", "4", "--nodelist=node1,node2", "--export=ALL")},
-		{"intelmpi/env", Spec{Flavor: IntelMPI, Launcher: LauncherMpiexec, NP: 2, Env: env},
+		{"intelmpi/env", Spec{Flavor: IntelMPI, Launcher: ProgramMpiexec, NP: 2, Env: env},
 			withProg("mpiexec.hydra", "-n", "2", "-genv", "A", "1", "-genv", "B", "x y")},
 		{"intelmpi/forward", Spec{Flavor: IntelMPI, NP: 2, Hostfile: "/h", ForwardEnv: tok, ExtraArgs: []string{"--genvlist=BATCHKIT_JOB_TOKEN,I_MPI_DEBUG"}},
 			withProg("mpirun", "-n", "2", "-f", "/h", "--genvlist=BATCHKIT_JOB_TOKEN,I_MPI_DEBUG")},
@@ -104,29 +104,29 @@ func TestCommand(t *testing.T) {
 			withProg("mpirun_rsh", "-np", "4", "-ppn", "2", "-hostfile", "/h")},
 		{"mvapich/allocation", Spec{Flavor: MVAPICH, NP: 4, Hostfile: "/h", InAllocation: true},
 			withProg("mpirun_rsh", "-np", "4", "-hostfile", "/h")},
-		{"mvapich/srun", Spec{Flavor: MVAPICH, Launcher: LauncherSrun, NP: 4},
+		{"mvapich/srun", Spec{Flavor: MVAPICH, Launcher: ProgramSrun, NP: 4},
 			withProg("srun", "--mpi=pmi2", "-n", "4", "--export=ALL")},
 		{"mvapich/env", Spec{Flavor: MVAPICH, NP: 2, Env: env, ExtraArgs: []string{"-export"}, Bootstrap: "ssh"},
 			withProg("mpirun_rsh", "-launcher", "ssh", "-np", "2", "-export", "A=1", "B=x y")},
-		{"mvapich/mpiexec hosts", Spec{Flavor: MVAPICH, Launcher: LauncherMpiexec, NP: 4, Hosts: twoNodes, InAllocation: true},
+		{"mvapich/mpiexec hosts", Spec{Flavor: MVAPICH, Launcher: ProgramMpiexec, NP: 4, Hosts: twoNodes, InAllocation: true},
 			withProg("mpiexec.hydra", "-bootstrap", "slurm", "-n", "4", "-hosts", "node1:2,node2:2")},
 		// mpirun_rsh cannot forward (see TestCommandErrors); its Hydra
 		// mpiexec can.
-		{"mvapich/forward mpiexec", Spec{Flavor: MVAPICH, Launcher: LauncherMpiexec, NP: 2, Env: env, ForwardEnv: tok},
+		{"mvapich/forward mpiexec", Spec{Flavor: MVAPICH, Launcher: ProgramMpiexec, NP: 2, Env: env, ForwardEnv: tok},
 			withProg("mpiexec.hydra", "-n", "2", "-genv", "A", "1", "-genv", "B", "x y")},
 
 		// srun without a flavor: Slurm's MpiDefault; env on srun itself.
-		{"srun/env", Spec{Launcher: LauncherSrun, NP: 2, Env: env},
+		{"srun/env", Spec{Launcher: ProgramSrun, NP: 2, Env: env},
 			withProg("env", "A=1", "B=x y", "srun", "-n", "2", "--export=ALL")},
-		{"srun/plugin", Spec{Launcher: LauncherSrun, NP: 2, SrunMPI: "pmix_v4", Binary: "/usr/bin/srun"},
+		{"srun/plugin", Spec{Launcher: ProgramSrun, NP: 2, SrunMPI: "pmix_v4", Binary: "/usr/bin/srun"},
 			withProg("/usr/bin/srun", "--mpi=pmix_v4", "-n", "2", "--export=ALL")},
 		// srun's --export=ALL carries forwarded names; a later --export
 		// must keep them.
-		{"srun/forward", Spec{Launcher: LauncherSrun, NP: 2, Env: env, ForwardEnv: tok},
+		{"srun/forward", Spec{Launcher: ProgramSrun, NP: 2, Env: env, ForwardEnv: tok},
 			withProg("env", "A=1", "B=x y", "srun", "-n", "2", "--export=ALL")},
-		{"srun/forward export all", Spec{Flavor: OpenMPI, Launcher: LauncherSrun, NP: 2, ForwardEnv: tok, ExtraArgs: []string{"--export=ALL,X=1"}},
+		{"srun/forward export all", Spec{Flavor: OpenMPI, Launcher: ProgramSrun, NP: 2, ForwardEnv: tok, ExtraArgs: []string{"--export=ALL,X=1"}},
 			withProg("srun", "--mpi=pmix", "-n", "2", "--export=ALL", "--export=ALL,X=1")},
-		{"srun/forward export list", Spec{Launcher: LauncherSrun, NP: 2, ForwardEnv: tok, ExtraArgs: []string{"--export", "PATH,BATCHKIT_JOB_TOKEN"}},
+		{"srun/forward export list", Spec{Launcher: ProgramSrun, NP: 2, ForwardEnv: tok, ExtraArgs: []string{"--export", "PATH,BATCHKIT_JOB_TOKEN"}},
 			withProg("srun", "-n", "2", "--export=ALL", "--export", "PATH,BATCHKIT_JOB_TOKEN")},
 	}
 	seen := map[Flavor]map[string]bool{}
@@ -180,16 +180,16 @@ func TestCommandErrors(t *testing.T) {
 		{"unknown flavor", Spec{Flavor: "lam", NP: 1}, `unknown MPI flavor "lam"`},
 		{"no flavor", Spec{NP: 1}, "no MPI flavor"},
 		{"unknown launcher", Spec{Flavor: OpenMPI, Launcher: "aprun", NP: 1}, `unknown launcher "aprun"`},
-		{"srun bad flavor", Spec{Flavor: "lam", Launcher: LauncherSrun, NP: 1}, `unknown MPI flavor "lam"`},
-		{"srun bootstrap", Spec{Launcher: LauncherSrun, NP: 1, Bootstrap: "ssh"}, "srun has no bootstrap option"},
-		{"srun hostfile", Spec{Launcher: LauncherSrun, NP: 1, Hostfile: "/h"}, "srun takes no hostfile"},
+		{"srun bad flavor", Spec{Flavor: "lam", Launcher: ProgramSrun, NP: 1}, `unknown MPI flavor "lam"`},
+		{"srun bootstrap", Spec{Launcher: ProgramSrun, NP: 1, Bootstrap: "ssh"}, "srun has no bootstrap option"},
+		{"srun hostfile", Spec{Launcher: ProgramSrun, NP: 1, Hostfile: "/h"}, "srun takes no hostfile"},
 		{"mpirun srun plugin", Spec{Flavor: MPICH, NP: 1, SrunMPI: "pmi2"}, "needs launcher srun"},
 		{"bootstrap word", Spec{Flavor: MPICH, NP: 1, Bootstrap: "ssh -x"}, `bootstrap "ssh -x": want a single word`},
 		{"bootstrap dash", Spec{Flavor: MPICH, NP: 1, Bootstrap: "-x"}, "single word"},
 		{"intel slots", Spec{Flavor: IntelMPI, NP: 1, Hosts: twoNodes}, "cannot take per-host slots on the command line"},
 		{"colon argument", Spec{Flavor: OpenMPI, NP: 1, Program: []string{"/bk", "exec", "--", "prog", ":", "rm"}},
 			`program argument 4 is ":", which Open MPI mpirun takes as the start of another program`},
-		{"colon argument srun", Spec{Launcher: LauncherSrun, NP: 1, Program: []string{"/bk", ":"}}, `srun takes as the start`},
+		{"colon argument srun", Spec{Launcher: ProgramSrun, NP: 1, Program: []string{"/bk", ":"}}, `srun takes as the start`},
 		{"colon argument wrapped", Spec{Flavor: MPICH, NP: 1, Program: []string{"/bk", "exec", "--", "prog", "a", ":"}, Wrapped: 3},
 			`argument 2 of prog is ":", which Hydra mpiexec takes`},
 		{"colon program wrapped", Spec{Flavor: MPICH, NP: 1, Program: []string{"/bk", "exec", "--", ":"}, Wrapped: 3},
@@ -199,7 +199,7 @@ func TestCommandErrors(t *testing.T) {
 		// ForwardEnv
 		{"forward name digit", Spec{Flavor: OpenMPI, NP: 1, ForwardEnv: []string{"1A"}}, `forwarded environment variable name "1A"`},
 		{"forward name empty", Spec{Flavor: MPICH, NP: 1, ForwardEnv: []string{""}}, `forwarded environment variable name ""`},
-		{"forward name equals", Spec{Launcher: LauncherSrun, NP: 1, ForwardEnv: []string{"A=B"}}, `forwarded environment variable name "A=B"`},
+		{"forward name equals", Spec{Launcher: ProgramSrun, NP: 1, ForwardEnv: []string{"A=B"}}, `forwarded environment variable name "A=B"`},
 		{"forward twice", Spec{Flavor: OpenMPI, NP: 1, ForwardEnv: []string{"T", "U", "T"}}, "environment variable T forwarded twice"},
 		{"forward and env", Spec{Flavor: OpenMPI, NP: 1, Env: map[string]string{"T": "x"}, ForwardEnv: []string{"T"}},
 			"environment variable T is both forwarded and set on the command line"},
@@ -207,15 +207,15 @@ func TestCommandErrors(t *testing.T) {
 			"MVAPICH2 mpirun_rsh passes environment values only on command lines, which every user can read: cannot forward T,U; use the mpiexec or srun launcher"},
 		{"hydra genvnone", Spec{Flavor: MPICH, NP: 1, ForwardEnv: []string{"T"}, ExtraArgs: []string{"-genvnone"}},
 			"Hydra mpiexec option -genvnone passes no variable of the launcher's environment to the ranks, which need T"},
-		{"hydra envnone dashes", Spec{Flavor: MVAPICH, Launcher: LauncherMpiexec, NP: 1, ForwardEnv: []string{"T"}, ExtraArgs: []string{"--envnone"}},
+		{"hydra envnone dashes", Spec{Flavor: MVAPICH, Launcher: ProgramMpiexec, NP: 1, ForwardEnv: []string{"T"}, ExtraArgs: []string{"--envnone"}},
 			"option --envnone passes no variable"},
 		{"hydra genvlist without it", Spec{Flavor: MPICH, NP: 1, ForwardEnv: []string{"T"}, ExtraArgs: []string{"-prepend-rank", "-genvlist", "PATH,ALL"}},
 			`Hydra mpiexec option -genvlist passes only the variables it lists to the ranks ("PATH,ALL"): add T to it`},
 		{"hydra envlist equals", Spec{Flavor: IntelMPI, NP: 1, ForwardEnv: []string{"T", "U"}, ExtraArgs: []string{"--envlist=T"}},
 			`Intel MPI mpiexec.hydra option --envlist=T passes only the variables it lists to the ranks ("T"): add U to it`},
-		{"srun export none", Spec{Launcher: LauncherSrun, NP: 1, ForwardEnv: []string{"T"}, ExtraArgs: []string{"--export=NONE"}},
+		{"srun export none", Spec{Launcher: ProgramSrun, NP: 1, ForwardEnv: []string{"T"}, ExtraArgs: []string{"--export=NONE"}},
 			`srun option --export=NONE passes only the variables it lists to the ranks ("NONE"): add T to it`},
-		{"srun export list", Spec{Launcher: LauncherSrun, NP: 1, ForwardEnv: []string{"T"}, ExtraArgs: []string{"--export", "PATH"}},
+		{"srun export list", Spec{Launcher: ProgramSrun, NP: 1, ForwardEnv: []string{"T"}, ExtraArgs: []string{"--export", "PATH"}},
 			`srun option --export passes only the variables it lists to the ranks ("PATH"): add T to it`},
 	}
 	for _, tt := range tests {
@@ -249,11 +249,11 @@ func TestValidEnvName(t *testing.T) {
 func TestCanForwardEnv(t *testing.T) {
 	got := map[string]bool{}
 	for _, f := range Flavors {
-		for _, l := range Launchers {
-			got[string(f)+"/"+l] = CanForwardEnv(Spec{Flavor: f, Launcher: l})
+		for _, l := range Programs {
+			got[string(f)+"/"+string(l)] = CanForwardEnv(Spec{Flavor: f, Launcher: l})
 		}
 	}
-	got["srun"] = CanForwardEnv(Spec{Launcher: LauncherSrun})
+	got["srun"] = CanForwardEnv(Spec{Launcher: ProgramSrun})
 	got["lam"] = CanForwardEnv(Spec{Flavor: "lam"})
 	want := map[string]bool{
 		"openmpi/mpirun": true, "openmpi/mpiexec": true, "openmpi/srun": true,
@@ -279,8 +279,8 @@ func TestNeedsHostfile(t *testing.T) {
 		{"intel bare", Spec{Flavor: IntelMPI, Hosts: []Host{{Name: "a"}}, PPN: 2}, false},
 		{"intel slots under ppn", Spec{Flavor: IntelMPI, Hosts: twoNodes, PPN: 2}, false},
 		{"mvapich", Spec{Flavor: MVAPICH, Hosts: []Host{{Name: "a"}}}, true},
-		{"mvapich mpiexec", Spec{Flavor: MVAPICH, Launcher: LauncherMpiexec, Hosts: twoNodes}, false},
-		{"srun slots", Spec{Launcher: LauncherSrun, Hosts: twoNodes}, false},
+		{"mvapich mpiexec", Spec{Flavor: MVAPICH, Launcher: ProgramMpiexec, Hosts: twoNodes}, false},
+		{"srun slots", Spec{Launcher: ProgramSrun, Hosts: twoNodes}, false},
 		{"no hosts", Spec{Flavor: MVAPICH}, false},
 	}
 	for _, tt := range tests {
@@ -294,10 +294,10 @@ func TestNeedsHostfile(t *testing.T) {
 func TestBootstrapNeedsAllocation(t *testing.T) {
 	got := map[string]bool{}
 	for _, f := range Flavors {
-		for _, l := range Launchers {
+		for _, l := range Programs {
 			for _, b := range []string{"slurm", "srun", "ssh", ""} {
 				if BootstrapNeedsAllocation(Spec{Flavor: f, Launcher: l}, b) {
-					got[string(f)+"/"+l+"/"+b] = true
+					got[string(f)+"/"+string(l)+"/"+b] = true
 				}
 			}
 		}
@@ -348,7 +348,7 @@ func TestPlaceHosts(t *testing.T) {
 		{"hydra file to openmpi", Spec{Flavor: OpenMPI}, twoNodes, "/h", hydraFile,
 			Placement{Generated: "node1 slots=2\nnode2 slots=2\n", HostfileSlots: true}, ""},
 		{"bare file passes everywhere", Spec{Flavor: MVAPICH}, []Host{{Name: "a"}}, "/h", "a\n", Placement{Hostfile: "/h"}, ""},
-		{"srun file becomes nodelist", Spec{Launcher: LauncherSrun}, twoNodes, "/h", hydraFile, Placement{Hosts: twoNodes}, ""},
+		{"srun file becomes nodelist", Spec{Launcher: ProgramSrun}, twoNodes, "/h", hydraFile, Placement{Hosts: twoNodes}, ""},
 		{"bad file", Spec{Flavor: OpenMPI}, twoNodes, "/h", "a b\n", Placement{}, "hostfile line 1"},
 		{"bad launcher", Spec{Flavor: OpenMPI, Launcher: "x"}, twoNodes, "", "", Placement{}, "unknown launcher"},
 	}
@@ -402,11 +402,11 @@ func TestDefaultNP(t *testing.T) {
 func TestBinaries(t *testing.T) {
 	got := map[string][]string{}
 	for _, f := range Flavors {
-		for _, l := range []string{LauncherMpirun, LauncherMpiexec} {
-			got[string(f)+"/"+l] = Binaries(f, l)
+		for _, l := range []Program{ProgramMpirun, ProgramMpiexec} {
+			got[string(f)+"/"+string(l)] = Binaries(f, l)
 		}
 	}
-	got["srun"] = Binaries("", LauncherSrun)
+	got["srun"] = Binaries("", ProgramSrun)
 	want := map[string][]string{
 		"openmpi/mpirun":   {"mpirun.openmpi", "mpirun"},
 		"openmpi/mpiexec":  {"mpiexec.openmpi", "mpiexec"},
@@ -421,7 +421,7 @@ func TestBinaries(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Binaries (-want +got):\n%s", diff)
 	}
-	if Binaries("lam", LauncherMpirun) != nil {
+	if Binaries("lam", ProgramMpirun) != nil {
 		t.Error("Binaries of an unknown flavor should be nil")
 	}
 }
@@ -448,8 +448,8 @@ func TestDryRunGolden(t *testing.T) {
 		"intelmpi":        {Spec{Flavor: IntelMPI, InAllocation: true, ExtraArgs: []string{"-genv", "I_MPI_DEBUG", "5"}, ForwardEnv: tok}, twoNodes},
 		"intelmpi-slots":  {Spec{Flavor: IntelMPI, NP: 5, InAllocation: true, ForwardEnv: tok}, uneven},
 		"mvapich":         {Spec{Flavor: MVAPICH}, twoNodes},
-		"mvapich-mpiexec": {Spec{Flavor: MVAPICH, Launcher: LauncherMpiexec, InAllocation: true, ForwardEnv: tok}, twoNodes},
-		"srun":            {Spec{Flavor: MPICH, Launcher: LauncherSrun, InAllocation: true, ForwardEnv: tok}, twoNodes},
+		"mvapich-mpiexec": {Spec{Flavor: MVAPICH, Launcher: ProgramMpiexec, InAllocation: true, ForwardEnv: tok}, twoNodes},
+		"srun":            {Spec{Flavor: MPICH, Launcher: ProgramSrun, InAllocation: true, ForwardEnv: tok}, twoNodes},
 	}
 	for name, c := range specs {
 		t.Run(name, func(t *testing.T) {

@@ -5,7 +5,7 @@ package mpirun
 // the user sets wins over its default. A zero field means "no default".
 type Defaults struct {
 	Flavor         Flavor
-	Launcher       string
+	Launcher       Program
 	Binary         string
 	Args           []string // passed to the launcher before any --mpi-arg
 	Bootstrap      string

@@ -83,7 +83,7 @@ func generic(path string) bool {
 // are tried in the autodetect order (not for srun, where the flavor only
 // picks the --mpi plugin). found is false when no binary is on
 // PATH: binary is then the default name, good enough to print.
-func FindLauncher(p Probe, flavor Flavor, launcher, binary string) (f Flavor, bin string, found bool, err error) {
+func FindLauncher(p Probe, flavor Flavor, launcher Program, binary string) (f Flavor, bin string, found bool, err error) {
 	versionFlavor := func(path string) (Flavor, bool) {
 		if p.Version == nil {
 			return "", false
@@ -100,12 +100,12 @@ func FindLauncher(p Probe, flavor Flavor, launcher, binary string) (f Flavor, bi
 			if flavor, ok = FlavorFromName(binary); !ok {
 				path, lerr := p.LookPath(binary)
 				if lerr != nil {
-					if launcher == LauncherSrun {
+					if launcher == ProgramSrun {
 						return "", binary, false, nil
 					}
 					return "", binary, false, fmt.Errorf("cannot tell the MPI flavor of %s: %v; pass --flavor", binary, lerr)
 				}
-				if flavor, ok = versionFlavor(path); !ok && launcher != LauncherSrun {
+				if flavor, ok = versionFlavor(path); !ok && launcher != ProgramSrun {
 					return "", binary, true, fmt.Errorf("cannot tell the MPI flavor of %s from its --version output: pass --flavor", binary)
 				}
 			}
@@ -113,7 +113,7 @@ func FindLauncher(p Probe, flavor Flavor, launcher, binary string) (f Flavor, bi
 		_, lerr := p.LookPath(binary)
 		return flavor, binary, lerr == nil, nil
 	}
-	if flavor == "" && launcher != LauncherSrun {
+	if flavor == "" && launcher != ProgramSrun {
 		// Under srun the flavor only picks the --mpi plugin; without one
 		// the cluster's MpiDefault applies, which beats a guess.
 		for _, a := range autodetect {
@@ -135,7 +135,7 @@ func FindLauncher(p Probe, flavor Flavor, launcher, binary string) (f Flavor, bi
 		}
 	}
 	names := Binaries(flavor, launcher)
-	if launcher == LauncherSrun {
+	if launcher == ProgramSrun {
 		names = srunRow.binaries
 	}
 	for _, name := range names {
@@ -143,7 +143,7 @@ func FindLauncher(p Probe, flavor Flavor, launcher, binary string) (f Flavor, bi
 		if err != nil {
 			continue
 		}
-		if launcher != LauncherSrun && generic(name) {
+		if launcher != ProgramSrun && generic(name) {
 			if v, ok := versionFlavor(path); ok && v != flavor {
 				continue // /usr/bin/mpirun of another MPI
 			}

@@ -86,14 +86,15 @@ func TestFindLauncher(t *testing.T) {
 	}
 	intel := map[string]string{"mpirun": versions["intel"], "mpiexec.hydra": versions["intel"], "mpiexec": versions["intel"], "srun": versions["srun"]}
 	tests := []struct {
-		name             string
-		path             map[string]string
-		flavor           Flavor
-		launcher, binary string
-		wantFlavor       Flavor
-		wantBin          string
-		wantFound        bool
-		wantErr          string
+		name       string
+		path       map[string]string
+		flavor     Flavor
+		launcher   Program
+		binary     string
+		wantFlavor Flavor
+		wantBin    string
+		wantFound  bool
+		wantErr    string
 	}{
 		{"autodetect debian", debian, "", "mpirun", "", OpenMPI, "mpirun.openmpi", true, ""},
 		{"autodetect mpiexec", debian, "", "mpiexec", "", OpenMPI, "mpiexec", true, ""},

@@ -59,8 +59,10 @@ type Slurm struct {
 
 // MPI says how ranks are started.
 type MPI struct {
-	Flavor   mpirun.Flavor `toml:"flavor"`
-	Launcher Launcher      `toml:"launcher"`
+	Flavor mpirun.Flavor `toml:"flavor"`
+	// Launcher is the program that starts the ranks; the key is
+	// "launcher" because users call it that.
+	Launcher mpirun.Program `toml:"launcher"`
 	// Binary is the launcher program, e.g. "mpirun.openmpi" or an absolute
 	// path; when not set, the launcher's usual name for the flavor.
 	Binary string `toml:"binary"`
@@ -113,26 +115,6 @@ func (r Rendezvous) FixedPort() int {
 		return r.Port
 	}
 	return 0
-}
-
-// Launcher is the program that starts the ranks.
-type Launcher string
-
-const (
-	LauncherMpirun  Launcher = "mpirun"
-	LauncherMpiexec Launcher = "mpiexec"
-	LauncherSrun    Launcher = "srun"
-)
-
-// Launchers lists every valid launcher.
-var Launchers = []Launcher{LauncherMpirun, LauncherMpiexec, LauncherSrun}
-
-// ParseLauncher validates s.
-func ParseLauncher(s string) (Launcher, error) { return closed.Parse("launcher", s, Launchers) }
-
-// UnmarshalText rejects unknown launchers.
-func (l *Launcher) UnmarshalText(b []byte) error {
-	return closed.Unmarshal(l, "launcher", b, Launchers)
 }
 
 // PortPolicy says how MASTER_PORT is chosen.

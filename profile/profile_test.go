@@ -70,7 +70,7 @@ func TestShippedProfileValues(t *testing.T) {
 
 	local := get("local")
 	if diff := cmp.Diff(MPI{
-		Flavor: mpirun.OpenMPI, Launcher: LauncherMpirun, Binary: "mpirun.openmpi",
+		Flavor: mpirun.OpenMPI, Launcher: mpirun.ProgramMpirun, Binary: "mpirun.openmpi",
 		Args: []string{"--bind-to", "none"}, AllowRunAsRoot: true, Oversubscribe: true,
 	}, local.MPI); diff != "" {
 		t.Errorf("local [mpi] (-want +got):\n%s", diff)
@@ -80,7 +80,7 @@ func TestShippedProfileValues(t *testing.T) {
 	}
 
 	intel := get("intel-oneccl")
-	if intel.MPI.Flavor != mpirun.IntelMPI || intel.MPI.Launcher != LauncherMpirun || intel.MPI.Bootstrap != "slurm" {
+	if intel.MPI.Flavor != mpirun.IntelMPI || intel.MPI.Launcher != mpirun.ProgramMpirun || intel.MPI.Bootstrap != "slurm" {
 		t.Errorf("intel-oneccl [mpi] = %+v, want intelmpi, mpirun, bootstrap slurm", intel.MPI)
 	}
 	if len(intel.Env.Source) == 0 || intel.Env.Source[0].Script != "/opt/intel/oneapi/setvars.sh" {
@@ -100,7 +100,7 @@ func TestShippedProfileValues(t *testing.T) {
 	}
 
 	mpich := get("mpich")
-	if mpich.MPI.Flavor != mpirun.MPICH || mpich.MPI.Launcher != LauncherSrun || mpich.MPI.SrunMPI != "pmi2" {
+	if mpich.MPI.Flavor != mpirun.MPICH || mpich.MPI.Launcher != mpirun.ProgramSrun || mpich.MPI.SrunMPI != "pmi2" {
 		t.Errorf("mpich [mpi] = %+v, want mpich, srun, pmi2", mpich.MPI)
 	}
 

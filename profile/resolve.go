@@ -25,7 +25,7 @@ const (
 // defaults are the built-in values under every profile (documented in
 // site-configs/README.md).
 var defaults = Profile{
-	MPI:        MPI{Launcher: LauncherMpirun},
+	MPI:        MPI{Launcher: mpirun.ProgramMpirun},
 	Rendezvous: Rendezvous{PortPolicy: PortFromJobID, Port: 29500},
 }
 
@@ -98,7 +98,7 @@ func (r *Resolved) apply(keys []string, src *Profile, origin func(string) Origin
 	var drop []string
 	if slices.Contains(keys, "mpi.launcher") && src.MPI.Launcher != cur.MPI.Launcher {
 		drop = append(drop, launcherBound...)
-		if src.MPI.Launcher != LauncherSrun {
+		if src.MPI.Launcher != mpirun.ProgramSrun {
 			drop = append(drop, srunBound...)
 		}
 	}
@@ -273,10 +273,10 @@ func (r *Resolved) Validate() error {
 		ps = append(ps, &Problem{File: r.Path, Msg: fmt.Sprintf("no MPI flavor: set mpi.flavor to one of %s", closed.Join(mpirun.Flavors))})
 	}
 	// The launch line would refuse the plugin, with no file to point at.
-	if p.MPI.SrunMPI != "" && p.MPI.Launcher != LauncherSrun {
+	if p.MPI.SrunMPI != "" && p.MPI.Launcher != mpirun.ProgramSrun {
 		at("mpi.srun_mpi", "mpi.srun_mpi: srun's --mpi plugin needs launcher srun (launcher %s from %s)", p.MPI.Launcher, r.origins["mpi.launcher"])
 	}
-	if p.MPI.Launcher == LauncherSrun && flavor != "" {
+	if p.MPI.Launcher == mpirun.ProgramSrun && flavor != "" {
 		plugin := p.MPI.SrunMPI
 		if plugin == "" {
 			plugin = srunDefault(flavor)
@@ -286,7 +286,7 @@ func (r *Resolved) Validate() error {
 		}
 	}
 	if b := p.MPI.Bootstrap; b != "" {
-		if p.MPI.Launcher == LauncherSrun {
+		if p.MPI.Launcher == mpirun.ProgramSrun {
 			at("mpi.bootstrap", "mpi.bootstrap: srun takes no bootstrap (launcher srun from %s)", r.origins["mpi.launcher"])
 		} else if err := bootstrapFor(flavor, b); flavor != "" && err != nil {
 			at("mpi.bootstrap", "mpi.bootstrap: %v (flavor %s from %s)", err, flavor, r.origins["mpi.flavor"])

@@ -67,7 +67,7 @@ var checks = map[string]map[string]check{
 	},
 	"mpi": {
 		"flavor":            parsed(mpirun.ParseFlavor),
-		"launcher":          parsed(ParseLauncher),
+		"launcher":          parsed(mpirun.ParseProgram),
 		"binary":            value(nonEmptyLine),
 		"args":              each(nonEmptyLine),
 		"bootstrap":         value(anyBootstrap),

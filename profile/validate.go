@@ -379,10 +379,10 @@ func (d *decoder) checkFile() {
 			}
 		}
 	}
-	if f.Has("mpi.launcher") && p.MPI.Launcher == LauncherSrun && f.Has("mpi.bootstrap") {
+	if f.Has("mpi.launcher") && p.MPI.Launcher == mpirun.ProgramSrun && f.Has("mpi.bootstrap") {
 		d.problem("mpi.bootstrap", false, "mpi.bootstrap: srun takes no bootstrap; it is for mpirun and mpiexec")
 	}
-	if f.Has("mpi.launcher") && p.MPI.Launcher != LauncherSrun && f.Has("mpi.srun_mpi") {
+	if f.Has("mpi.launcher") && p.MPI.Launcher != mpirun.ProgramSrun && f.Has("mpi.srun_mpi") {
 		d.problem("mpi.srun_mpi", false, "mpi.srun_mpi: srun's --mpi plugin needs launcher srun, and this profile's launcher is %s", p.MPI.Launcher)
 	}
 }

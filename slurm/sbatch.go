@@ -1,11 +1,7 @@
 package slurm
 
 import (
-	"bytes"
-	"context"
 	"fmt"
-	"io"
-	"os/exec"
 	"regexp"
 	"sort"
 	"strconv"
@@ -194,83 +190,4 @@ func CheckEnv(vars map[string]string) ([]EnvVar, error) {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil
-}
-
-// SubmitError is sbatch's own failure, shown as sbatch said it.
-type SubmitError struct {
-	Code   int
-	Stderr string
-	Err    error
-}
-
-func (e *SubmitError) Error() string {
-	msg := strings.TrimSpace(e.Stderr)
-	if msg == "" && e.Err != nil {
-		msg = e.Err.Error()
-	}
-	return fmt.Sprintf("sbatch failed (exit %d): %s", e.Code, msg)
-}
-func (e *SubmitError) Unwrap() error { return e.Err }
-
-// Submit pipes script to `sbatch --parsable` and returns the job id. With
-// wait, sbatch blocks until the job ends; jobCode is then the job's exit
-// code (sbatch --wait exits with it), and the id is still returned.
-func Submit(ctx context.Context, sbatch string, script string, wait bool, onID func(string)) (jobID string, jobCode int, err error) {
-	args := []string{"--parsable"}
-	if wait {
-		args = append(args, "--wait")
-	}
-	cmd := exec.CommandContext(ctx, sbatch, args...)
-	cmd.Stdin = strings.NewReader(script)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return "", 0, err
-	}
-	if err := cmd.Start(); err != nil {
-		return "", 0, &SubmitError{Code: 127, Err: err}
-	}
-	// The id comes first, before --wait blocks: report it at once.
-	var out bytes.Buffer
-	buf := make([]byte, 256)
-	for {
-		n, rerr := stdout.Read(buf)
-		out.Write(buf[:n])
-		if i := bytes.IndexByte(out.Bytes(), '\n'); i >= 0 && jobID == "" {
-			jobID = parseJobID(out.String()[:i])
-			if onID != nil && jobID != "" {
-				onID(jobID)
-			}
-		}
-		if rerr == io.EOF {
-			break
-		}
-		if rerr != nil {
-			break
-		}
-	}
-	if jobID == "" {
-		jobID = parseJobID(out.String())
-	}
-	werr := cmd.Wait()
-	if werr != nil {
-		ee, ok := werr.(*exec.ExitError)
-		if !ok || jobID == "" || !wait {
-			code := 1
-			if ok {
-				code = ee.ExitCode()
-			}
-			return jobID, 0, &SubmitError{Code: code, Stderr: stderr.String(), Err: werr}
-		}
-		return jobID, ee.ExitCode(), nil
-	}
-	return jobID, 0, nil
-}
-
-// parseJobID reads "1234" or "1234;cluster" from sbatch --parsable.
-func parseJobID(s string) string {
-	s = strings.TrimSpace(s)
-	id, _, _ := strings.Cut(s, ";")
-	return id
 }

@@ -9,8 +9,6 @@ import (
 	"strings"
 
 	"github.com/urfave/cli/v2"
-
-	"github.com/batchkit/batchkit/slurm"
 )
 
 // version is set at build time: -ldflags "-X main.version=...".
@@ -144,7 +142,6 @@ func exitCode(err error) int {
 	var (
 		ue *usageError
 		ce *childExit
-		se *slurm.SubmitError
 		ee *exec.ExitError
 		ec cli.ExitCoder
 	)
@@ -153,8 +150,6 @@ func exitCode(err error) int {
 		return exitOK
 	case errors.As(err, &ce):
 		return ce.code
-	case errors.As(err, &se) && se.Code > 0:
-		return se.Code // sbatch's own, as its message says
 	case errors.As(err, &ue):
 		return exitUsage
 	case errors.As(err, &ee):

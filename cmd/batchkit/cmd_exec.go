@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -12,7 +11,7 @@ import (
 	"github.com/batchkit/batchkit/detect"
 	"github.com/batchkit/batchkit/envsetup"
 	"github.com/batchkit/batchkit/envsetup/envvars"
-	"github.com/batchkit/batchkit/launch/local"
+	"github.com/batchkit/batchkit/launch"
 	"github.com/batchkit/batchkit/topology"
 )
 
@@ -50,49 +49,53 @@ Examples:
 			&cli.BoolFlag{Name: "pin", EnvVars: []string{envvars.Pin},
 				Usage: "also set per-rank CPU pinning and oneCCL variables (OMP_NUM_THREADS, CCL_WORKER_AFFINITY ...)"},
 		},
-		Action: func(c *cli.Context) error {
-			args := c.Args().Slice()
-			if len(args) > 0 && args[0] == "--" {
-				args = args[1:]
-			}
-			if len(args) == 0 {
-				return usagef("exec needs a command: batchkit exec -- CMD [ARGS...]")
-			}
-			in := envsetup.RankInput{Environ: os.Environ(), Pin: c.Bool("pin")}
-			if c.IsSet("profile") {
-				var err error
-				if in.Sourced, in.Vars, err = execProfile(c, in.Environ); err != nil {
-					return err
-				}
-			}
-			t, err := detect.Detect(topology.EnvironEnv(in.Profiled()), detect.Options{Hostname: hostname()})
-			if err != nil {
-				return badInput(err)
-			}
-			if t.MasterAddr == "" {
-				return usagef("cannot determine MASTER_ADDR for %d ranks on %d nodes under %s: set MASTER_ADDR (batchkit mpirun does) or run inside a Slurm allocation",
-					t.WorldSize, t.NumNodes, t.Launcher)
-			}
-			in.Topology = t
-			if in.Pin {
-				if in.CPUs, err = envsetup.ReadCPUs("/"); err != nil {
-					return fmt.Errorf("exec --pin: %w", err)
-				}
-			}
-			ch, warnings := envsetup.RankEnv(in)
-			// Pinning's warnings are the same on every rank of a node.
-			if t.LocalRank == 0 {
-				for _, w := range warnings {
-					fmt.Fprintln(c.App.ErrWriter, "batchkit exec:", w)
-				}
-			}
-			// CMD is looked up on the PATH the profile's scripts set.
-			if err := applyToProcess(ch); err != nil {
-				return err
-			}
-			return execve(args, envsetup.Merge(in.Environ, ch))
-		},
+		Action: execAction,
 	}
+}
+
+// execAction sets the rank's environment and replaces this process with
+// the program.
+func execAction(c *cli.Context) error {
+	args := c.Args().Slice()
+	if len(args) > 0 && args[0] == "--" {
+		args = args[1:]
+	}
+	if len(args) == 0 {
+		return usagef("exec needs a command: batchkit exec -- CMD [ARGS...]")
+	}
+	in := envsetup.RankInput{Environ: os.Environ(), Pin: c.Bool("pin")}
+	if c.IsSet("profile") {
+		var err error
+		if in.Sourced, in.Vars, err = execProfile(c, in.Environ); err != nil {
+			return err
+		}
+	}
+	t, err := detect.Detect(topology.EnvironEnv(in.Profiled()), detect.Options{Hostname: hostname()})
+	if err != nil {
+		return badInput(err)
+	}
+	if t.MasterAddr == "" {
+		return usagef("cannot determine MASTER_ADDR for %d ranks on %d nodes under %s: set MASTER_ADDR (batchkit mpirun does) or run inside a Slurm allocation",
+			t.WorldSize, t.NumNodes, t.Launcher)
+	}
+	in.Topology = t
+	if in.Pin {
+		if in.CPUs, err = envsetup.ReadCPUs("/"); err != nil {
+			return fmt.Errorf("exec --pin: %w", err)
+		}
+	}
+	ch, warnings := envsetup.RankEnv(in)
+	// Pinning's warnings are the same on every rank of a node.
+	if t.LocalRank == 0 {
+		for _, w := range warnings {
+			fmt.Fprintln(c.App.ErrWriter, "batchkit exec:", w)
+		}
+	}
+	// CMD is looked up on the PATH the profile's scripts set.
+	if err := applyToProcess(ch); err != nil {
+		return err
+	}
+	return execve(args, envsetup.Merge(in.Environ, ch))
 }
 
 // execProfile sources the profile's scripts (real bash, the edge) and
@@ -112,16 +115,8 @@ func execProfile(c *cli.Context, environ []string) (envsetup.Changes, map[string
 func execve(args []string, env []string) error {
 	path, err := exec.LookPath(args[0])
 	if err != nil {
-		code := 127
-		if errors.Is(err, os.ErrPermission) || errors.Is(err, syscall.EISDIR) {
-			code = 126 // found, but not something to run (bash says the same)
-		}
-		return cli.Exit(fmt.Sprintf("%s: %v", args[0], err), code)
+		return cli.Exit(fmt.Sprintf("%s: %v", args[0], err), launch.StartCode(err))
 	}
 	err = syscall.Exec(path, args, env)
-	code := 126
-	if errors.Is(err, syscall.ENOENT) {
-		code = 127
-	}
-	return cli.Exit(fmt.Sprintf("exec %s: %v%s", path, err, local.ExecHint(err)), code)
+	return cli.Exit(fmt.Sprintf("exec %s: %v%s", path, err, launch.ExecHint(err)), launch.StartCode(err))
 }

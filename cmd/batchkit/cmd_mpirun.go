@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -12,14 +11,13 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/batchkit/batchkit/detect"
 	"github.com/batchkit/batchkit/envsetup"
 	"github.com/batchkit/batchkit/envsetup/envvars"
 	"github.com/batchkit/batchkit/internal/freeport"
+	"github.com/batchkit/batchkit/launch"
+	mpilaunch "github.com/batchkit/batchkit/launch/mpirun"
 	"github.com/batchkit/batchkit/mpirun"
 	"github.com/batchkit/batchkit/profile"
-	"github.com/batchkit/batchkit/slurm"
-	"github.com/batchkit/batchkit/topology"
 )
 
 // stringList is a repeatable string flag that, unlike cli.StringSliceFlag,
@@ -28,10 +26,6 @@ type stringList []string
 
 func (l *stringList) Set(s string) error { *l = append(*l, s); return nil }
 func (l *stringList) String() string     { return strings.Join(*l, " ") }
-
-// dryRunHostfile names a generated hostfile in --dry-run output; a real run
-// writes a temporary file instead.
-const dryRunHostfile = "batchkit.hostfile"
 
 func mpirunCommand() *cli.Command {
 	return &cli.Command{
@@ -60,7 +54,8 @@ resulting environment (see 'batchkit envsetup'). --dry-run sources nothing: it p
 
 Every rank gets BATCHKIT_JOB_TOKEN (kept if set, else new) via the launcher's environment, never argv (mpirun_rsh: none).
 
-The launcher's exit status is the exit status; SIGINT and SIGTERM are forwarded to it.
+The launcher's exit status is the exit status; SIGINT, SIGTERM, SIGHUP, SIGQUIT and SIGUSR1 are forwarded
+to it (a Ctrl-C or Ctrl-\ at the terminal reaches it directly, and is not sent twice).
 
 Examples:
    batchkit mpirun -n 4 -- python3 train.py --epochs 3
@@ -88,41 +83,43 @@ Examples:
 			&cli.DurationFlag{Name: "source-timeout", Value: envsetup.DefaultTimeout, Usage: "time for the profile's source scripts"},
 			&cli.BoolFlag{Name: "dry-run", Usage: "print the command, shell-quoted, instead of running it"},
 		},
-		Action: func(c *cli.Context) error {
-			defaults, penv, err := mpirunDefaults(c)
-			if err != nil {
-				return err
-			}
-			o, err := mpirunOptionsFrom(c, defaults)
-			if err != nil {
-				return err
-			}
-			self, err := os.Executable()
-			if err != nil {
-				return fmt.Errorf("finding the batchkit binary: %w", err)
-			}
-			if !o.dryRun {
-				if _, err := sourceOnce(c, penv); err != nil {
-					return err
-				}
-			}
-			p, err := planMpirun(o, os.Getenv, systemProbe, self, freePort)
-			if err != nil {
-				return err
-			}
-			if o.dryRun {
-				return printPlan(c.App.Writer, penv, p)
-			}
-			if !p.found {
-				return cli.Exit(fmt.Sprintf("%s: launcher not found on PATH", p.spec.Binary), 127)
-			}
-			env, err := envsetup.LauncherEnviron(os.Environ(), p.spec.ForwardEnv, envsetup.NewToken)
-			if err != nil {
-				return err
-			}
-			return runPlan(p, env, c.App.Reader, c.App.Writer, c.App.ErrWriter)
-		},
+		Action: mpirunAction,
 	}
+}
+
+func mpirunAction(c *cli.Context) error {
+	defaults, penv, err := mpirunDefaults(c)
+	if err != nil {
+		return err
+	}
+	o, err := mpirunOptionsFrom(c, defaults)
+	if err != nil {
+		return err
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("finding the batchkit binary: %w", err)
+	}
+	if !c.Bool("dry-run") {
+		if _, err := sourceOnce(c, penv); err != nil {
+			return err
+		}
+	}
+	m := mpilaunch.Machine{Getenv: os.Getenv, Probe: systemProbe, ReadFile: os.ReadFile, Self: self, FreePort: freePort}
+	p, err := mpilaunch.NewPlan(o, m)
+	if err != nil {
+		return launchExit(1, err)
+	}
+	if c.Bool("dry-run") {
+		return printPlan(c.App.Writer, penv, p)
+	}
+	stdin := c.App.Reader
+	if stdin == nil {
+		stdin = os.Stdin
+	}
+	sigs, stop := catchSignals()
+	defer stop()
+	return launchExit(mpilaunch.Run(c.Context, p, launch.IO{Stdin: stdin, Stdout: c.App.Writer, Stderr: c.App.ErrWriter}, sigs))
 }
 
 // lookupIn looks names up in environ: the user's environment as it was
@@ -167,38 +164,19 @@ func mpirunDefaults(c *cli.Context) (mpirun.Defaults, profile.Env, error) {
 	}
 	m := r.Profile.MPI
 	d := mpirun.Defaults{
-		Flavor: m.Flavor, Launcher: string(m.Launcher), Binary: m.Binary, Args: m.Args,
+		Flavor: m.Flavor, Launcher: m.Launcher, Binary: m.Binary, Args: m.Args,
 		Bootstrap: m.Bootstrap, SrunMPI: m.SrunMPI, AllowRunAsRoot: m.AllowRunAsRoot, Oversubscribe: m.Oversubscribe,
 		Env: r.Profile.Env.Vars, MasterPort: r.Profile.Rendezvous.FixedPort(),
 	}
 	return d, r.Profile.Env, nil
 }
 
-// mpirunOptions are the flags with the defaults layered under them.
-type mpirunOptions struct {
-	flavor, launcher, binary string
-	np, ppn, masterPort      int
-	npSet, masterPortSet     bool
-	hosts, hostfile          string
-	env, mpiArgs             []string
-	defaultArgs              []string // the profile's launcher arguments, before --mpi-arg
-	allowRoot, oversubscribe bool
-	bootstrap, srunMPI       string
-	bootstrapSet, srunMPISet bool                        // given as flags, not defaults
-	profilePort              int                         // the profile's fixed MASTER_PORT; 0: none
-	profileEnv               map[string]string           // the profile's variables, under env
-	lookup                   func(string) (string, bool) // the user's environment, over profileEnv
-	dryRun                   bool
-	program                  []string
-}
-
-func mpirunOptionsFrom(c *cli.Context, d mpirun.Defaults) (mpirunOptions, error) {
-	args := c.Args().Slice()
-	if len(args) > 0 && args[0] == "--" {
-		args = args[1:]
-	}
-	if len(args) == 0 {
-		return mpirunOptions{}, usagef("mpirun needs a command: batchkit mpirun [flags] -- CMD [ARGS...]")
+// mpirunOptionsFrom layers the flags over the defaults and checks what
+// is wrong with the flags alone.
+func mpirunOptionsFrom(c *cli.Context, d mpirun.Defaults) (mpilaunch.Options, error) {
+	args, err := programArgs(c, "mpirun")
+	if err != nil {
+		return mpilaunch.Options{}, err
 	}
 	pick := func(name, def string) string {
 		if c.IsSet(name) {
@@ -212,228 +190,52 @@ func mpirunOptionsFrom(c *cli.Context, d mpirun.Defaults) (mpirunOptions, error)
 		}
 		return def
 	}
-	o := mpirunOptions{
-		flavor:        pick("flavor", string(d.Flavor)),
-		launcher:      pick("launcher", d.Launcher),
-		binary:        pick("mpirun", d.Binary),
-		np:            c.Int("np"),
-		npSet:         c.IsSet("np"),
-		ppn:           c.Int("ppn"),
-		hosts:         c.String("hosts"),
-		hostfile:      c.String("hostfile"),
-		env:           *c.Generic("env").(*stringList),
-		mpiArgs:       *c.Generic("mpi-arg").(*stringList),
-		defaultArgs:   d.Args,
-		allowRoot:     pickBool("allow-run-as-root", d.AllowRunAsRoot),
-		oversubscribe: pickBool("oversubscribe", d.Oversubscribe),
-		bootstrap:     pick("bootstrap", d.Bootstrap),
-		bootstrapSet:  c.IsSet("bootstrap"),
-		srunMPI:       pick("srun-mpi", d.SrunMPI),
-		srunMPISet:    c.IsSet("srun-mpi"),
-		masterPort:    c.Int("master-port"),
-		masterPortSet: c.IsSet("master-port"),
-		profilePort:   d.MasterPort,
-		profileEnv:    d.Env,
-		lookup:        lookupIn(os.Environ()),
-		dryRun:        c.Bool("dry-run"),
-		program:       args,
+	o := mpilaunch.Options{
+		Flavor:         pick("flavor", string(d.Flavor)),
+		Launcher:       mpirun.Program(pick("launcher", string(d.Launcher))),
+		Binary:         pick("mpirun", d.Binary),
+		NP:             c.Int("np"),
+		NPSet:          c.IsSet("np"),
+		PPN:            c.Int("ppn"),
+		Hosts:          c.String("hosts"),
+		Hostfile:       c.String("hostfile"),
+		Env:            *c.Generic("env").(*stringList),
+		MPIArgs:        *c.Generic("mpi-arg").(*stringList),
+		DefaultArgs:    d.Args,
+		AllowRunAsRoot: pickBool("allow-run-as-root", d.AllowRunAsRoot),
+		Oversubscribe:  pickBool("oversubscribe", d.Oversubscribe),
+		Bootstrap:      pick("bootstrap", d.Bootstrap),
+		BootstrapSet:   c.IsSet("bootstrap"),
+		SrunMPI:        pick("srun-mpi", d.SrunMPI),
+		SrunMPISet:     c.IsSet("srun-mpi"),
+		MasterPort:     c.Int("master-port"),
+		ProfilePort:    d.MasterPort,
+		ProfileEnv:     d.Env,
+		Lookup:         lookupIn(os.Environ()),
+		Program:        args,
 	}
-	if c.IsSet("hosts") && c.IsSet("hostfile") {
+	switch {
+	case c.IsSet("hosts") && c.IsSet("hostfile"):
 		return o, usagef("--hosts and --hostfile are exclusive")
-	}
-	if c.IsSet("hosts") && o.hosts == "" {
+	case c.IsSet("hosts") && o.Hosts == "":
 		return o, usagef("--hosts is empty")
-	}
-	if c.IsSet("hostfile") && o.hostfile == "" {
+	case c.IsSet("hostfile") && o.Hostfile == "":
 		return o, usagef("--hostfile is empty")
-	}
-	if o.npSet && o.np < 1 {
-		return o, usagef("invalid --np %d: want at least 1", o.np)
-	}
-	if o.ppn < 0 {
-		return o, usagef("invalid --ppn %d: want at least 0", o.ppn)
-	}
-	if o.masterPortSet && (o.masterPort < 1 || o.masterPort > 65535) {
-		return o, usagef("invalid --master-port %d: want 1-65535", o.masterPort)
+	case o.NPSet && o.NP < 1:
+		return o, usagef("invalid --np %d: want at least 1", o.NP)
+	case o.PPN < 0:
+		return o, usagef("invalid --ppn %d: want at least 0", o.PPN)
+	case c.IsSet("master-port") && (o.MasterPort < 1 || o.MasterPort > 65535):
+		return o, usagef("invalid --master-port %d: want 1-65535", o.MasterPort)
 	}
 	return o, nil
-}
-
-// mpirunPlan is a launch decided but not started.
-type mpirunPlan struct {
-	spec      mpirun.Spec
-	hostfile  string // generated hostfile text; spec.Hostfile is dryRunHostfile until written
-	found     bool   // the launcher binary is on PATH
-	masterEnv []string
-}
-
-// planMpirun turns options into a launch. Everything it reads from the
-// machine is injected: the environment, PATH and --version probes, the
-// batchkit binary and the free-port finder.
-func planMpirun(o mpirunOptions, getenv topology.Getenv, probe mpirun.Probe, self string, port func() (int, error)) (mpirunPlan, error) {
-	var p mpirunPlan
-	launcher := o.launcher
-	if launcher == "" {
-		launcher = mpirun.LauncherMpirun
-	}
-	valid := false
-	for _, l := range mpirun.Launchers {
-		valid = valid || l == launcher
-	}
-	if !valid {
-		return p, usagef("invalid --launcher %q: want %s", launcher, strings.Join(mpirun.Launchers, ", "))
-	}
-	var flavor mpirun.Flavor
-	if o.flavor != "" {
-		f, err := mpirun.ParseFlavor(o.flavor)
-		if err != nil {
-			return p, badInput(err)
-		}
-		flavor = f
-	}
-	flavor, bin, found, err := mpirun.FindLauncher(probe, flavor, launcher, o.binary)
-	if err != nil {
-		return p, badInput(err)
-	}
-	p.found = found
-
-	// Hosts: --hosts, --hostfile, or the Slurm allocation.
-	jobID := detect.SlurmJobID(getenv)
-	var hosts []mpirun.Host
-	var userText string
-	switch {
-	case o.hosts != "":
-		if hosts, err = mpirun.ParseHosts(o.hosts); err != nil {
-			return p, usagef("invalid --hosts: %v", err)
-		}
-	case o.hostfile != "":
-		b, err := os.ReadFile(o.hostfile)
-		if err != nil {
-			return p, badInput(err)
-		}
-		userText = string(b)
-		if hosts, err = mpirun.ParseHostfile(userText); err != nil {
-			return p, usagef("%s: %v", o.hostfile, err)
-		}
-	case jobID != "":
-		if hosts, err = allocationHosts(getenv); err != nil {
-			return p, badInput(err)
-		}
-	}
-
-	np := o.np
-	if !o.npSet {
-		if np = mpirun.DefaultNP(hosts, o.ppn); np == 0 {
-			return p, usagef("how many ranks? pass -n N (or --ppn with hosts, or hosts with slots)")
-		}
-	}
-
-	flags, err := envsetup.SharedEnv(o.env)
-	if err != nil {
-		return p, badInput(err)
-	}
-	in := envsetup.LaunchInput{Vars: o.profileEnv, Lookup: o.lookup, Env: flags, Srun: launcher == mpirun.LauncherSrun,
-		JobID: jobID, Port: o.masterPort, Fixed: o.profilePort, Free: port}
-	for _, h := range hosts {
-		in.Hosts = append(in.Hosts, h.Name)
-	}
-	// Hydra and mpirun_rsh ranks learn only their node's rank count; the
-	// node count lets the ranks on a short last node place themselves.
-	// (Open MPI exports its own; srun's ranks read the step.)
-	if n := mpirun.NodesUsed(hosts, np, o.ppn); n >= 2 && flavor != mpirun.OpenMPI && launcher != mpirun.LauncherSrun {
-		in.Nodes = n
-	}
-	env, err := envsetup.LaunchEnv(in)
-	if err != nil {
-		return p, err
-	}
-
-	// A profile's defaults apply only where they mean something; the same
-	// settings given as flags are checked by Command.
-	srunMPI, bootstrap := o.srunMPI, o.bootstrap
-	if launcher != mpirun.LauncherSrun && !o.srunMPISet {
-		srunMPI = ""
-	}
-	if launcher == mpirun.LauncherSrun && !o.bootstrapSet {
-		bootstrap = ""
-	}
-	// A profile's bootstrap through Slurm is for runs inside an
-	// allocation; outside one it would fail to start any daemon.
-	if !o.bootstrapSet && jobID == "" && mpirun.BootstrapNeedsAllocation(mpirun.Spec{Flavor: flavor, Launcher: launcher}, bootstrap) {
-		bootstrap = ""
-	}
-	spec := mpirun.Spec{
-		Flavor:         flavor,
-		Launcher:       launcher,
-		Binary:         bin,
-		NP:             np,
-		PPN:            o.ppn,
-		Env:            env,
-		ExtraArgs:      append(append([]string(nil), o.defaultArgs...), o.mpiArgs...),
-		Bootstrap:      bootstrap,
-		SrunMPI:        srunMPI,
-		AllowRunAsRoot: o.allowRoot,
-		Oversubscribe:  o.oversubscribe,
-		InAllocation:   jobID != "",
-		Program:        append([]string{self, "exec", "--"}, o.program...),
-		Wrapped:        3,
-	}
-	// The job token goes by name only: its value is in the launcher's
-	// environment (launcherEnv), never on the command line. A launcher
-	// that cannot do that gets none; its ranks derive one from the job id.
-	if mpirun.CanForwardEnv(spec) {
-		spec.ForwardEnv = []string{envvars.Token}
-	}
-	userFile := ""
-	if userText != "" {
-		userFile = o.hostfile
-	}
-	place, err := mpirun.PlaceHosts(spec, hosts, userFile, userText)
-	if err != nil {
-		return p, badInput(err)
-	}
-	spec.Hosts, spec.Hostfile, spec.HostfileSlots = place.Hosts, place.Hostfile, place.HostfileSlots
-	if place.Generated != "" {
-		spec.Hostfile = dryRunHostfile
-		p.hostfile = place.Generated
-	}
-	if _, err := mpirun.Command(spec); err != nil {
-		return p, badInput(err)
-	}
-	p.spec = spec
-	return p, nil
-}
-
-// allocationHosts lists the Slurm job's nodes with their task counts.
-func allocationHosts(getenv topology.Getenv) ([]mpirun.Host, error) {
-	names, err := detect.SlurmJobHosts(getenv)
-	if err != nil || len(names) == 0 {
-		return nil, err
-	}
-	hosts := make([]mpirun.Host, len(names))
-	for i, n := range names {
-		hosts[i].Name = n
-	}
-	if tpn := getenv("SLURM_TASKS_PER_NODE"); tpn != "" {
-		counts, err := slurm.ParseTasksPerNode(tpn)
-		if err != nil {
-			return nil, fmt.Errorf("SLURM_TASKS_PER_NODE: %w", err)
-		}
-		if len(counts) != len(names) {
-			return nil, fmt.Errorf("SLURM_TASKS_PER_NODE=%q lists %d nodes but SLURM_JOB_NODELIST has %d", tpn, len(counts), len(names))
-		}
-		for i, n := range counts {
-			hosts[i].Slots = n
-		}
-	}
-	return hosts, nil
 }
 
 // printPlan prints the launch as shell text: the profile's source
 // scripts first, as `source` lines (a dry run does not source them), then
 // the launcher's command line.
-func printPlan(w io.Writer, penv profile.Env, p mpirunPlan) error {
-	out, err := mpirun.DryRun(p.spec, p.hostfile)
+func printPlan(w io.Writer, penv profile.Env, p mpilaunch.Plan) error {
+	out, err := mpirun.DryRun(p.Spec, p.Hostfile)
 	if err != nil {
 		return badInput(err)
 	}
@@ -444,45 +246,6 @@ func printPlan(w io.Writer, penv profile.Env, p mpirunPlan) error {
 	out = lines + out
 	_, err = io.WriteString(w, out)
 	return err
-}
-
-// runPlan runs the launch with env as the launcher's environment.
-func runPlan(p mpirunPlan, env []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	spec := p.spec
-	if p.hostfile != "" {
-		f, err := os.CreateTemp("", "batchkit-hostfile-")
-		if err != nil {
-			return err
-		}
-		defer os.Remove(f.Name())
-		if _, err := f.WriteString(p.hostfile); err != nil {
-			f.Close()
-			return err
-		}
-		if err := f.Close(); err != nil {
-			return err
-		}
-		spec.Hostfile = f.Name()
-	}
-	argv, err := mpirun.Command(spec)
-	if err != nil {
-		return badInput(err)
-	}
-	if stdin == nil {
-		stdin = os.Stdin
-	}
-	code, err := mpirun.Run(argv, env, stdin, stdout, stderr)
-	var se *mpirun.StartError
-	if errors.As(err, &se) {
-		return cli.Exit(fmt.Sprintf("%s: %v", argv[0], se.Err), se.Code)
-	}
-	if err != nil {
-		return err
-	}
-	if code != 0 {
-		return &childExit{code}
-	}
-	return nil
 }
 
 // systemProbe looks launchers up on this machine.

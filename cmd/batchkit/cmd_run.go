@@ -1,17 +1,16 @@
 package main
 
 import (
-	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/mattn/go-isatty"
 	"github.com/urfave/cli/v2"
 
 	"github.com/batchkit/batchkit/envsetup"
+	"github.com/batchkit/batchkit/launch"
 	"github.com/batchkit/batchkit/launch/local"
 )
 
@@ -59,74 +58,61 @@ Examples:
 			&cli.StringFlag{Name: "profile", Usage: "site profile `NAME` or file whose [env] scripts are sourced once and whose variables every rank gets (the user's values win)"},
 			&cli.DurationFlag{Name: "source-timeout", Value: envsetup.DefaultTimeout, Usage: "time for the profile's source scripts"},
 		},
-		Action: func(c *cli.Context) error {
-			args := c.Args().Slice()
-			if len(args) > 0 && args[0] == "--" {
-				args = args[1:]
-			}
-			if !c.IsSet("n") {
-				return usagef("run needs the number of ranks: batchkit run -n N -- CMD [ARGS...]")
-			}
-			if n := c.Int("n"); n < 1 {
-				return usagef("invalid -n %d: need at least 1 rank", n)
-			}
-			if len(args) == 0 {
-				return usagef("run needs a command: batchkit run -n N -- CMD [ARGS...]")
-			}
-			if p := c.Int("master-port"); c.IsSet("master-port") && (p < 1 || p > 65535) {
-				return usagef("invalid --master-port %d: want 1-65535", p)
-			}
-			if g := c.Duration("grace"); g < 0 {
-				return usagef("invalid --grace %v: must not be negative", g)
-			}
-			if m := c.Int("max-restarts"); m < 0 {
-				return usagef("invalid --max-restarts %d: must not be negative", m)
-			}
-			colorOut, colorErr, err := colors(c.String("color"), c.App.Writer, c.App.ErrWriter)
-			if err != nil {
-				return err
-			}
-
-			environ, prof, err := runProfile(c)
-			if err != nil {
-				return err
-			}
-
-			sigs := make(chan os.Signal, 4)
-			// SIGHUP: the terminal or ssh session closed; SIGQUIT: the
-			// user wants the ranks' own dumps, not the launcher's; SIGUSR1:
-			// Slurm's warning before a time limit (sbatch --signal), which
-			// batchkit train answers with a checkpoint and exit 75.
-			signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1)
-			defer signal.Stop(sigs)
-
-			code, err := local.Run(context.Background(), local.Options{
-				N:           c.Int("n"),
-				Cmd:         args[0],
-				Args:        args[1:],
-				Stdout:      c.App.Writer,
-				Stderr:      c.App.ErrWriter,
-				ColorStdout: colorOut,
-				ColorStderr: colorErr,
-				TeeDir:      c.String("tee"),
-				Grace:       c.Duration("grace"),
-				Env:         environ,
-				Profile:     prof,
-				MasterPort:  c.Int("master-port"),
-				Signals:     sigs,
-				MaxRestarts: c.Int("max-restarts"),
-			})
-			switch {
-			case errors.Is(err, local.ErrInvalid):
-				return badInput(err)
-			case err != nil:
-				return cli.Exit("run: "+err.Error(), code)
-			case code != 0:
-				return &childExit{code}
-			}
-			return nil
-		},
+		Action: runAction,
 	}
+}
+
+func runAction(c *cli.Context) error {
+	o, err := runOptions(c)
+	if err != nil {
+		return err
+	}
+	if o.Env, o.Profile, err = runProfile(c); err != nil {
+		return err
+	}
+	p, err := local.NewPlan(o)
+	if err != nil {
+		return launchExit(1, err)
+	}
+	sigs, stop := catchSignals()
+	defer stop()
+	code, err := local.Run(c.Context, p, launch.IO{Stdout: c.App.Writer, Stderr: c.App.ErrWriter}, sigs)
+	if err != nil && !errors.Is(err, launch.ErrInvalid) {
+		err = fmt.Errorf("run: %w", err)
+	}
+	return launchExit(code, err)
+}
+
+// runOptions reads the flags, checking each.
+func runOptions(c *cli.Context) (local.Options, error) {
+	args := c.Args().Slice()
+	if len(args) > 0 && args[0] == "--" {
+		args = args[1:]
+	}
+	switch {
+	case !c.IsSet("n"):
+		return local.Options{}, usagef("run needs the number of ranks: batchkit run -n N -- CMD [ARGS...]")
+	case c.Int("n") < 1:
+		return local.Options{}, usagef("invalid -n %d: need at least 1 rank", c.Int("n"))
+	case len(args) == 0:
+		return local.Options{}, usagef("run needs a command: batchkit run -n N -- CMD [ARGS...]")
+	case c.IsSet("master-port") && (c.Int("master-port") < 1 || c.Int("master-port") > 65535):
+		return local.Options{}, usagef("invalid --master-port %d: want 1-65535", c.Int("master-port"))
+	case c.Duration("grace") < 0:
+		return local.Options{}, usagef("invalid --grace %v: must not be negative", c.Duration("grace"))
+	case c.Int("max-restarts") < 0:
+		return local.Options{}, usagef("invalid --max-restarts %d: must not be negative", c.Int("max-restarts"))
+	}
+	colorOut, colorErr, err := colors(c.String("color"), c.App.Writer, c.App.ErrWriter)
+	if err != nil {
+		return local.Options{}, err
+	}
+	return local.Options{
+		N: c.Int("n"), Cmd: args[0], Args: args[1:],
+		ColorStdout: colorOut, ColorStderr: colorErr,
+		TeeDir: c.String("tee"), Grace: c.Duration("grace"),
+		MasterPort: c.Int("master-port"), MaxRestarts: c.Int("max-restarts"),
+	}, nil
 }
 
 // runProfile sources --profile's scripts once into this process, so that

@@ -12,6 +12,7 @@ import (
 	"github.com/batchkit/batchkit/envsetup/envvars"
 	"github.com/batchkit/batchkit/internal/outfile"
 	"github.com/batchkit/batchkit/launch"
+	"github.com/batchkit/batchkit/launch/sbatch"
 	"github.com/batchkit/batchkit/profile"
 	"github.com/batchkit/batchkit/slurm"
 	"github.com/batchkit/batchkit/templates"
@@ -28,7 +29,8 @@ launch line — srun with the flavor's --mpi plugin, or the flavor's mpirun — 
 'batchkit exec -- CMD ARGS...' in every rank so the program sees RANK, WORLD_SIZE, MASTER_ADDR ...
 
 Without --dry-run or --write the script is submitted with 'sbatch --parsable' and the job id
-printed; --wait waits for the job and exits with its exit code. --write writes only a regular
+printed; --wait waits for the job and exits with its exit code (SIGINT, SIGTERM, SIGHUP, SIGQUIT and
+SIGUSR1 go to sbatch meanwhile). --write writes only a regular
 file, or through a symbolic link to one: a device, FIFO, socket or directory is refused (exit 2)
 and left alone. A file replaced with --force keeps its mode and owner; one whose owner cannot be
 kept (someone else's, when not root) is refused.
@@ -156,15 +158,45 @@ func sbatchAction(c *cli.Context) error {
 	case c.Bool("force") && !c.IsSet("write"):
 		return usagef("--force is for --write: it lets it replace an existing file")
 	}
-	r, err := loadProfile(c, sbatchOverrides)
+	req, err := sbatchRequest(c, program)
 	if err != nil {
 		return err
+	}
+	p, err := sbatch.NewPlan(req)
+	if err != nil {
+		return launchExit(1, err)
+	}
+	switch {
+	case c.Bool("dry-run"):
+		_, err := fmt.Fprint(c.App.Writer, p.Text)
+		return err
+	case c.IsSet("write"):
+		return writeNew(c.String("write"), p.Text, c.Bool("force"))
+	}
+	sigs, stop := catchSignals()
+	defer stop()
+	return launchExit(sbatch.Run(c.Context, p, launch.IO{Stdout: c.App.Writer, Stderr: c.App.ErrWriter}, sigs))
+}
+
+// sbatchRequest is the profile under the flags, the batchkit binary the
+// ranks run and the templates that render the script.
+func sbatchRequest(c *cli.Context, program []string) (sbatch.Request, error) {
+	r, err := loadProfile(c, sbatchOverrides)
+	if err != nil {
+		return sbatch.Request{}, err
 	}
 	self := c.String("batchkit")
 	if self == "" {
 		if self, err = os.Executable(); err != nil {
-			return fmt.Errorf("finding batchkit's own path (give --batchkit): %w", err)
+			return sbatch.Request{}, fmt.Errorf("finding batchkit's own path (give --batchkit): %w", err)
 		}
+	}
+	set, err := templates.Load(r.Profile.Templates)
+	if err != nil {
+		if o, ok := r.Origin("templates"); ok {
+			err = fmt.Errorf("%s: templates: %w", o, err)
+		}
+		return sbatch.Request{}, badInput(err)
 	}
 	job := slurm.JobOptions{
 		JobName: c.String("job-name"), Nodes: c.String("nodes"), NTasks: c.Int("ntasks"),
@@ -173,41 +205,8 @@ func sbatchAction(c *cli.Context) error {
 		Exclusive: c.Bool("exclusive"), Signal: c.String("signal"), Dependency: c.String("dependency"),
 		Requeue: r.Profile.Slurm.Requeue, Extra: []string(*c.Generic("sbatch-arg").(*stringList)),
 	}
-	script, err := launch.SbatchScript(launch.SbatchRequest{
-		ProfileName: r.Name, Profile: r.Profile, Job: job, Program: program, Batchkit: self,
-	})
-	if err != nil {
-		return badInput(err)
-	}
-	set, err := templates.Load(r.Profile.Templates)
-	if err != nil {
-		if o, ok := r.Origin("templates"); ok {
-			err = fmt.Errorf("%s: templates: %w", o, err)
-		}
-		return badInput(err)
-	}
-	text, err := set.Render(templates.Sbatch, script)
-	if err != nil {
-		return badInput(err)
-	}
-
-	switch {
-	case c.Bool("dry-run"):
-		_, err := fmt.Fprint(c.App.Writer, text)
-		return err
-	case c.IsSet("write"):
-		return writeNew(c.String("write"), text, c.Bool("force"))
-	}
-	_, code, err := slurm.Submit(c.Context, "sbatch", text, c.Bool("wait"), func(id string) {
-		fmt.Fprintln(c.App.Writer, id)
-	})
-	if err != nil {
-		return err
-	}
-	if code != 0 {
-		return &childExit{code}
-	}
-	return nil
+	return sbatch.Request{ProfileName: r.Name, Profile: r.Profile, Job: job, Program: program, Batchkit: self,
+		Templates: set, Wait: c.Bool("wait")}, nil
 }
 
 // writeNew writes a file that must not exist yet, unless force: a user's

@@ -43,8 +43,9 @@ func rankEnv(base []string, p Profile, t topology.Topology, a envsetup.Attempt) 
 	return envsetup.Merge(base, ch)
 }
 
-func (l *launch) attempt() envsetup.Attempt {
-	return envsetup.Attempt{Token: l.token, RunID: l.runID, Restart: l.restart, MaxRestarts: l.opts.MaxRestarts}
+// envAttempt is what the ranks are told about this attempt.
+func (r *runner) envAttempt() envsetup.Attempt {
+	return envsetup.Attempt{Token: r.token, RunID: r.runID, Restart: r.restart, MaxRestarts: r.MaxRestarts}
 }
 
 // freePort asks the kernel for a free TCP port on MasterAddr.

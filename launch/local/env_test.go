@@ -14,7 +14,7 @@ func TestRankEnv(t *testing.T) {
 	if err := top.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	got := rankEnv([]string{"PATH=/bin", "RANK=99"}, Profile{}, top, (&launch{token: "tok", runID: "run-1", restart: 1, opts: Options{MaxRestarts: 3}}).attempt())
+	got := rankEnv([]string{"PATH=/bin", "RANK=99"}, Profile{}, top, (&runner{token: "tok", runID: "run-1", restart: 1, Plan: Plan{Options: Options{MaxRestarts: 3}}}).envAttempt())
 	want := []string{
 		"BATCHKIT_JOB_TOKEN=tok", "GROUP_RANK=0", "GROUP_WORLD_SIZE=1", "LOCAL_RANK=1", "LOCAL_WORLD_SIZE=2",
 		"MASTER_ADDR=127.0.0.1", "MASTER_PORT=40001", "NODE_RANK=0", "PATH=/bin", "RANK=1",

@@ -3,15 +3,18 @@
 // ...), prefixes their output with the rank, forwards signals, and when one
 // rank fails stops the others, leaving no process behind.
 //
-// The pure parts — each rank's environment (RankTopology, rankEnv) and the
-// line prefixing — are separate from the process management in Run.
+// It has package launch's shape: NewPlan checks the options (pure), Run
+// starts the ranks. The other pure parts — each rank's environment
+// (RankTopology, rankEnv), the line prefixing, the decision to restart
+// (Decide) — are apart from the process management: starting a rank
+// (rank.go) and waiting for an attempt's ranks, a small state machine of
+// named steps (attempt.go).
 package local
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,15 +24,13 @@ import (
 	"time"
 
 	"github.com/batchkit/batchkit/envsetup"
+	"github.com/batchkit/batchkit/launch"
 )
 
 // DefaultGrace is how long stopped ranks get between SIGTERM and SIGKILL.
 const DefaultGrace = 5 * time.Second
 
-// ErrInvalid marks an error in Options, found before any rank started.
-var ErrInvalid = errors.New("invalid options")
-
-// Options configure a run.
+// Options are what batchkit run was asked for.
 type Options struct {
 	N    int      // number of ranks, at least 1
 	Cmd  string   // the program, looked up on PATH like a shell does
@@ -40,15 +41,13 @@ type Options struct {
 	// attempt; every restart gets a fresh one (see MaxRestarts).
 	Env []string
 
-	// Stdout and Stderr receive the ranks' stdout and stderr, each line
-	// prefixed "[RANK] ". Launcher messages go to Stderr. nil discards.
-	Stdout, Stderr io.Writer
-	// ColorStdout and ColorStderr colour the prefixes on that stream.
+	// ColorStdout and ColorStderr colour the rank prefixes ("[RANK] ") on
+	// that stream.
 	ColorStdout, ColorStderr bool
 
 	// TeeDir, if set, also gets each rank's stdout and stderr, unprefixed, in
 	// TeeDir/rank-N.log. It is created if needed; existing logs are never
-	// overwritten (Run fails with ErrInvalid).
+	// overwritten (Run fails with launch.ErrInvalid).
 	TeeDir string
 
 	// Grace is the time between SIGTERM and SIGKILL when ranks are stopped:
@@ -63,47 +62,76 @@ type Options struct {
 	// MasterPort is MASTER_PORT; 0 picks a free port on 127.0.0.1.
 	MasterPort int
 
-	// Signals are forwarded to every rank's process group (typically SIGINT
-	// and SIGTERM from signal.Notify). nil forwards nothing.
-	Signals <-chan os.Signal
-
 	// MaxRestarts is how many times all ranks are started again after a
 	// rank failed (see Decide for which failures count), each time with a
 	// new MASTER_PORT (unless MasterPort is set) and a new job token.
 	MaxRestarts int
 }
 
-// Run starts opts.N ranks of opts.Cmd and waits until all have exited and no
-// process is left in their process groups.
+// Plan is a run decided but not started: the options, checked.
+type Plan struct {
+	Options
+	Argv []string // what every rank runs: Cmd, then Args
+	Tees []string // each rank's TeeDir log; nil without TeeDir
+}
+
+// NewPlan checks o. It is pure: Run looks the program up, chooses the port
+// and the job token, and creates the logs. Its errors are
+// launch.ErrInvalid.
+func NewPlan(o Options) (Plan, error) {
+	switch {
+	case o.N < 1:
+		return Plan{}, launch.Invalid("need at least 1 rank, got %d", o.N)
+	case o.Cmd == "":
+		return Plan{}, launch.Invalid("no command given")
+	case o.Grace < 0:
+		return Plan{}, launch.Invalid("grace period %v is negative", o.Grace)
+	case o.MasterPort < 0 || o.MasterPort > 65535:
+		return Plan{}, launch.Invalid("master port %d out of range 1-65535", o.MasterPort)
+	case o.MaxRestarts < 0:
+		return Plan{}, launch.Invalid("max restarts %d is negative", o.MaxRestarts)
+	}
+	p := Plan{Options: o, Argv: append([]string{o.Cmd}, o.Args...)}
+	if o.TeeDir != "" {
+		for i := range o.N {
+			p.Tees = append(p.Tees, teePath(o.TeeDir, i))
+		}
+	}
+	return p, nil
+}
+
+// Run starts p.N ranks of p.Cmd and waits until all have exited and no
+// process is left in their process groups. Its ranks' stdout and stderr go
+// to io's, each line prefixed "[RANK] "; the launcher's own messages go to
+// io.Stderr; the ranks' stdin is /dev/null.
 //
 // Each rank runs in a process group of its own; signals go to the whole
 // group, so they reach what the rank started too. Processes still in a
 // rank's group when every rank has exited get SIGTERM, then SIGKILL after
-// opts.Grace; a process that left the group (setsid) is out of reach. On
-// Linux a rank also gets SIGKILL if the launcher dies. The ranks' stdin is
-// /dev/null.
+// p.Grace; a process that left the group (setsid) is out of reach. On
+// Linux a rank also gets SIGKILL if the launcher dies.
 //
 // When a rank exits non-zero or is killed, Run prints one line naming it to
-// Stderr and stops the others: SIGTERM, then SIGKILL after opts.Grace. A
-// signal from opts.Signals is forwarded to every rank, followed by SIGKILL
-// after opts.Grace if they are still running. Cancelling ctx stops the ranks
-// like a SIGTERM would and makes Run return ctx's error.
+// Stderr and stops the others: SIGTERM, then SIGKILL after p.Grace. A
+// signal from sigs is forwarded to every rank, followed by SIGKILL after
+// p.Grace if they are still running. Cancelling ctx stops the ranks like a
+// SIGTERM would and makes Run return ctx's error.
 //
-// exitCode is what the launcher should exit with:
+// The code follows package launch:
 //   - 0 when every rank succeeded;
 //   - the first failing rank's status, where a rank killed by signal S
 //     counts as 128+S, as shells report it;
 //   - after a forwarded signal S, 128+S if every rank still exited 0.
 //
-// err is non-nil only if the launcher itself failed; exitCode is then 2 for
-// invalid options (errors.Is(err, ErrInvalid)), 127 when Cmd is not found,
-// 126 when it cannot be executed, and 1 otherwise.
+// err is non-nil only if the launcher itself failed; the code is then 127
+// when Cmd is not found, 126 when it cannot be executed, 2 for a tee log
+// that exists, and 1 otherwise.
 //
-// With opts.MaxRestarts, a failed attempt may be followed by another, after
+// With p.MaxRestarts, a failed attempt may be followed by another, after
 // every rank of the old one and its process group are gone; the result is
 // the last attempt's.
-func Run(ctx context.Context, opts Options) (exitCode int, err error) {
-	r, code, err := prepare(opts)
+func Run(ctx context.Context, p Plan, io launch.IO, sigs <-chan os.Signal) (exitCode int, err error) {
+	r, code, err := prepare(p, io, sigs)
 	if err != nil {
 		return code, err
 	}
@@ -111,117 +139,77 @@ func Run(ctx context.Context, opts Options) (exitCode int, err error) {
 	return r.runAttempts(ctx)
 }
 
-// rank is one started rank.
-type rank struct {
-	id      int
-	cmd     *exec.Cmd
-	pgid    int
-	readers []*os.File // read ends of its stdout and stderr pipes
-	writers []*lineWriter
-	tee     *os.File
-}
-
-type exitEvent struct {
-	rank int
-	ps   *os.ProcessState
-}
-
-type launch struct {
-	opts    Options
-	path    string
-	env     []string // base environment
-	port    int      // this attempt's MASTER_PORT
-	token   string   // this attempt's job token
-	runID   string   // envvars.RunID: one per launch, the same in every attempt
-	restart int      // restarts so far: this attempt's envvars.RestartCount
+// runner is one Run: what stays the same across its attempts, and the
+// world (port, token) of the current one.
+type runner struct {
+	Plan
+	io    launch.IO
+	sigs  <-chan os.Signal
+	path  string
+	env   []string // base environment
+	port  int      // this attempt's MASTER_PORT
+	token string   // this attempt's job token
+	runID string   // envvars.RunID: one per Run, the same in every attempt
+	// restart counts the restarts so far: this attempt's
+	// envvars.RestartCount.
+	restart int
 	tees    []*os.File
 
 	mu    sync.Mutex // serialises all output lines
 	ranks []*rank
 }
 
-// invalid is an error in Options: errors.Is(err, ErrInvalid) holds, and the
-// message is just the problem.
-func invalid(format string, a ...any) error {
-	return &invalidError{fmt.Sprintf(format, a...)}
-}
-
-type invalidError struct{ msg string }
-
-func (e *invalidError) Error() string   { return e.msg }
-func (e *invalidError) Is(t error) bool { return t == ErrInvalid }
-
-// prepare checks opts and resolves everything a run needs before any rank
-// starts.
-func prepare(o Options) (*launch, int, error) {
-	switch {
-	case o.N < 1:
-		return nil, 2, invalid("need at least 1 rank, got %d", o.N)
-	case o.Cmd == "":
-		return nil, 2, invalid("no command given")
-	case o.Grace < 0:
-		return nil, 2, invalid("grace period %v is negative", o.Grace)
-	case o.MasterPort < 0 || o.MasterPort > 65535:
-		return nil, 2, invalid("master port %d out of range 1-65535", o.MasterPort)
-	case o.MaxRestarts < 0:
-		return nil, 2, invalid("max restarts %d is negative", o.MaxRestarts)
-	}
-	path, err := exec.LookPath(o.Cmd)
+// prepare resolves everything a run needs before any rank starts.
+func prepare(p Plan, io launch.IO, sigs <-chan os.Signal) (*runner, int, error) {
+	path, err := exec.LookPath(p.Cmd)
 	if err != nil {
-		var ee *exec.Error
-		if errors.As(err, &ee) {
-			err = fmt.Errorf("%s: %w", ee.Name, ee.Err) // not exec's "exec: \"name\": ..."
-		}
-		if errors.Is(err, os.ErrPermission) || errors.Is(err, syscall.EISDIR) {
-			return nil, 126, err // found, but not something to run (bash says the same)
-		}
-		return nil, 127, err
+		err = launch.Started(err)
+		return nil, err.(*launch.StartError).Code, err
 	}
-	l := &launch{opts: o, path: path, env: o.Env, port: o.MasterPort,
+	r := &runner{Plan: p, io: io, sigs: sigs, path: path, env: p.Env, port: p.MasterPort,
 		runID: fmt.Sprintf("batchkit-run-%d-%d", os.Getpid(), time.Now().UnixNano())}
-	if l.env == nil {
-		l.env = os.Environ()
+	if r.env == nil {
+		r.env = os.Environ()
 	}
-	if l.token, err = envsetup.LaunchToken(l.env, envsetup.NewToken); err != nil {
+	if r.token, err = envsetup.LaunchToken(r.env, envsetup.NewToken); err != nil {
 		return nil, 1, err
 	}
-	if l.port == 0 {
-		if l.port, err = freePort(); err != nil {
+	if r.port == 0 {
+		if r.port, err = freePort(); err != nil {
 			return nil, 1, err
 		}
 	}
-	if o.TeeDir != "" {
-		if l.tees, err = openTees(o.TeeDir, o.N); err != nil {
+	if p.Tees != nil {
+		if r.tees, err = openTees(p.TeeDir, p.Tees); err != nil {
 			return nil, 2, err
 		}
 	}
-	return l, 0, nil
+	return r, 0, nil
 }
 
-// openTees creates dir and dir/rank-N.log for every rank, refusing to
-// overwrite any existing log.
-func openTees(dir string, n int) ([]*os.File, error) {
+// openTees creates dir and the logs at paths, refusing to overwrite any
+// existing log.
+func openTees(dir string, paths []string) ([]*os.File, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, invalid("--tee: %v", err)
+		return nil, launch.Invalid("--tee: %v", err)
 	}
-	for i := range n {
-		p := teePath(dir, i)
+	for _, p := range paths {
 		if _, err := os.Lstat(p); err == nil {
-			return nil, invalid("--tee: %s exists; remove the old logs or choose another directory", p)
+			return nil, launch.Invalid("--tee: %s exists; remove the old logs or choose another directory", p)
 		}
 	}
 	var files []*os.File
-	for i := range n {
-		f, err := os.OpenFile(teePath(dir, i), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	for _, p := range paths {
+		f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 		if err != nil {
 			for _, f := range files { // ours, and empty
 				f.Close()
 				os.Remove(f.Name())
 			}
 			if errors.Is(err, os.ErrExist) {
-				return nil, invalid("--tee: %s exists; remove the old logs or choose another directory", teePath(dir, i))
+				return nil, launch.Invalid("--tee: %s exists; remove the old logs or choose another directory", p)
 			}
-			return nil, invalid("--tee: %v", err)
+			return nil, launch.Invalid("--tee: %v", err)
 		}
 		files = append(files, f)
 	}
@@ -232,306 +220,33 @@ func teePath(dir string, rank int) string {
 	return filepath.Join(dir, "rank-"+strconv.Itoa(rank)+".log")
 }
 
-func (l *launch) closeTees() {
-	for _, f := range l.tees {
+func (r *runner) closeTees() {
+	for _, f := range r.tees {
 		f.Close()
 	}
 }
 
 // printf writes one launcher message line to Stderr.
-func (l *launch) printf(format string, a ...any) {
-	if l.opts.Stderr == nil {
+func (r *runner) printf(format string, a ...any) {
+	if r.io.Stderr == nil {
 		return
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	fmt.Fprintf(l.opts.Stderr, "batchkit: "+format+"\n", a...)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	fmt.Fprintf(r.io.Stderr, "batchkit: "+format+"\n", a...)
 }
 
-// start starts rank id and the goroutines that copy its output.
-func (l *launch) start(id int, exits chan<- exitEvent, copied *sync.WaitGroup) error {
-	t := RankTopology(id, l.opts.N, l.port)
-	if err := t.Validate(); err != nil {
-		return err
-	}
-	r := &rank{id: id}
-	if l.tees != nil {
-		r.tee = l.tees[id]
-	}
-	var tee io.Writer
-	if r.tee != nil {
-		tee = r.tee
-	}
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		return err
-	}
-	errR, errW, err := os.Pipe()
-	if err != nil {
-		outR.Close()
-		outW.Close()
-		return err
-	}
-	r.readers = []*os.File{outR, errR}
-	r.writers = []*lineWriter{
-		newLineWriter(&l.mu, l.opts.Stdout, Prefix(id, l.opts.ColorStdout), tee),
-		newLineWriter(&l.mu, l.opts.Stderr, Prefix(id, l.opts.ColorStderr), tee),
-	}
-	r.cmd = &exec.Cmd{
-		Path:        l.path,
-		Args:        append([]string{l.opts.Cmd}, l.opts.Args...),
-		Env:         rankEnv(l.env, l.opts.Profile, t, l.attempt()),
-		Stdout:      outW,
-		Stderr:      errW,
-		SysProcAttr: sysProcAttr(),
-	}
-	err = r.cmd.Start()
-	outW.Close()
-	errW.Close()
-	if err != nil {
-		outR.Close()
-		errR.Close()
-		return err
-	}
-	r.pgid = r.cmd.Process.Pid
-	l.ranks = append(l.ranks, r)
-	var drains sync.WaitGroup
-	for i := range r.readers {
-		copied.Add(1)
-		drains.Add(1)
-		go func() {
-			defer copied.Done()
-			defer drains.Done()
-			drain(r.readers[i], r.writers[i])
-		}()
-	}
-	drained := make(chan struct{})
-	go func() {
-		drains.Wait()
-		close(drained)
-	}()
-	go func() {
-		r.cmd.Wait() //nolint:errcheck // the status is in ProcessState
-		// The rank's last words (why it failed) come before the launcher's
-		// line about its exit; a process it left behind may hold the pipes
-		// open, so the wait is short.
-		select {
-		case <-drained:
-		case <-time.After(exitDrainWait):
-		}
-		exits <- exitEvent{id, r.cmd.ProcessState}
-	}()
-	return nil
-}
-
-// exitDrainWait bounds how long a rank's exit is held back for its output.
-const exitDrainWait = 200 * time.Millisecond
-
-// drain copies a pipe into w until EOF or until the pipe is closed under it.
-func drain(f *os.File, w *lineWriter) {
-	buf := make([]byte, 32<<10)
-	for {
-		n, err := f.Read(buf)
-		if n > 0 {
-			w.Write(buf[:n]) //nolint:errcheck // never fails
-		}
-		if err != nil {
-			break
-		}
-	}
-	w.Flush()
-}
-
-func (l *launch) pgids() []int {
-	g := make([]int, len(l.ranks))
-	for i, r := range l.ranks {
-		g[i] = r.pgid
+func (r *runner) pgids() []int {
+	g := make([]int, len(r.ranks))
+	for i, rk := range r.ranks {
+		g[i] = rk.pgid
 	}
 	return g
 }
 
-func (l *launch) signalAll(sig syscall.Signal) {
-	for _, r := range l.ranks {
-		signalGroup(r.pgid, sig)
-	}
-}
-
-// ExecHint says what to do about a program the kernel would not run
-// (ENOEXEC): most often a script without a #! line, which a shell would
-// run itself but exec(2) does not. "" for other errors.
-func ExecHint(err error) string {
-	if errors.Is(err, syscall.ENOEXEC) {
-		return " (a script needs a first line naming its interpreter, such as #!/bin/sh)"
-	}
-	return ""
-}
-
-// run runs one attempt: it starts every rank and waits for all of them.
-func (l *launch) run(ctx context.Context) (Outcome, error) {
-	exits := make(chan exitEvent, l.opts.N)
-	var copied sync.WaitGroup
-
-	for id := range l.opts.N {
-		if err := l.start(id, exits, &copied); err != nil {
-			code := 1
-			switch {
-			case errors.Is(err, os.ErrNotExist):
-				code = 127
-			case errors.Is(err, os.ErrPermission), errors.Is(err, syscall.ENOEXEC):
-				code = 126
-			}
-			err = fmt.Errorf("starting rank %d: %w%s", id, err, ExecHint(err))
-			if len(l.ranks) == 0 {
-				return Outcome{Code: code, Rank: -1}, err
-			}
-			l.printf("%v; stopping %s", err, plural(len(l.ranks), "other rank"))
-			l.stopAndWait(exits, len(l.ranks), &copied)
-			return Outcome{Code: code, Rank: -1}, err
-		}
-	}
-
-	var (
-		running   = l.opts.N
-		stopping  bool // SIGTERM or a forwarded signal went out
-		termSent  bool // SIGTERM went out
-		graceC    <-chan time.Time
-		killed    bool // SIGKILL went out
-		killedAt  time.Time
-		failed    *exitEvent     // the first rank that exited non-zero
-		launchSig syscall.Signal // the first signal forwarded, 0 if none
-		ctxDone   = ctx.Done()
-		ctxErr    error
-	)
-	stop := func(sig syscall.Signal) {
-		l.signalAll(sig)
-		termSent = termSent || sig == syscall.SIGTERM
-		if !stopping {
-			stopping = true
-			graceC = time.After(l.opts.Grace)
-		}
-	}
-	kill := func() {
-		l.signalAll(syscall.SIGKILL)
-		killed, killedAt, graceC = true, time.Now(), nil
-	}
-	forward := func(s os.Signal) {
-		sig, ok := s.(syscall.Signal)
-		if !ok {
-			sig = syscall.SIGTERM
-		}
-		if launchSig == 0 {
-			launchSig = sig
-			if running > 0 {
-				l.printf("got %s; forwarding it to %s", signalName(sig), plural(running, "rank"))
-			}
-		}
-		stop(sig)
-	}
-	var poll <-chan time.Time
-	for {
-		if running == 0 {
-			// Every rank has exited; wait for what they left in their
-			// process groups.
-			live := liveGroups(l.pgids())
-			if len(live) == 0 {
-				break
-			}
-			if !termSent && !killed {
-				// A forwarded SIGINT, say, may be ignored by what is
-				// left: background jobs of sh ignore it.
-				stop(syscall.SIGTERM)
-			}
-			if killed && time.Since(killedAt) > 5*time.Second {
-				l.printf("processes of process groups %v survived SIGKILL", keys(live))
-				break
-			}
-			poll = time.After(20 * time.Millisecond)
-		}
-		select {
-		case ev := <-exits:
-			running--
-			code := exitStatus(ev.ps)
-			if code != 0 && failed == nil {
-				failed = &ev
-				if !stopping {
-					msg := fmt.Sprintf("rank %d exited with code %d", ev.rank, code)
-					if ws, ok := ev.ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-						msg = fmt.Sprintf("rank %d was killed by %s (code %d)", ev.rank, signalName(ws.Signal()), code)
-					}
-					if running > 0 {
-						msg += "; stopping " + plural(running, "other rank")
-					}
-					l.printf("%s", msg)
-					stop(syscall.SIGTERM)
-				}
-			}
-		case s := <-l.opts.Signals:
-			forward(s)
-		case <-ctxDone:
-			ctxDone, ctxErr = nil, ctx.Err()
-			forward(syscall.SIGTERM)
-		case <-graceC:
-			kill()
-		case <-poll:
-		}
-	}
-	l.finishOutput(&copied)
-
-	o := outcome(failed, launchSig)
-	for _, r := range l.ranks {
-		for _, w := range r.writers {
-			if w.teeErr != nil {
-				l.printf("--tee: rank %d: %v", r.id, w.teeErr)
-				break
-			}
-		}
-	}
-	return o, ctxErr
-}
-
-// stopAndWait stops the n ranks started so far after a failure to start
-// another, and waits for them and their process groups.
-func (l *launch) stopAndWait(exits <-chan exitEvent, n int, copied *sync.WaitGroup) {
-	l.signalAll(syscall.SIGTERM)
-	deadline := time.After(l.opts.Grace)
-	for n > 0 {
-		select {
-		case <-exits:
-			n--
-		case <-deadline:
-			l.signalAll(syscall.SIGKILL)
-			deadline = nil
-		}
-	}
-	end := time.Now().Add(l.opts.Grace)
-	for len(liveGroups(l.pgids())) > 0 && time.Now().Before(end) {
-		time.Sleep(20 * time.Millisecond)
-	}
-	l.signalAll(syscall.SIGKILL)
-	l.finishOutput(copied)
-}
-
-// finishOutput waits for the output goroutines, which end when every holder
-// of a pipe's write end has exited. A process outside the ranks' process
-// groups (one that called setsid, say) could hold a pipe open for ever, so
-// after a short wait the read ends are closed under the readers.
-func (l *launch) finishOutput(copied *sync.WaitGroup) {
-	done := make(chan struct{})
-	go func() { copied.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(2 * time.Second):
-		for _, r := range l.ranks {
-			for _, f := range r.readers {
-				f.Close()
-			}
-		}
-		<-done
-	}
-	for _, r := range l.ranks {
-		for _, f := range r.readers {
-			f.Close()
-		}
+func (r *runner) signalAll(sig syscall.Signal) {
+	for _, rk := range r.ranks {
+		signalGroup(rk.pgid, sig)
 	}
 }
 
@@ -548,19 +263,4 @@ func keys(m map[int]bool) []int {
 		k = append(k, g)
 	}
 	return k
-}
-
-var signalNames = map[syscall.Signal]string{
-	syscall.SIGHUP: "SIGHUP", syscall.SIGINT: "SIGINT", syscall.SIGQUIT: "SIGQUIT",
-	syscall.SIGILL: "SIGILL", syscall.SIGABRT: "SIGABRT", syscall.SIGBUS: "SIGBUS",
-	syscall.SIGFPE: "SIGFPE", syscall.SIGKILL: "SIGKILL", syscall.SIGSEGV: "SIGSEGV",
-	syscall.SIGPIPE: "SIGPIPE", syscall.SIGALRM: "SIGALRM", syscall.SIGTERM: "SIGTERM",
-	syscall.SIGUSR1: "SIGUSR1", syscall.SIGUSR2: "SIGUSR2",
-}
-
-func signalName(s syscall.Signal) string {
-	if n, ok := signalNames[s]; ok {
-		return n
-	}
-	return "signal " + strconv.Itoa(int(s))
 }

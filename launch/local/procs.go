@@ -8,15 +8,6 @@ import (
 	"syscall"
 )
 
-// exitStatus is a finished rank's status as a shell reports it: the exit
-// code, or 128+S when killed by signal S.
-func exitStatus(ps *os.ProcessState) int {
-	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return 128 + int(ws.Signal())
-	}
-	return ps.ExitCode()
-}
-
 // signalGroup sends sig to every process of the group pgid; a group that is
 // gone already is not an error.
 func signalGroup(pgid int, sig syscall.Signal) {

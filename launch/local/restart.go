@@ -53,10 +53,7 @@ func outcome(failed *exitEvent, launchSig syscall.Signal) Outcome {
 		o.Code = 128 + int(launchSig)
 	}
 	if failed != nil {
-		o.Code, o.Rank, o.Exit = exitStatus(failed.ps), failed.rank, failed.ps.ExitCode()
-		if ws, ok := failed.ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			o.Signal = ws.Signal()
-		}
+		o.Code, o.Rank, o.Exit, o.Signal = failed.code, failed.rank, failed.exit, failed.signal
 	}
 	return o
 }
@@ -97,20 +94,20 @@ func Decide(o Outcome, restarts, max int) Decision {
 
 // runAttempts runs attempts until Decide stops; each restart is a fresh
 // world (newWorld). The result is the last attempt's.
-func (l *launch) runAttempts(ctx context.Context) (int, error) {
+func (r *runner) runAttempts(ctx context.Context) (int, error) {
 	for {
-		o, err := l.run(ctx)
+		o, err := r.run(ctx)
 		if err != nil {
 			o.LaunchErr = true
 		}
-		d := Decide(o, l.restart, l.opts.MaxRestarts)
+		d := Decide(o, r.restart, r.MaxRestarts)
 		if d.Say != "" {
-			l.printf("%s", d.Say)
+			r.printf("%s", d.Say)
 		}
 		if !d.Restart {
 			return o.Code, err
 		}
-		if err := l.newWorld(); err != nil {
+		if err := r.newWorld(); err != nil {
 			return 1, err
 		}
 	}
@@ -119,19 +116,19 @@ func (l *launch) runAttempts(ctx context.Context) (int, error) {
 // newWorld prepares the next attempt: a new MASTER_PORT (unless the user
 // chose one) and a new job token, so that a straggler of the old world can
 // never join the new one, and the next restart count.
-func (l *launch) newWorld() error {
-	l.restart++
-	l.ranks = nil
+func (r *runner) newWorld() error {
+	r.restart++
+	r.ranks = nil
 	var err error
-	if l.token, err = envsetup.NewToken(); err != nil {
+	if r.token, err = envsetup.NewToken(); err != nil {
 		return err
 	}
-	if l.opts.MasterPort == 0 {
-		old := l.port
+	if r.MasterPort == 0 {
+		old := r.port
 		// The kernel may hand out the same free port again; ask a few
 		// times for another.
 		for range 10 {
-			if l.port, err = freePort(); err != nil || l.port != old {
+			if r.port, err = freePort(); err != nil || r.port != old {
 				return err
 			}
 		}

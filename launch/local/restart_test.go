@@ -215,9 +215,8 @@ func TestRunNoRestart(t *testing.T) {
 		dir := t.TempDir()
 		sigs := make(chan os.Signal, 1)
 		o := restartOpts(dir, 2, 3, `trap "exit 1" INT; sleep 1000 & `+writePids+`wait`)
-		o.Signals = sigs
 		done := make(chan result, 1)
-		go func() { done <- runLocal(t, context.Background(), o) }()
+		go func() { done <- runSignals(t, context.Background(), o, sigs) }()
 		waitFiles(t, rankFiles(dir, "pids", 2), 5*time.Second)
 		sigs <- syscall.SIGINT
 		res := <-done

@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/batchkit/batchkit/launch"
 )
 
 // These tests start real processes (sh, sleep) and check what they see and
@@ -29,13 +31,23 @@ type result struct {
 // runLocal runs o with a minimal environment and captured output.
 func runLocal(t *testing.T, ctx context.Context, o Options) result {
 	t.Helper()
+	return runSignals(t, ctx, o, nil)
+}
+
+// runSignals is runLocal forwarding sigs: NewPlan, then Run, as the CLI
+// does; NewPlan's error is returned with exit 2.
+func runSignals(t *testing.T, ctx context.Context, o Options, sigs <-chan os.Signal) result {
+	t.Helper()
 	if o.Env == nil {
 		o.Env = []string{"PATH=" + os.Getenv("PATH")}
 	}
 	var stdout, stderr bytes.Buffer
-	o.Stdout, o.Stderr = &stdout, &stderr
 	start := time.Now()
-	code, err := Run(ctx, o)
+	p, err := NewPlan(o)
+	if err != nil {
+		return result{2, err, "", "", time.Since(start)}
+	}
+	code, err := Run(ctx, p, launch.IO{Stdout: &stdout, Stderr: &stderr}, sigs)
 	return result{code, err, stdout.String(), stderr.String(), time.Since(start)}
 }
 
@@ -310,9 +322,8 @@ func TestRunForwardsSignals(t *testing.T) {
 	sigs := make(chan os.Signal, 1)
 	o := sh(n, `trap "echo got INT; exit 0" INT; sleep 1000 & `+writePids+`wait`)
 	o.Env = []string{"PATH=" + os.Getenv("PATH"), "D=" + dir}
-	o.Signals = sigs
 	done := make(chan result, 1)
-	go func() { done <- runLocal(t, context.Background(), o) }()
+	go func() { done <- runSignals(t, context.Background(), o, sigs) }()
 	pids := pidsIn(t, waitFiles(t, rankFiles(dir, "pids", n), 5*time.Second))
 	sigs <- syscall.SIGINT
 	var res result
@@ -380,7 +391,7 @@ func TestRunTee(t *testing.T) {
 	o = sh(3, `touch `+marker)
 	o.TeeDir = dir
 	res = runLocal(t, context.Background(), o)
-	if res.code != 2 || !errors.Is(res.err, ErrInvalid) {
+	if res.code != 2 || !errors.Is(res.err, launch.ErrInvalid) {
 		t.Fatalf("code %d, err %v; want 2, ErrInvalid", res.code, res.err)
 	}
 	if !strings.Contains(res.err.Error(), "rank-0.log exists") {
@@ -427,7 +438,7 @@ func TestRunInvalid(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			res := runLocal(t, context.Background(), tt.o)
-			if res.code != tt.code || res.err == nil || errors.Is(res.err, ErrInvalid) != tt.invalid {
+			if res.code != tt.code || res.err == nil || errors.Is(res.err, launch.ErrInvalid) != tt.invalid {
 				t.Fatalf("code %d, err %v; want %d, invalid %v", res.code, res.err, tt.code, tt.invalid)
 			}
 			if res.err.Error() != tt.msg {

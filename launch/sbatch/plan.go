@@ -1,8 +1,8 @@
-// Package launch assembles what a launch needs from a site profile, the
-// user's flags and the program: a batch script's content or a launcher's
-// command line. It is pure: rendering, submitting and running are the
-// callers' business (templates/, slurm.Submit, the CLI).
-package launch
+// Package sbatch starts ranks through a Slurm batch job: batchkit sbatch.
+// NewPlan builds the batch script from a site profile, the user's flags
+// and the program (pure: the template set is handed in); Run submits it
+// with sbatch, under package launch's rules.
+package sbatch
 
 import (
 	"cmp"
@@ -10,13 +10,15 @@ import (
 	"strconv"
 
 	"github.com/batchkit/batchkit/envsetup"
+	"github.com/batchkit/batchkit/launch"
 	"github.com/batchkit/batchkit/mpirun"
 	"github.com/batchkit/batchkit/profile"
 	"github.com/batchkit/batchkit/slurm"
+	"github.com/batchkit/batchkit/templates"
 )
 
-// SbatchRequest is what `batchkit sbatch` was asked for.
-type SbatchRequest struct {
+// Request is what `batchkit sbatch` was asked for.
+type Request struct {
 	ProfileName string
 	Profile     profile.Profile // merged, flags already applied
 	Job         slurm.JobOptions
@@ -24,14 +26,46 @@ type SbatchRequest struct {
 	// Batchkit is the path of batchkit on the compute nodes; every rank runs
 	// `Batchkit exec -- Program` so it sees the torchrun contract.
 	Batchkit string
+	// Templates renders the script (templates.Load of the profile's
+	// template directory, read by the caller); nil: the built-in ones.
+	Templates *templates.Set
+	// Wait: Run waits for the job and its code is the job's.
+	Wait bool
 }
 
-// SbatchScript builds the batch script's content: #SBATCH directives from
+// Plan is a batch job decided but not submitted.
+type Plan struct {
+	Script slurm.Script // what the template was given
+	Text   string       // the batch script
+	Wait   bool
+}
+
+// NewPlan builds and renders the batch script (Script). Its errors are
+// launch.ErrInvalid.
+func NewPlan(req Request) (Plan, error) {
+	script, err := Script(req)
+	if err != nil {
+		return Plan{}, launch.Bad(err)
+	}
+	set := req.Templates
+	if set == nil {
+		if set, err = templates.Load(""); err != nil {
+			return Plan{}, err
+		}
+	}
+	text, err := set.Render(templates.Sbatch, script)
+	if err != nil {
+		return Plan{}, launch.Bad(err)
+	}
+	return Plan{Script: script, Text: text, Wait: req.Wait}, nil
+}
+
+// Script builds the batch script's content: #SBATCH directives from
 // the profile under the flags, module loads, environment scripts and
 // variables, and the launch line for the profile's launcher and flavor.
 // With Requeue (the flag or slurm.requeue) the script requeues the job when
 // the program exits 75, having checkpointed.
-func SbatchScript(req SbatchRequest) (slurm.Script, error) {
+func Script(req Request) (slurm.Script, error) {
 	if len(req.Program) == 0 || req.Program[0] == "" {
 		return slurm.Script{}, fmt.Errorf("no program given: batchkit sbatch [flags] -- CMD [ARGS...]")
 	}
@@ -65,7 +99,7 @@ func SbatchScript(req SbatchRequest) (slurm.Script, error) {
 	for _, s := range p.Env.Source {
 		sources = append(sources, slurm.Source{Path: s.Script, Args: s.Args})
 	}
-	launchLine, err := SbatchLaunch(p.MPI, job, append([]string{req.Batchkit, "exec", "--"}, req.Program...))
+	launchLine, err := LaunchLine(p.MPI, job, append([]string{req.Batchkit, "exec", "--"}, req.Program...))
 	if err != nil {
 		return slurm.Script{}, err
 	}
@@ -85,14 +119,14 @@ func SbatchScript(req SbatchRequest) (slurm.Script, error) {
 	}, nil
 }
 
-// SbatchLaunch is the launch line inside a batch script, built by
+// LaunchLine is the launch line inside a batch script, built by
 // mpirun.Command like every other launch line. srun takes the job's shape
 // from the allocation. An mpirun needs the rank count, which
 // comes from --ntasks or --nodes × --ntasks-per-node.
-func SbatchLaunch(m profile.MPI, job slurm.JobOptions, program []string) ([]string, error) {
+func LaunchLine(m profile.MPI, job slurm.JobOptions, program []string) ([]string, error) {
 	spec := mpirun.Spec{
 		Flavor:         m.Flavor,
-		Launcher:       string(m.Launcher),
+		Launcher:       m.Launcher,
 		Binary:         m.Binary,
 		ExtraArgs:      m.Args,
 		Bootstrap:      m.Bootstrap,
@@ -104,9 +138,9 @@ func SbatchLaunch(m profile.MPI, job slurm.JobOptions, program []string) ([]stri
 		PPN:            job.NTasksPerNode,
 	}
 	if spec.Launcher == "" {
-		spec.Launcher = mpirun.LauncherMpirun
+		spec.Launcher = mpirun.ProgramMpirun
 	}
-	if spec.Launcher == mpirun.LauncherSrun {
+	if spec.Launcher == mpirun.ProgramSrun {
 		// Inside the job srun takes counts and nodes from the allocation.
 		spec.PPN = 0
 		return mpirun.Command(spec)

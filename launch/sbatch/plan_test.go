@@ -1,7 +1,8 @@
-package launch
+package sbatch
 
 import (
 	"bytes"
+	"errors"
 	"flag"
 	"os"
 	"os/exec"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/batchkit/batchkit/launch"
 	"github.com/batchkit/batchkit/mpirun"
 	"github.com/batchkit/batchkit/profile"
 	"github.com/batchkit/batchkit/slurm"
@@ -36,19 +38,16 @@ func render(t *testing.T, name string, overrides map[string]string, job slurm.Jo
 	if err := r.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	script, err := SbatchScript(SbatchRequest{ProfileName: name, Profile: r.Profile, Job: job,
-		Program: []string{"python3", "train.py", "--data", "my data/$(x)"}, Batchkit: "/usr/bin/batchkit"})
-	if err != nil {
-		t.Fatal(err)
-	}
 	set, err := templates.Load("")
 	if err != nil {
 		t.Fatal(err)
 	}
-	text, err := set.Render(templates.Sbatch, script)
+	p, err := NewPlan(Request{ProfileName: name, Profile: r.Profile, Job: job, Templates: set,
+		Program: []string{"python3", "train.py", "--data", "my data/$(x)"}, Batchkit: "/usr/bin/batchkit"})
 	if err != nil {
 		t.Fatal(err)
 	}
+	text := p.Text
 	return text
 }
 
@@ -114,7 +113,7 @@ func TestSbatchLaunchRanks(t *testing.T) {
 		{slurm.JobOptions{}, "1", false},
 		{slurm.JobOptions{Nodes: "2-4"}, "", true},
 	} {
-		argv, err := SbatchLaunch(profile.MPI{Flavor: mpirun.MPICH, Launcher: profile.LauncherMpirun}, tt.job, []string{"prog"})
+		argv, err := LaunchLine(profile.MPI{Flavor: mpirun.MPICH, Launcher: mpirun.ProgramMpirun}, tt.job, []string{"prog"})
 		if tt.fail {
 			if err == nil {
 				t.Errorf("%+v: want an error for a node range", tt.job)
@@ -128,13 +127,13 @@ func TestSbatchLaunchRanks(t *testing.T) {
 			t.Errorf("%+v: argv %q, want -n %s", tt.job, argv, tt.np)
 		}
 	}
-	if _, err := SbatchScript(SbatchRequest{Program: nil}); err == nil {
+	if _, err := Script(Request{Program: nil}); err == nil {
 		t.Error("a script without a program was built")
 	}
 	// The srun line goes through the same checks as every launch line: a
 	// bare ":" would start a second program.
-	for _, l := range []profile.Launcher{profile.LauncherSrun, profile.LauncherMpirun} {
-		_, err := SbatchLaunch(profile.MPI{Flavor: mpirun.MPICH, Launcher: l}, slurm.JobOptions{NTasks: 2}, []string{"prog", ":", "x"})
+	for _, l := range []mpirun.Program{mpirun.ProgramSrun, mpirun.ProgramMpirun} {
+		_, err := LaunchLine(profile.MPI{Flavor: mpirun.MPICH, Launcher: l}, slurm.JobOptions{NTasks: 2}, []string{"prog", ":", "x"})
 		if err == nil || !strings.Contains(err.Error(), `":"`) {
 			t.Errorf("launcher %s with a bare \":\" argument: err = %v", l, err)
 		}
@@ -171,5 +170,41 @@ func TestSbatchMasterPort(t *testing.T) {
 		if got != tc.want {
 			t.Errorf("port_policy %s: MASTER_PORT lines %q, want %q", tc.policy, got, tc.want)
 		}
+	}
+}
+
+func TestNewPlan(t *testing.T) {
+	prof := profile.Profile{MPI: profile.MPI{Flavor: mpirun.OpenMPI, Launcher: mpirun.ProgramSrun}}
+	tests := []struct {
+		name    string
+		req     Request
+		want    []string // the script's launch line
+		wantErr string   // a launch.ErrInvalid error's text
+	}{
+		{"srun, built-in templates", Request{Profile: prof, Program: []string{"prog"}, Batchkit: "/bk", Wait: true},
+			[]string{"srun", "--mpi=pmix", "--export=ALL", "/bk", "exec", "--", "prog"}, ""},
+		{"no program", Request{Profile: prof}, nil, "no program given: batchkit sbatch [flags] -- CMD [ARGS...]"},
+		{"bad nodes", Request{Profile: prof, Program: []string{"prog"}, Job: slurm.JobOptions{Nodes: "0"}}, nil,
+			`--nodes "0": want a number of nodes N or a range MIN-MAX, at least 1`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := NewPlan(tt.req)
+			if tt.wantErr != "" {
+				if !errors.Is(err, launch.ErrInvalid) || err.Error() != tt.wantErr {
+					t.Fatalf("err = %v, want %q (launch.ErrInvalid)", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, p.Script.Launch); diff != "" {
+				t.Errorf("launch line (-want +got):\n%s", diff)
+			}
+			if !strings.Contains(p.Text, "\nsrun --mpi=pmix --export=ALL /bk exec -- prog &\n") || p.Wait != tt.req.Wait {
+				t.Errorf("text %q, wait %v", p.Text, p.Wait)
+			}
+		})
 	}
 }

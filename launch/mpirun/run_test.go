@@ -2,6 +2,7 @@ package mpirun
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -11,6 +12,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/batchkit/batchkit/launch"
 )
 
 func TestRunExitStatus(t *testing.T) {
@@ -34,8 +37,8 @@ func TestRunExitStatus(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var out bytes.Buffer
-			code, err := Run(tt.argv, nil, nil, &out, &out)
-			var se *StartError
+			code, err := runArgv(context.Background(), tt.argv, nil, launch.IO{Stdout: &out, Stderr: &out}, nil)
+			var se *launch.StartError
 			if tt.startFail != errors.As(err, &se) {
 				t.Fatalf("err = %v, want a StartError: %v", err, tt.startFail)
 			}
@@ -46,7 +49,7 @@ func TestRunExitStatus(t *testing.T) {
 	}
 }
 
-// SIGINT and SIGTERM sent to batchkit reach the launcher, whose own exit
+// SIGINT and SIGTERM handed to Run reach the launcher, whose own exit
 // status is returned. stdin is not a terminal here, so SIGINT is forwarded.
 func TestRunForwardsSignals(t *testing.T) {
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
@@ -56,8 +59,9 @@ func TestRunForwardsSignals(t *testing.T) {
 			script := `trap 'echo got-$1; exit 42' ` + strings.TrimPrefix(sigName(sig), "SIG") + `; touch "$0"; i=0; while [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done; exit 9`
 			var out bytes.Buffer
 			done := make(chan int, 1)
+			sigs := make(chan os.Signal, 1)
 			go func() {
-				code, err := Run([]string{"sh", "-c", script, ready, sigName(sig)}, nil, nil, &out, &out)
+				code, err := runArgv(context.Background(), []string{"sh", "-c", script, ready, sigName(sig)}, nil, launch.IO{Stdout: &out, Stderr: &out}, sigs)
 				if err != nil {
 					t.Error(err)
 				}
@@ -73,9 +77,7 @@ func TestRunForwardsSignals(t *testing.T) {
 				}
 				time.Sleep(10 * time.Millisecond)
 			}
-			if err := syscall.Kill(os.Getpid(), sig); err != nil {
-				t.Fatal(err)
-			}
+			sigs <- sig
 			select {
 			case code := <-done:
 				if code != 42 {
@@ -109,7 +111,7 @@ func TestRunEnv(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var out bytes.Buffer
-			code, err := Run([]string{"sh", "-c", `echo "$BATCHKIT_RUN_TEST_INHERITED|$BATCHKIT_RUN_TEST_GIVEN"`}, tt.env, nil, &out, &out)
+			code, err := runArgv(context.Background(), []string{"sh", "-c", `echo "$BATCHKIT_RUN_TEST_INHERITED|$BATCHKIT_RUN_TEST_GIVEN"`}, tt.env, launch.IO{Stdout: &out, Stderr: &out}, nil)
 			if err != nil || code != 0 {
 				t.Fatalf("code %d, err %v: %s", code, err, out.String())
 			}
@@ -117,5 +119,40 @@ func TestRunEnv(t *testing.T) {
 				t.Errorf("output (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// Run writes a generated hostfile for the launcher and removes it after;
+// a launcher not on PATH is 127 before anything is written.
+func TestRunPlan(t *testing.T) {
+	dir := t.TempDir()
+	fake := `#!/bin/sh
+while [ $# -gt 0 ]; do [ "$1" = -hostfile ] && { cat "$2"; echo "$2" > "$FAKE_DIR/name"; }; shift; done`
+	if err := os.WriteFile(filepath.Join(dir, "mpirun_rsh"), []byte(fake), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", dir+":"+os.Getenv("PATH"))
+	t.Setenv("FAKE_DIR", dir)
+	p, err := NewPlan(Options{Flavor: "mvapich", Hosts: "n1:2,n2:2", MasterPort: 1234, Program: []string{"true"}}, machine(map[string]string{"mpirun_rsh": ""}, nil, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	code, err := Run(context.Background(), p, launch.IO{Stdout: &out, Stderr: &out}, nil)
+	if code != 0 || err != nil {
+		t.Fatalf("code %d, err %v: %s", code, err, out.String())
+	}
+	if diff := cmp.Diff(p.Hostfile, out.String()); diff != "" {
+		t.Errorf("the launcher's hostfile (-want +got):\n%s", diff)
+	}
+	name, _ := os.ReadFile(filepath.Join(dir, "name"))
+	if _, err := os.Stat(strings.TrimSpace(string(name))); len(name) == 0 || err == nil {
+		t.Errorf("hostfile %q not given or not removed", name)
+	}
+
+	p.Found, p.Spec.Binary = false, "/nonexistent/mpirun"
+	code, err = Run(context.Background(), p, launch.IO{}, nil)
+	if want := "/nonexistent/mpirun: launcher not found on PATH"; code != 127 || err == nil || err.Error() != want {
+		t.Errorf("not found: code %d, err %v; want 127, %q", code, err, want)
 	}
 }

@@ -1,0 +1,249 @@
+// Package mpirun starts ranks through an MPI launcher (mpirun, mpiexec) or
+// srun, each rank running `batchkit exec -- PROGRAM` so that it sees the
+// torchrun contract: batchkit mpirun. NewPlan decides the launch from the
+// options and the machine (all injected) and is pure; Run writes the
+// hostfile, starts the launcher and waits, under package launch's rules.
+//
+// The command lines themselves are built by package
+// github.com/batchkit/batchkit/mpirun, imported here under its own name.
+package mpirun
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/batchkit/batchkit/detect"
+	"github.com/batchkit/batchkit/envsetup"
+	"github.com/batchkit/batchkit/envsetup/envvars"
+	"github.com/batchkit/batchkit/internal/closed"
+	"github.com/batchkit/batchkit/launch"
+	"github.com/batchkit/batchkit/mpirun"
+	"github.com/batchkit/batchkit/slurm"
+	"github.com/batchkit/batchkit/topology"
+)
+
+// DryRunHostfile names a generated hostfile in a Plan (and so in --dry-run
+// output); Run writes a temporary file instead.
+const DryRunHostfile = "batchkit.hostfile"
+
+// Options are batchkit mpirun's flags with the profile's defaults layered
+// under them.
+type Options struct {
+	Flavor   string         // "": from the binary's name or --version, or autodetected
+	Launcher mpirun.Program // "": mpirun
+	Binary   string         // the launcher binary; "": the flavor's usual name
+	NP       int            // ranks; with NPSet false, from the hosts
+	NPSet    bool
+	PPN      int
+	Hosts    string // --hosts; exclusive with Hostfile
+	Hostfile string // --hostfile
+	// Env is --env K=V, every rank's; DefaultArgs (the profile's launcher
+	// arguments) go before MPIArgs (--mpi-arg).
+	Env, DefaultArgs, MPIArgs     []string
+	AllowRunAsRoot, Oversubscribe bool
+	Bootstrap, SrunMPI            string
+	BootstrapSet, SrunMPISet      bool // given as flags, not profile defaults
+	MasterPort                    int  // --master-port; 0: none
+	ProfilePort                   int  // the profile's fixed MASTER_PORT; 0: none
+	// ProfileEnv is the profile's variables, under Env; Lookup is the
+	// user's environment, over ProfileEnv.
+	ProfileEnv map[string]string
+	Lookup     func(string) (string, bool)
+	Program    []string // what every rank runs, under batchkit exec
+}
+
+// Machine is everything Plan reads from the machine, injected.
+type Machine struct {
+	Getenv   topology.Getenv
+	Probe    mpirun.Probe                 // PATH and --version
+	ReadFile func(string) ([]byte, error) // the user's --hostfile
+	Self     string                       // the batchkit binary, which every rank runs
+	FreePort func() (int, error)
+}
+
+// Plan is a launch decided but not started.
+type Plan struct {
+	Spec     mpirun.Spec
+	Hostfile string // a generated hostfile's text; Spec.Hostfile is then DryRunHostfile
+	Found    bool   // the launcher binary is on PATH
+}
+
+// NewPlan turns options into a launch. Its errors are launch.ErrInvalid
+// (exit 2) unless the machine failed (no free port, say).
+func NewPlan(o Options, m Machine) (Plan, error) {
+	program, flavor, bin, found, err := findLauncher(o, m.Probe)
+	if err != nil {
+		return Plan{}, err
+	}
+	jobID := detect.SlurmJobID(m.Getenv)
+	hosts, userText, err := hostsOf(o, m, jobID)
+	if err != nil {
+		return Plan{}, err
+	}
+	np := o.NP
+	if !o.NPSet {
+		if np = mpirun.DefaultNP(hosts, o.PPN); np == 0 {
+			return Plan{}, launch.Invalid("how many ranks? pass -n N (or --ppn with hosts, or hosts with slots)")
+		}
+	}
+	spec := mpirun.Spec{
+		Flavor: flavor, Launcher: program, Binary: bin, NP: np, PPN: o.PPN,
+		ExtraArgs:      append(slices.Clone(o.DefaultArgs), o.MPIArgs...),
+		AllowRunAsRoot: o.AllowRunAsRoot, Oversubscribe: o.Oversubscribe,
+		InAllocation: jobID != "",
+		Program:      append([]string{m.Self, "exec", "--"}, o.Program...),
+		Wrapped:      3,
+	}
+	spec.SrunMPI, spec.Bootstrap = startOptions(o, spec)
+	if spec.Env, err = sharedEnv(o, m, spec, hosts, jobID); err != nil {
+		return Plan{}, err
+	}
+	// The job token goes by name only: its value is in the launcher's
+	// environment (envsetup.LauncherEnviron), never on the command line. A
+	// launcher that cannot do that gets none; its ranks derive one from
+	// the job id.
+	if mpirun.CanForwardEnv(spec) {
+		spec.ForwardEnv = []string{envvars.Token}
+	}
+	p := Plan{Found: found}
+	if p.Spec, p.Hostfile, err = place(spec, hosts, o.Hostfile, userText); err != nil {
+		return Plan{}, err
+	}
+	return p, nil
+}
+
+// findLauncher checks the launcher and finds its flavor and binary.
+func findLauncher(o Options, probe mpirun.Probe) (mpirun.Program, mpirun.Flavor, string, bool, error) {
+	program := o.Launcher
+	if program == "" {
+		program = mpirun.ProgramMpirun
+	}
+	if !slices.Contains(mpirun.Programs, program) {
+		return "", "", "", false, launch.Invalid("invalid --launcher %q: want %s", program, closed.Join(mpirun.Programs))
+	}
+	var flavor mpirun.Flavor
+	if o.Flavor != "" {
+		f, err := mpirun.ParseFlavor(o.Flavor)
+		if err != nil {
+			return "", "", "", false, launch.Bad(err)
+		}
+		flavor = f
+	}
+	flavor, bin, found, err := mpirun.FindLauncher(probe, flavor, program, o.Binary)
+	return program, flavor, bin, found, launch.Bad(err)
+}
+
+// hostsOf reads the hosts from --hosts, --hostfile (its text is returned
+// too) or the Slurm allocation; none outside one.
+func hostsOf(o Options, m Machine, jobID string) ([]mpirun.Host, string, error) {
+	switch {
+	case o.Hosts != "":
+		hosts, err := mpirun.ParseHosts(o.Hosts)
+		if err != nil {
+			return nil, "", launch.Invalid("invalid --hosts: %v", err)
+		}
+		return hosts, "", nil
+	case o.Hostfile != "":
+		b, err := m.ReadFile(o.Hostfile)
+		if err != nil {
+			return nil, "", launch.Bad(err)
+		}
+		hosts, err := mpirun.ParseHostfile(string(b))
+		if err != nil {
+			return nil, "", launch.Invalid("%s: %v", o.Hostfile, err)
+		}
+		return hosts, string(b), nil
+	case jobID != "":
+		hosts, err := allocationHosts(m.Getenv)
+		return hosts, "", launch.Bad(err)
+	}
+	return nil, "", nil
+}
+
+// allocationHosts lists the Slurm job's nodes with their task counts.
+func allocationHosts(getenv topology.Getenv) ([]mpirun.Host, error) {
+	names, err := detect.SlurmJobHosts(getenv)
+	if err != nil || len(names) == 0 {
+		return nil, err
+	}
+	hosts := make([]mpirun.Host, len(names))
+	for i, n := range names {
+		hosts[i].Name = n
+	}
+	if tpn := getenv("SLURM_TASKS_PER_NODE"); tpn != "" {
+		counts, err := slurm.ParseTasksPerNode(tpn)
+		if err != nil {
+			return nil, fmt.Errorf("SLURM_TASKS_PER_NODE: %w", err)
+		}
+		if len(counts) != len(names) {
+			return nil, fmt.Errorf("SLURM_TASKS_PER_NODE=%q lists %d nodes but SLURM_JOB_NODELIST has %d", tpn, len(counts), len(names))
+		}
+		for i, n := range counts {
+			hosts[i].Slots = n
+		}
+	}
+	return hosts, nil
+}
+
+// startOptions are srun's --mpi plugin and the bootstrap. A profile's
+// defaults apply only where they mean something; the same settings given
+// as flags are checked by mpirun.Command.
+func startOptions(o Options, spec mpirun.Spec) (srunMPI, bootstrap string) {
+	srunMPI, bootstrap = o.SrunMPI, o.Bootstrap
+	srun := spec.Launcher == mpirun.ProgramSrun
+	if !srun && !o.SrunMPISet {
+		srunMPI = ""
+	}
+	if srun && !o.BootstrapSet {
+		bootstrap = ""
+	}
+	// A profile's bootstrap through Slurm is for runs inside an
+	// allocation; outside one it would fail to start any daemon.
+	if !o.BootstrapSet && !spec.InAllocation && mpirun.BootstrapNeedsAllocation(spec, bootstrap) {
+		bootstrap = ""
+	}
+	return srunMPI, bootstrap
+}
+
+// sharedEnv is the variables every rank gets on the launcher's command
+// line: the profile's, --env and the rendezvous (envsetup.LaunchEnv).
+func sharedEnv(o Options, m Machine, spec mpirun.Spec, hosts []mpirun.Host, jobID string) (map[string]string, error) {
+	flags, err := envsetup.SharedEnv(o.Env)
+	if err != nil {
+		return nil, launch.Bad(err)
+	}
+	srun := spec.Launcher == mpirun.ProgramSrun
+	in := envsetup.LaunchInput{Vars: o.ProfileEnv, Lookup: o.Lookup, Env: flags, Srun: srun,
+		JobID: jobID, Port: o.MasterPort, Fixed: o.ProfilePort, Free: m.FreePort}
+	for _, h := range hosts {
+		in.Hosts = append(in.Hosts, h.Name)
+	}
+	// Hydra and mpirun_rsh ranks learn only their node's rank count; the
+	// node count lets the ranks on a short last node place themselves.
+	// (Open MPI exports its own; srun's ranks read the step.)
+	if n := mpirun.NodesUsed(hosts, spec.NP, spec.PPN); n >= 2 && spec.Flavor != mpirun.OpenMPI && !srun {
+		in.Nodes = n
+	}
+	return envsetup.LaunchEnv(in)
+}
+
+// place puts the hosts on the command line or in a hostfile the launcher
+// reads (its text returned, to be written by Run) and checks the result.
+func place(spec mpirun.Spec, hosts []mpirun.Host, hostfile, userText string) (mpirun.Spec, string, error) {
+	userFile := ""
+	if userText != "" {
+		userFile = hostfile
+	}
+	pl, err := mpirun.PlaceHosts(spec, hosts, userFile, userText)
+	if err != nil {
+		return spec, "", launch.Bad(err)
+	}
+	spec.Hosts, spec.Hostfile, spec.HostfileSlots = pl.Hosts, pl.Hostfile, pl.HostfileSlots
+	if pl.Generated != "" {
+		spec.Hostfile = DryRunHostfile
+	}
+	if _, err := mpirun.Command(spec); err != nil {
+		return spec, "", launch.Bad(err)
+	}
+	return spec, pl.Generated, nil
+}

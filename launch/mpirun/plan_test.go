@@ -1,0 +1,173 @@
+package mpirun
+
+import (
+	"errors"
+	"io/fs"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/batchkit/batchkit/launch"
+	"github.com/batchkit/batchkit/mpirun"
+)
+
+// machine is a fake machine: onPath are the binaries on PATH with their
+// --version banners, env the environment, files the readable files.
+func machine(onPath, env, files map[string]string) Machine {
+	return Machine{
+		Getenv: func(k string) string { return env[k] },
+		Probe: mpirun.Probe{
+			LookPath: func(name string) (string, error) {
+				if _, ok := onPath[name]; ok {
+					return "/usr/bin/" + name, nil
+				}
+				return "", errors.New("not found")
+			},
+			Version: func(path string) (string, error) {
+				return onPath[strings.TrimPrefix(path, "/usr/bin/")], nil
+			},
+		},
+		ReadFile: func(name string) ([]byte, error) {
+			if f, ok := files[name]; ok {
+				return []byte(f), nil
+			}
+			return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrNotExist}
+		},
+		Self:     "/bk",
+		FreePort: func() (int, error) { return 40000, nil },
+	}
+}
+
+var (
+	openMPI  = map[string]string{"mpirun.openmpi": "mpirun (Open MPI) 4.1.2"}
+	hydra    = map[string]string{"mpiexec.hydra": "HYDRA build details:", "srun": "slurm 23.02"}
+	inJob    = map[string]string{"SLURM_JOB_ID": "15001", "SLURM_JOB_NODELIST": "n[1-2]", "SLURM_TASKS_PER_NODE": "2(x2)"}
+	prog     = []string{"/bk", "exec", "--", "python3", "train.py"}
+	token    = []string{"BATCHKIT_JOB_TOKEN"}
+	twoHosts = []mpirun.Host{{Name: "n1", Slots: 2}, {Name: "n2", Slots: 2}}
+)
+
+func TestNewPlan(t *testing.T) {
+	tests := []struct {
+		name    string
+		o       Options
+		m       Machine
+		want    Plan
+		wantErr string // a launch.ErrInvalid error's text
+	}{
+		{
+			name: "open mpi on this machine: a free port on 127.0.0.1",
+			o:    Options{NP: 2, NPSet: true},
+			m:    machine(openMPI, nil, nil),
+			want: Plan{Found: true, Spec: mpirun.Spec{
+				Flavor: mpirun.OpenMPI, Launcher: mpirun.ProgramMpirun, Binary: "mpirun.openmpi", NP: 2,
+				Env:        map[string]string{"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "40000"},
+				ForwardEnv: token, Program: prog, Wrapped: 3,
+			}},
+		},
+		{
+			name: "hydra in an allocation: the job's hosts and port (15000 + id mod 15000), the node count, slurm bootstrap from the profile",
+			o:    Options{Flavor: "mpich", Launcher: mpirun.ProgramMpiexec, Bootstrap: "slurm", SrunMPI: "pmi2"},
+			m:    machine(hydra, inJob, nil),
+			want: Plan{Found: true, Spec: mpirun.Spec{
+				Flavor: mpirun.MPICH, Launcher: mpirun.ProgramMpiexec, Binary: "mpiexec.hydra", NP: 4,
+				Hosts: twoHosts, Bootstrap: "slurm", InAllocation: true,
+				Env:        map[string]string{"MASTER_ADDR": "n1", "MASTER_PORT": "15001", "BATCHKIT_MPIRUN_NUM_NODES": "2"},
+				ForwardEnv: token, Program: prog, Wrapped: 3,
+			}},
+		},
+		{
+			name: "a profile's slurm bootstrap outside an allocation is dropped",
+			o:    Options{Flavor: "mpich", Launcher: mpirun.ProgramMpiexec, Bootstrap: "slurm", NP: 1, NPSet: true},
+			m:    machine(hydra, nil, nil),
+			want: Plan{Found: true, Spec: mpirun.Spec{
+				Flavor: mpirun.MPICH, Launcher: mpirun.ProgramMpiexec, Binary: "mpiexec.hydra", NP: 1,
+				Env:        map[string]string{"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "40000"},
+				ForwardEnv: token, Program: prog, Wrapped: 3,
+			}},
+		},
+		{
+			name: "srun in an allocation: the job's port, srun's plugin kept, the profile's bootstrap dropped",
+			o:    Options{Flavor: "mpich", Launcher: mpirun.ProgramSrun, Bootstrap: "slurm", SrunMPI: "pmi2", PPN: 2, NP: 4, NPSet: true},
+			m:    machine(hydra, inJob, nil),
+			want: Plan{Found: true, Spec: mpirun.Spec{
+				Flavor: mpirun.MPICH, Launcher: mpirun.ProgramSrun, Binary: "srun", NP: 4, PPN: 2,
+				Hosts: twoHosts, SrunMPI: "pmi2", InAllocation: true,
+				Env:        map[string]string{"MASTER_ADDR": "n1", "MASTER_PORT": "15001"},
+				ForwardEnv: token, Program: prog, Wrapped: 3,
+			}},
+		},
+		{
+			name: "a user's hostfile passed through; --env over the profile's, the user's over the profile's",
+			o: Options{Hostfile: "hosts", Env: []string{"A=flag"}, ProfileEnv: map[string]string{"A": "site", "B": "site", "C": "site"},
+				Lookup: func(k string) (string, bool) { return "mine", k == "B" }, MPIArgs: []string{"--tag-output"}, DefaultArgs: []string{"--bind-to", "none"}},
+			m: machine(openMPI, nil, map[string]string{"hosts": "n1 slots=2\nn2 slots=2\n"}),
+			want: Plan{Found: true, Spec: mpirun.Spec{
+				Flavor: mpirun.OpenMPI, Launcher: mpirun.ProgramMpirun, Binary: "mpirun.openmpi", NP: 4,
+				Hostfile: "hosts", HostfileSlots: true, ExtraArgs: []string{"--bind-to", "none", "--tag-output"},
+				Env:        map[string]string{"A": "flag", "B": "mine", "C": "site", "MASTER_ADDR": "n1", "MASTER_PORT": "40000"},
+				ForwardEnv: token, Program: prog, Wrapped: 3,
+			}},
+		},
+		{
+			name: "mpirun_rsh: a generated hostfile, no job token (it cannot forward one)",
+			o:    Options{Flavor: "mvapich", Hosts: "n1:2,n2:2", MasterPort: 1234},
+			m:    machine(map[string]string{"mpirun_rsh": ""}, nil, nil),
+			want: Plan{Found: true, Hostfile: "n1:2\nn2:2\n", Spec: mpirun.Spec{
+				Flavor: mpirun.MVAPICH, Launcher: mpirun.ProgramMpirun, Binary: "mpirun_rsh", NP: 4,
+				Hostfile: DryRunHostfile, HostfileSlots: true,
+				Env:     map[string]string{"MASTER_ADDR": "n1", "MASTER_PORT": "1234", "BATCHKIT_MPIRUN_NUM_NODES": "2"},
+				Program: prog, Wrapped: 3,
+			}},
+		},
+		{
+			name: "launcher not on PATH: planned under its usual name, not found",
+			o:    Options{Flavor: "openmpi", NP: 1, NPSet: true},
+			m:    machine(nil, nil, nil),
+			want: Plan{Spec: mpirun.Spec{
+				Flavor: mpirun.OpenMPI, Launcher: mpirun.ProgramMpirun, Binary: "mpirun.openmpi", NP: 1,
+				Env:        map[string]string{"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "40000"},
+				ForwardEnv: token, Program: prog, Wrapped: 3,
+			}},
+		},
+		{name: "unknown launcher", o: Options{Launcher: "aprun"}, m: machine(openMPI, nil, nil),
+			wantErr: `invalid --launcher "aprun": want mpirun, mpiexec, srun`},
+		{name: "unknown flavor", o: Options{Flavor: "lam"}, m: machine(openMPI, nil, nil),
+			wantErr: `unknown MPI flavor "lam": want one of openmpi, mpich, intelmpi, mvapich`},
+		{name: "no rank count", o: Options{}, m: machine(openMPI, nil, nil),
+			wantErr: "how many ranks? pass -n N (or --ppn with hosts, or hosts with slots)"},
+		{name: "bad hosts", o: Options{Hosts: "a;b"}, m: machine(openMPI, nil, nil),
+			wantErr: `invalid --hosts: host name "a;b": invalid character ';'`},
+		{name: "missing hostfile", o: Options{Hostfile: "nope"}, m: machine(openMPI, nil, nil),
+			wantErr: "open nope: file does not exist"},
+		{name: "bad --env", o: Options{NP: 1, NPSet: true, Env: []string{"RANK=5"}}, m: machine(openMPI, nil, nil),
+			wantErr: `invalid --env "RANK=5": batchkit exec sets RANK on every rank (it differs from rank to rank)`},
+		{name: "allocation's task counts disagree", o: Options{},
+			m:       machine(openMPI, map[string]string{"SLURM_JOB_ID": "1", "SLURM_JOB_NODELIST": "n[1-2]", "SLURM_TASKS_PER_NODE": "2"}, nil),
+			wantErr: `SLURM_TASKS_PER_NODE="2" lists 1 nodes but SLURM_JOB_NODELIST has 2`},
+		{name: "srun plugin given with mpiexec", o: Options{Flavor: "mpich", Launcher: mpirun.ProgramMpiexec, NP: 1, NPSet: true, SrunMPI: "pmi2", SrunMPISet: true},
+			m: machine(hydra, nil, nil), wantErr: `an srun MPI plugin ("pmi2") needs launcher srun, not Hydra mpiexec`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.o.Program = []string{"python3", "train.py"}
+			if tt.o.Lookup == nil {
+				tt.o.Lookup = func(string) (string, bool) { return "", false }
+			}
+			got, err := NewPlan(tt.o, tt.m)
+			if tt.wantErr != "" {
+				if !errors.Is(err, launch.ErrInvalid) || err.Error() != tt.wantErr {
+					t.Fatalf("err = %v (invalid input: %v), want %q", err, errors.Is(err, launch.ErrInvalid), tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("plan (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
