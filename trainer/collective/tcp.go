@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"time"
 	"unsafe"
+
+	"github.com/batchkit/batchkit/envsetup/envvars"
 )
 
 // The pure-Go TCP backend. tcp_rendezvous.go builds the authenticated full
@@ -216,7 +218,7 @@ func newTCP(opts tcpOptions) (Backend, error) {
 	}
 	switch {
 	case o.Token == "":
-		return nil, errors.New("no job token (set BATCHKIT_JOB_TOKEN)")
+		return nil, fmt.Errorf("no job token (set %s)", envvars.Token)
 	case o.MasterAddr == "":
 		return nil, errors.New("no master address (set MASTER_ADDR to rank 0's host)")
 	case o.MasterPort <= 0 || o.MasterPort > 65535:
