@@ -34,102 +34,94 @@ func TestJoinTable(t *testing.T) {
 	}
 }
 
-func TestTableAddrsLength(t *testing.T) {
-	for _, c := range []struct {
-		name  string
-		bytes int
-		size  int
-		want  string
-	}{
-		{"short", 2*joinLen - 1, 2, "rendezvous: address table of 35 bytes for 2 ranks"},
-		{"long", 3 * joinLen, 2, "rendezvous: address table of 54 bytes for 2 ranks"},
-		{"empty", 0, 3, "rendezvous: address table of 0 bytes for 3 ranks"},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			_, err := tableAddrs(make([]byte, c.bytes), c.size)
-			if diff := cmp.Diff(c.want, tcpErrString(err)); diff != "" {
-				t.Errorf("error (-want +got):\n%s", diff)
-			}
-		})
+// TestTCPSetupReasons: what the rendezvous and handshake steps say when
+// something is wrong, one row per reason (a *SetupError's shows as such).
+func TestTCPSetupReasons(t *testing.T) {
+	o := &tcpOptions{Rank: 1, Size: 4, MasterAddr: "node0", RendezvousTimeout: time.Second}
+	addr := &net.TCPAddr{IP: net.IPv4(10, 0, 0, 2), Port: 29500}
+	acceptor := func(change func(h *hello)) error {
+		h := hello{version: tcpVersion, byteOrder: nativeByteOrder, purpose: purposeMesh, size: 4, rank: 3}
+		change(&h)
+		return checkAcceptor(&h, o, purposeMesh, 3, addr)
 	}
-}
-
-func tcpErrString(err error) string {
-	if err == nil {
-		return ""
+	other := uint8(byteOrderLittle)
+	if nativeByteOrder == byteOrderLittle {
+		other = byteOrderBig
 	}
-	return err.Error()
-}
-
-func TestTimeoutReason(t *testing.T) {
-	for _, c := range []struct {
-		name    string
-		missing []int
-		what    string
-		refused int
-		want    string
-	}{
-		{"one rank", []int{3}, "never connected", 0,
-			"rendezvous at h:1 timed out after 2s: rank 3 of 4 never connected"},
-		{"ranks", []int{1, 2}, "did not finish connecting to their peers", 0,
-			"rendezvous at h:1 timed out after 2s: ranks 1, 2 of 4 did not finish connecting to their peers"},
-		{"refusals", []int{1}, "never connected", 2,
-			"rendezvous at h:1 timed out after 2s: rank 1 of 4 never connected (2 connection(s) refused meanwhile: a wrong job token, or not a batchkit rank; see the log)"},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			got := timeoutReason("h:1", 2*time.Second, c.missing, 4, c.what, c.refused)
-			if diff := cmp.Diff(c.want, got); diff != "" {
-				t.Errorf("(-want +got):\n%s", diff)
-			}
-		})
+	table := func(bytes, size int) error {
+		_, err := tableAddrs(make([]byte, bytes), size)
+		return err
 	}
-}
-
-func TestMeshReportCheck(t *testing.T) {
 	for _, c := range []struct {
 		name string
-		rep  meshReport
+		got  error
 		want string
 	}{
-		{"links up", meshReport{rank: 2, typ: tcpMsgMeshOK}, ""},
-		{"left", meshReport{rank: 2, err: errors.New("EOF")}, "rendezvous: rank 2 left while building the mesh: EOF"},
-		{"abort", meshReport{rank: 2, typ: tcpMsgAbort, body: []byte("rendezvous: rank 2: no link")}, "rendezvous: rank 2: no link"},
-		{"other", meshReport{rank: 3, typ: tcpMsgTable}, "rendezvous: rank 3 sent message type 3 while building the mesh"},
+		{"table short", table(2*joinLen-1, 2), "rendezvous: address table of 35 bytes for 2 ranks"},
+		{"table long", table(3*joinLen, 2), "rendezvous: address table of 54 bytes for 2 ranks"},
+		{"table empty", table(0, 3), "rendezvous: address table of 0 bytes for 3 ranks"},
+
+		{"timeout, one rank", errors.New(timeoutReason("h:1", 2*time.Second, []int{3}, 4, "never connected", 0)),
+			"rendezvous at h:1 timed out after 2s: rank 3 of 4 never connected"},
+		{"timeout, ranks", errors.New(timeoutReason("h:1", 2*time.Second, []int{1, 2}, 4, "did not finish connecting to their peers", 0)),
+			"rendezvous at h:1 timed out after 2s: ranks 1, 2 of 4 did not finish connecting to their peers"},
+		{"timeout, refusals", errors.New(timeoutReason("h:1", 2*time.Second, []int{1}, 4, "never connected", 2)),
+			"rendezvous at h:1 timed out after 2s: rank 1 of 4 never connected (2 connection(s) refused meanwhile: a wrong job token, or not a batchkit rank; see the log)"},
+
+		{"report: links up", meshReport{rank: 2, typ: tcpMsgMeshOK}.check(), ""},
+		{"report: left", meshReport{rank: 2, err: errors.New("EOF")}.check(), "rendezvous: rank 2 left while building the mesh: EOF"},
+		{"report: abort", meshReport{rank: 2, typ: tcpMsgAbort, body: []byte("rendezvous: rank 2: no link")}.check(), "rendezvous: rank 2: no link"},
+		{"report: other", meshReport{rank: 3, typ: tcpMsgTable}.check(), "rendezvous: rank 3 sent message type 3 while building the mesh"},
+
+		{"rank 0: bad address", rootDialError(o, "node0:1", &authError{&net.AddrError{Err: "missing ']' in address", Addr: "[::1"}}),
+			`setup: rendezvous: MASTER_ADDR "node0": address [::1: missing ']' in address`},
+		{"rank 0: refused", rootDialError(o, "node0:1", fatalf("rank 0 refused this rank: world size mismatch")),
+			"setup: rendezvous at node0:1: rank 0 refused this rank: world size mismatch"},
+		{"rank 0: no answer", rootDialError(o, "node0:1", errors.New("connection refused")),
+			"rendezvous: could not reach rank 0 at node0:1 within 1s: connection refused"},
+
+		{"acceptor: the rank wanted", acceptor(func(*hello) {}), ""},
+		{"acceptor: byte order", acceptor(func(h *hello) { h.byteOrder = other }),
+			"rank 3 is " + byteOrderName(other) + ", this rank " + byteOrderName(nativeByteOrder) + ": mixed byte orders are not supported"},
+		{"acceptor: world size", acceptor(func(h *hello) { h.size = 5 }),
+			"world size mismatch: rank 3 at 10.0.0.2:29500 has 5 ranks, rank 1 has 4"},
+		{"acceptor: another rank", acceptor(func(h *hello) { h.rank = 2 }),
+			"10.0.0.2:29500 is rank 2 (purpose 2), expected rank 3 (purpose 2)"},
+		{"acceptor: another purpose", acceptor(func(h *hello) { h.purpose = purposeRendezv }),
+			"10.0.0.2:29500 is rank 3 (purpose 1), expected rank 3 (purpose 2)"},
+
+		{"verdict: accepted", tcpAwaitAcceptOf(tcpMsgAccept, ""), ""},
+		{"verdict: refused", tcpAwaitAcceptOf(tcpMsgAbort, "world size mismatch"), "rank 0 refused this rank: world size mismatch"},
+		{"verdict: nonsense", tcpAwaitAcceptOf(tcpMsgReady, ""), "rank 0 sent message type 5 during the handshake"},
 	} {
-		t.Run(c.name, func(t *testing.T) {
-			if diff := cmp.Diff(c.want, tcpErrString(c.rep.check())); diff != "" {
-				t.Errorf("(-want +got):\n%s", diff)
-			}
-		})
+		if diff := cmp.Diff(c.want, tcpErrString(c.got)); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", c.name, diff)
+		}
 	}
 }
 
-func TestRootDialError(t *testing.T) {
-	o := &tcpOptions{MasterAddr: "node0", RendezvousTimeout: time.Second}
-	for _, c := range []struct {
-		name  string
-		err   error
-		want  string
-		setup bool
-	}{
-		{"bad address", &authError{&net.AddrError{Err: "missing ']' in address", Addr: "[::1"}},
-			`rendezvous: MASTER_ADDR "node0": address [::1: missing ']' in address`, true},
-		{"refused by rank 0", fatalf("rank 0 refused this rank: world size mismatch"),
-			"rendezvous at node0:1: rank 0 refused this rank: world size mismatch", true},
-		{"no answer", errors.New("connection refused"),
-			"rendezvous: could not reach rank 0 at node0:1 within 1s: connection refused", false},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			err := rootDialError(o, "node0:1", c.err)
-			var se *SetupError
-			if diff := cmp.Diff(c.want, tcpErrString(err)); diff != "" {
-				t.Errorf("(-want +got):\n%s", diff)
-			}
-			if got := errors.As(err, &se); got != c.setup {
-				t.Errorf("a *SetupError: %v, want %v", got, c.setup)
-			}
-		})
+// tcpAwaitAcceptOf is awaitAccept's verdict on a message of type typ.
+func tcpAwaitAcceptOf(typ byte, body string) error {
+	near, far := net.Pipe()
+	defer near.Close()
+	go func() {
+		writeMsg(far, typ, []byte(body))
+		far.Close()
+	}()
+	return awaitAccept(near, 0)
+}
+
+// tcpErrString is err's message, "" for nil, marked "setup: " for a
+// *SetupError.
+func tcpErrString(err error) string {
+	var se *SetupError
+	switch {
+	case err == nil:
+		return ""
+	case errors.As(err, &se):
+		return "setup: " + err.Error()
 	}
+	return err.Error()
 }
 
 // tcpConnPair is both ends of a loopback connection; closed when the test ends.
@@ -175,49 +167,43 @@ func tcpReadMsgType(c net.Conn) string {
 	return "other"
 }
 
+// TestRootAdmit: rank 0 admitting ranks one after the other. The errors and
+// what the joining rank hears are compared by prefix: they name addresses.
 func TestRootAdmit(t *testing.T) {
 	o := &tcpOptions{Rank: 0, Size: 3, Logf: func(string, ...any) {}}
 	r := &rootRendezvous{o: o, deadline: time.Now().Add(time.Minute),
 		conns: make([]*net.TCPConn, o.Size), joins: make([][]byte, o.Size)}
-
-	first, firstFar := tcpJoiner(t, 1, 3, purposeRendezv)
-	first.extra = []byte("join-1")
-	if err := r.admit(first); err != nil {
-		t.Fatal(err)
+	var last *net.TCPConn // the dialer's end of the last rank admitted
+	for _, c := range []struct {
+		name       string
+		rank, size int
+		lastLeft   bool // the last rank admitted gave up before this one came
+		wantErr    string
+		wantFar    string
+	}{
+		{"rank 1", 1, 3, false, "", "accept"},
+		{"rank 1 again: two processes with one rank", 1, 3, false,
+			"setup: rendezvous: rank 1 joined twice, from 127.0.0.1:", "abort: rendezvous: rank 1 joined twice"},
+		{"rank 1 retrying after it gave up", 1, 3, true, "", "accept"},
+		{"another world size", 2, 4, false, "setup: rendezvous: world size mismatch", "abort: world size mismatch"},
+	} {
+		if c.lastLeft {
+			last.Close()
+		}
+		h, far := tcpJoiner(t, c.rank, c.size, purposeRendezv)
+		h.extra = []byte(c.name)
+		if got := tcpErrString(r.admit(h)); !strings.HasPrefix(got, c.wantErr) || (c.wantErr == "") != (got == "") {
+			t.Errorf("%s: admit: %q, want %q...", c.name, got, c.wantErr)
+		}
+		if got := tcpReadMsgType(far); !strings.HasPrefix(got, c.wantFar) {
+			t.Errorf("%s: the rank heard %q, want %q...", c.name, got, c.wantFar)
+		}
+		if c.wantErr == "" {
+			last = far
+		}
 	}
-	if got := tcpReadMsgType(firstFar); got != "accept" {
-		t.Errorf("rank 1 got %q, want accept", got)
-	}
-
-	// A second rank 1 while the first is still there: two processes with one rank.
-	second, secondFar := tcpJoiner(t, 1, 3, purposeRendezv)
-	err := r.admit(second)
-	var se *SetupError
-	if !errors.As(err, &se) || !strings.Contains(err.Error(), "rank 1 joined twice") {
-		t.Errorf("duplicate: got %v (%T), want a *SetupError naming rank 1", err, err)
-	}
-	if got := tcpReadMsgType(secondFar); !strings.HasPrefix(got, "abort: rendezvous: rank 1 joined twice") {
-		t.Errorf("the duplicate got %q, want the reason", got)
-	}
-
-	// Once the first has left (given up and retrying), its retry takes the slot.
-	firstFar.Close()
-	retry, retryFar := tcpJoiner(t, 1, 3, purposeRendezv)
-	retry.extra = []byte("join-1b")
-	if err := r.admit(retry); err != nil {
-		t.Fatal(err)
-	}
-	if got := tcpReadMsgType(retryFar); got != "accept" {
-		t.Errorf("the retry got %q, want accept", got)
-	}
-	if r.joined != 1 || r.conns[1] != retry.conn || string(r.joins[1]) != "join-1b" {
+	if r.joined != 1 || string(r.joins[1]) != "rank 1 retrying after it gave up" {
 		t.Errorf("joined %d, rank 1's record %q: want the retry's alone", r.joined, r.joins[1])
-	}
-
-	// A rank of another world size fails the rendezvous.
-	other, _ := tcpJoiner(t, 2, 4, purposeRendezv)
-	if err := r.admit(other); !errors.As(err, &se) || !strings.Contains(err.Error(), "world size mismatch") {
-		t.Errorf("world size: got %v (%T), want a *SetupError", err, err)
 	}
 }
 
@@ -251,5 +237,15 @@ func TestPeerAdmit(t *testing.T) {
 	}
 	if diff := cmp.Diff("rank 2: no link to ranks 3 after 0s", p.missingLinks().Error()); diff != "" {
 		t.Errorf("missing links (-want +got):\n%s", diff)
+	}
+}
+
+// The job token's variable is named in newTCP's error as envvars spells it.
+func TestTCPNoToken(t *testing.T) {
+	o := tcpTestOptions(0, 2, 1)
+	o.Token = ""
+	_, err := newTCP(o)
+	if diff := cmp.Diff("no job token (set BATCHKIT_JOB_TOKEN)", tcpErrString(err)); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
 	}
 }
