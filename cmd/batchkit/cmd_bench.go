@@ -54,7 +54,7 @@ Examples:
    batchkit bench --baseline gloo.jsonl tcp.jsonl         # size by size: latency and busbw ratio
    batchkit bench --plot busbw.png tcp.jsonl gloo.jsonl`,
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "op", Value: string(bench.Allreduce), Usage: "operation: " + closed.Join(bench.Ops)},
+			&cli.StringFlag{Name: "op", Value: string(bench.Allreduce), Usage: "operation: " + closed.Join(bench.Collectives)},
 			&cli.StringFlag{Name: "backend", Value: string(collective.Auto), Usage: "collective backend: auto (mpi under an MPI launcher when built with MPI, else tcp), mpi or tcp"},
 			&cli.StringFlag{Name: "min-bytes", Value: "8", Usage: "smallest message `SIZE`"},
 			&cli.StringFlag{Name: "max-bytes", Value: "64MiB", Usage: "largest message `SIZE`"},
@@ -175,8 +175,8 @@ func benchAction(c *cli.Context) error {
 func benchOptions(c *cli.Context, format bench.Format) (bench.Options, collective.Kind, error) {
 	opts := bench.Options{Format: format, Label: c.String("label")}
 	var err error
-	if opts.Op, err = bench.ParseOp(c.String("op")); err != nil {
-		return opts, "", usagef("invalid --op %q: want one of %s", c.String("op"), closed.Join(bench.Ops))
+	if opts.Op, err = bench.ParseCollective(c.String("op")); err != nil {
+		return opts, "", usagef("invalid --op %q: want one of %s", c.String("op"), closed.Join(bench.Collectives))
 	}
 	kind, err := collective.ParseKind(c.String("backend"))
 	if err != nil {

@@ -53,7 +53,7 @@ func totalWeight(n int, weighted bool) float64 {
 func plainValue(i int) float64 { return float64(i%(1<<23-1) + 1) }
 
 // fillInputs fills rank's input of op (send; for broadcast the buffer).
-func fillInputs[T collective.Float](op Op, rank, n int, send []T) {
+func fillInputs[T collective.Float](op Collective, rank, n int, send []T) {
 	switch op {
 	case Allreduce, ReduceScatter:
 		m, weighted := sumPattern(n)
@@ -88,7 +88,7 @@ func fill[T collective.Float](s []T, v T) {
 
 // firstWrong is the index of the first element of rank's result that is not
 // the expected value, with the value and the expected one; -1 if none.
-func firstWrong[T collective.Float](op Op, rank, n int, result []T) (index int, got, expected float64) {
+func firstWrong[T collective.Float](op Collective, rank, n int, result []T) (index int, got, expected float64) {
 	m, weighted := sumPattern(n)
 	total := totalWeight(n, weighted)
 	off := 0
@@ -112,7 +112,7 @@ func firstWrong[T collective.Float](op Op, rank, n int, result []T) (index int, 
 
 // CheckError is a wrong result: the same on every rank.
 type CheckError struct {
-	Op    Op
+	Op    Collective
 	Bytes int64
 	Rank  int // the lowest rank with a wrong element
 	// Index is the first wrong element of Rank's result (its receive buffer;

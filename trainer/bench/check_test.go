@@ -9,7 +9,7 @@ import (
 
 // simulate computes every rank's result of op by hand from the ranks'
 // inputs (fillInputs): the reference the check patterns must agree with.
-func simulate(op Op, n, count int) [][]float32 {
+func simulate(op Collective, n, count int) [][]float32 {
 	inputs := make([][]float32, n)
 	for r := range n {
 		k := count
@@ -49,7 +49,7 @@ func simulate(op Op, n, count int) [][]float32 {
 }
 
 func TestCheckPatterns(t *testing.T) {
-	for _, op := range Ops {
+	for _, op := range Collectives {
 		for _, n := range []int{1, 2, 3, 7, 1448, 1449} { // 1449: n(n+1)/2 > 2^20, unit weights
 			count := 2 * n
 			if n < 100 {

@@ -10,21 +10,22 @@ import (
 	"github.com/batchkit/batchkit/trainer/collective"
 )
 
-// Op is the collective being measured. It is a closed set.
-type Op string
+// Collective is the collective operation being measured (what --op names;
+// not collective.Op, the reduction it applies). It is a closed set.
+type Collective string
 
 const (
-	Allreduce     Op = "allreduce"     // out of place, Sum
-	Broadcast     Op = "broadcast"     // in place, root 0
-	Allgather     Op = "allgather"     // bytes = the gathered buffer
-	ReduceScatter Op = "reducescatter" // bytes = the input buffer, Sum
+	Allreduce     Collective = "allreduce"     // out of place, Sum
+	Broadcast     Collective = "broadcast"     // in place, root 0
+	Allgather     Collective = "allgather"     // bytes = the gathered buffer
+	ReduceScatter Collective = "reducescatter" // bytes = the input buffer, Sum
 )
 
-// Ops lists the operations in the order the help text gives them.
-var Ops = []Op{Allreduce, Broadcast, Allgather, ReduceScatter}
+// Collectives lists them in the order the help text gives them.
+var Collectives = []Collective{Allreduce, Broadcast, Allgather, ReduceScatter}
 
-// ParseOp reads "allreduce", "broadcast", "allgather" or "reducescatter".
-func ParseOp(s string) (Op, error) { return closed.Parse("op", s, Ops) }
+// ParseCollective reads "allreduce", "broadcast", "allgather" or "reducescatter".
+func ParseCollective(s string) (Collective, error) { return closed.Parse("op", s, Collectives) }
 
 // DTypes lists the element types a run can use.
 var DTypes = []string{"float32", "float64"}
@@ -73,7 +74,7 @@ func ScheduleIters(bytes int64, n int) (warmup, iters int) {
 // op on n ranks: 2(n−1)/n for allreduce, (n−1)/n for allgather and
 // reducescatter, 1 for broadcast. For n == 1 it is 1 (busbw = algbw), not
 // nccl-tests' 0: see the package documentation.
-func BusFactor(op Op, n int) float64 {
+func BusFactor(op Collective, n int) float64 {
 	if n <= 1 {
 		return 1
 	}
@@ -89,7 +90,7 @@ func BusFactor(op Op, n int) float64 {
 
 // Bandwidths returns algbw and busbw in GB/s (1e9 B/s) for bytes moved in
 // seconds per operation.
-func Bandwidths(op Op, ranks int, bytes int64, seconds float64) (algbw, busbw float64) {
+func Bandwidths(op Collective, ranks int, bytes int64, seconds float64) (algbw, busbw float64) {
 	if seconds <= 0 {
 		return 0, 0
 	}
@@ -99,7 +100,7 @@ func Bandwidths(op Op, ranks int, bytes int64, seconds float64) (algbw, busbw fl
 
 // Unit is the granule of a size for op: the element size, times the number
 // of ranks for allgather and reducescatter (one equal block per rank).
-func Unit(op Op, dt collective.DType, ranks int) int64 {
+func Unit(op Collective, dt collective.DType, ranks int) int64 {
 	u := int64(dt.Size())
 	if op == Allgather || op == ReduceScatter {
 		u *= int64(max(ranks, 1))
@@ -110,7 +111,7 @@ func Unit(op Op, dt collective.DType, ranks int) int64 {
 // Sizes is the sweep min, 2·min, 4·min, ... up to max, each rounded up to
 // a multiple of Unit (so that 3..5 bytes of float32 runs 4, and 6.. starts
 // at 8: never below min); sizes past max, and repeats, are skipped.
-func Sizes(op Op, dt collective.DType, ranks int, min, max int64) []int64 {
+func Sizes(op Collective, dt collective.DType, ranks int, min, max int64) []int64 {
 	unit := Unit(op, dt, ranks)
 	var out []int64
 	for b := min; b > 0 && b <= max; b *= 2 {
@@ -128,7 +129,7 @@ func Sizes(op Op, dt collective.DType, ranks int, min, max int64) []int64 {
 // BufferBytes is what a run of the sweep allocates on each rank for its
 // buffers: the largest size's send and receive slices (Run allocates them
 // once), 0 for an empty sweep. The backend's own buffers come on top.
-func BufferBytes(op Op, dt collective.DType, ranks int, min, max int64) int64 {
+func BufferBytes(op Collective, dt collective.DType, ranks int, min, max int64) int64 {
 	sizes := Sizes(op, dt, ranks, min, max)
 	if len(sizes) == 0 {
 		return 0

@@ -44,7 +44,7 @@ func TestSchedule(t *testing.T) {
 
 func TestBusFactor(t *testing.T) {
 	got := map[string]float64{}
-	for _, op := range Ops {
+	for _, op := range Collectives {
 		for _, n := range []int{1, 2, 4, 8} {
 			got[string(op)+"/"+string(rune('0'+n))] = BusFactor(op, n)
 		}
@@ -63,7 +63,7 @@ func TestBusFactor(t *testing.T) {
 func TestBandwidths(t *testing.T) {
 	type bw struct{ Alg, Bus float64 }
 	for _, tc := range []struct {
-		op      Op
+		op      Collective
 		ranks   int
 		bytes   int64
 		seconds float64
@@ -89,7 +89,7 @@ func TestSizes(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name     string
-		op       Op
+		op       Collective
 		dt       collective.DType
 		ranks    int
 		min, max int64
@@ -167,8 +167,8 @@ func TestFormatSize(t *testing.T) {
 
 func TestParseClosedSets(t *testing.T) {
 	for _, s := range []string{"allreduce", "broadcast", "allgather", "reducescatter"} {
-		if op, err := ParseOp(s); err != nil || string(op) != s {
-			t.Errorf("ParseOp(%q) = %q, %v", s, op, err)
+		if op, err := ParseCollective(s); err != nil || string(op) != s {
+			t.Errorf("ParseCollective(%q) = %q, %v", s, op, err)
 		}
 	}
 	for in, want := range map[string]string{
@@ -179,7 +179,7 @@ func TestParseClosedSets(t *testing.T) {
 		var err error
 		switch in {
 		case "reduce":
-			_, err = ParseOp(in)
+			_, err = ParseCollective(in)
 		case "float16":
 			_, err = ParseDType(in)
 		default:
@@ -197,7 +197,7 @@ func TestParseClosedSets(t *testing.T) {
 func TestBufferBytes(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
-		op       Op
+		op       Collective
 		dt       collective.DType
 		ranks    int
 		min, max int64

@@ -13,7 +13,7 @@ import (
 
 // Options configure a Run. The zero value of a field means its default.
 type Options struct {
-	Op       Op               // default Allreduce
+	Op       Collective       // default Allreduce
 	DType    collective.DType // default Float32
 	MinBytes int64            // default DefaultMinBytes
 	MaxBytes int64            // default DefaultMaxBytes
@@ -53,7 +53,7 @@ func Run(c *collective.Comm, w io.Writer, opts Options) ([]Result, error) {
 	if w == nil {
 		w = io.Discard
 	}
-	if _, err := ParseOp(string(opts.Op)); err != nil {
+	if _, err := ParseCollective(string(opts.Op)); err != nil {
 		return nil, err
 	}
 	if _, err := ParseFormat(string(opts.Format)); err != nil {
@@ -99,7 +99,7 @@ func (o Options) withDefaults() Options {
 // runner holds one run's buffers, allocated once for the largest size.
 type runner[T collective.Float] struct {
 	c          *collective.Comm
-	op         Op
+	op         Collective
 	rank, n    int
 	send, recv []T
 }

@@ -30,7 +30,7 @@ func selfWorld(t *testing.T, fallback bool) *collective.Comm {
 // size, rank 0 writes one JSON line per size that reads back as written.
 func TestRunSelf(t *testing.T) {
 	for _, fallback := range []bool{false, true} {
-		for _, op := range Ops {
+		for _, op := range Collectives {
 			for _, dt := range []collective.DType{collective.Float32, collective.Float64} {
 				c := selfWorld(t, fallback)
 				var out bytes.Buffer

@@ -61,12 +61,12 @@ func TestWorld(t *testing.T) {
 				if r.Backend != "tcp" || r.Ranks != worldSize || !(r.MinUs <= r.AvgUs && r.AvgUs <= r.MaxUs) {
 					t.Errorf("result %+v", r)
 				}
-				if want := r.AlgBW * BusFactor(Op(r.Op), worldSize); math.Abs(r.BusBW-want) > 2e-6+want/1000 { // both rounded to 1e-6
+				if want := r.AlgBW * BusFactor(Collective(r.Op), worldSize); math.Abs(r.BusBW-want) > 2e-6+want/1000 { // both rounded to 1e-6
 					t.Errorf("%s %d B: busbw %v, algbw %v", r.Op, r.Bytes, r.BusBW, r.AlgBW)
 				}
 				got[r.Op+"/"+r.DType] = append(got[r.Op+"/"+r.DType], r.Bytes)
 			}
-			for _, op := range Ops {
+			for _, op := range Collectives {
 				for _, dt := range []collective.DType{collective.Float32, collective.Float64} {
 					want := Sizes(op, dt, worldSize, 8, 64<<10)
 					if k := string(op) + "/" + dt.String(); fmt.Sprint(got[k]) != fmt.Sprint(want) {
@@ -169,7 +169,7 @@ func TestWorldRank(t *testing.T) {
 		t.Logf("check: %v", err) // the parent compares every rank's message
 		return
 	}
-	for _, op := range Ops {
+	for _, op := range Collectives {
 		for _, dt := range []collective.DType{collective.Float32, collective.Float64} {
 			// A short settle: the ranks must still agree when to stop.
 			if _, err := Run(c, out, Options{Op: op, DType: dt, MaxBytes: 64 << 10, Iters: 3, Format: JSON, Settle: 5 * time.Millisecond}); err != nil {

@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"time"
 	"unsafe"
+
+	"github.com/batchkit/batchkit/envsetup/envvars"
 )
 
 // The pure-Go TCP backend. tcp_rendezvous.go builds the authenticated full
@@ -193,34 +195,14 @@ type tcpBackend struct {
 }
 
 func newTCP(opts tcpOptions) (Backend, error) {
-	o := opts
-	switch {
-	case o.Size < 1:
-		return nil, fmt.Errorf("world size %d: must be at least 1", o.Size)
-	case o.Rank < 0 || o.Rank >= o.Size:
-		return nil, fmt.Errorf("rank %d out of range for world size %d", o.Rank, o.Size)
-	}
-	if o.Logf == nil {
-		o.Logf = func(string, ...any) {}
-	}
-	if o.Timeout <= 0 {
-		o.Timeout = DefaultTimeout
-	}
-	if o.RendezvousTimeout <= 0 {
-		o.RendezvousTimeout = DefaultRendezvousTimeout
+	o, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
 	}
 	b := &tcpBackend{o: o, quit: make(chan struct{}), peers: make([]*tcpPeer, o.Size),
 		rsmall: make([]byte, hdrLen+inlineMax)}
 	if o.Size == 1 {
 		return b, nil
-	}
-	switch {
-	case o.Token == "":
-		return nil, errors.New("no job token (set BATCHKIT_JOB_TOKEN)")
-	case o.MasterAddr == "":
-		return nil, errors.New("no master address (set MASTER_ADDR to rank 0's host)")
-	case o.MasterPort <= 0 || o.MasterPort > 65535:
-		return nil, fmt.Errorf("master port %d out of range 1-65535 (set MASTER_PORT)", o.MasterPort)
 	}
 	conns, err := rendezvous(&b.o)
 	if err != nil {
@@ -248,6 +230,38 @@ func newTCP(opts tcpOptions) (Backend, error) {
 		}
 	}
 	return b, nil
+}
+
+// withDefaults checks o and fills in what was left unset. A world of one
+// needs no peers, so neither a token nor rank 0's address.
+func (o tcpOptions) withDefaults() (tcpOptions, error) {
+	switch {
+	case o.Size < 1:
+		return o, fmt.Errorf("world size %d: must be at least 1", o.Size)
+	case o.Rank < 0 || o.Rank >= o.Size:
+		return o, fmt.Errorf("rank %d out of range for world size %d", o.Rank, o.Size)
+	}
+	if o.Logf == nil {
+		o.Logf = func(string, ...any) {}
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultTimeout
+	}
+	if o.RendezvousTimeout <= 0 {
+		o.RendezvousTimeout = DefaultRendezvousTimeout
+	}
+	if o.Size == 1 {
+		return o, nil
+	}
+	switch {
+	case o.Token == "":
+		return o, fmt.Errorf("no job token (set %s)", envvars.Token)
+	case o.MasterAddr == "":
+		return o, errors.New("no master address (set MASTER_ADDR to rank 0's host)")
+	case o.MasterPort <= 0 || o.MasterPort > 65535:
+		return o, fmt.Errorf("master port %d out of range 1-65535 (set MASTER_PORT)", o.MasterPort)
+	}
+	return o, nil
 }
 
 func (b *tcpBackend) Name() string { return "tcp" }

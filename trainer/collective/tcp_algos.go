@@ -2,7 +2,7 @@ package collective
 
 import "fmt"
 
-// Tuning, measured on this project's 2-core test machine (TestTCPTwoProcess
+// Tuning, measured on this project's 2-core test machine (BenchmarkTCPTwoProcess
 // for two processes, BenchmarkTCPCrossover and BenchmarkTCPBroadcastCrossover
 // for 3-5 ranks). Variables only so that the benchmarks can explore them.
 const (

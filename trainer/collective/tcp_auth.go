@@ -11,6 +11,8 @@ import (
 	"net"
 	"time"
 	"unsafe"
+
+	"github.com/batchkit/batchkit/envsetup/envvars"
 )
 
 // The handshake every connection (rendezvous and mesh) starts with. The
@@ -137,28 +139,12 @@ func fatalf(format string, args ...any) error { return &authError{fmt.Errorf(for
 func dialHandshake(c net.Conn, o *tcpOptions, purpose uint8, want int, extra []byte, deadline time.Time) error {
 	c.SetDeadline(deadline)
 	defer c.SetDeadline(time.Time{})
-	me, err := newHello(o.Rank, o.Size, purpose)
+	var buf [tcpHelloLen + tcpHelloLen + tcpMACLen]byte
+	hd, ha, mac := buf[:tcpHelloLen], buf[tcpHelloLen:2*tcpHelloLen], buf[2*tcpHelloLen:]
+	them, err := exchangeHellos(c, o, purpose, buf[:])
 	if err != nil {
 		return err
 	}
-	var buf [tcpHelloLen + tcpHelloLen + tcpMACLen]byte
-	hd, ha, mac := buf[:tcpHelloLen], buf[tcpHelloLen:2*tcpHelloLen], buf[2*tcpHelloLen:]
-	me.marshal(hd)
-	if _, err := c.Write(hd); err != nil {
-		return err
-	}
-	if _, err := io.ReadFull(c, buf[tcpHelloLen:]); err != nil {
-		return err
-	}
-	var them hello
-	if err := them.unmarshal(ha); err != nil {
-		return fatalf("%s answered, but it is %w (is MASTER_PORT used by another service?)", c.RemoteAddr(), err)
-	}
-	if them.version != tcpVersion {
-		return fatalf("%s speaks collective protocol v%d, this process v%d: all ranks must run the same batchkit version",
-			c.RemoteAddr(), them.version, tcpVersion)
-	}
-	out := handshakeMAC(o.Token, labelDialer, hd, ha)
 	if !hmac.Equal(mac, handshakeMAC(o.Token, labelAcceptor, hd, ha)) {
 		// Answer with a dummy, so that the acceptor logs a bad token rather
 		// than a dropped handshake. Never a real proof to an acceptor that
@@ -166,28 +152,65 @@ func dialHandshake(c net.Conn, o *tcpOptions, purpose uint8, want int, extra []b
 		var dummy [tcpMACLen]byte
 		rand.Read(dummy[:])
 		c.Write(dummy[:])
-		return fatalf("%s (rank %d) does not know this job's token: job tokens differ (every rank must get the same BATCHKIT_JOB_TOKEN)",
-			c.RemoteAddr(), them.rank)
+		return fatalf("%s (rank %d) does not know this job's token: job tokens differ (every rank must get the same %s)",
+			c.RemoteAddr(), them.rank, envvars.Token)
 	}
 	// Authenticated both ways once the acceptor has our proof; from here on
 	// a mismatch is a misconfigured job. The proof goes first so that the
 	// acceptor sees the mismatch too (and rank 0 fails the rendezvous at
 	// once, naming it) rather than a dropped handshake.
-	if len(extra) > 0 {
-		out = append(out, extra...)
-	}
-	if _, err := c.Write(out); err != nil {
+	if _, err := c.Write(append(handshakeMAC(o.Token, labelDialer, hd, ha), extra...)); err != nil {
 		return err
 	}
+	if err := checkAcceptor(&them, o, purpose, want, c.RemoteAddr()); err != nil {
+		return err
+	}
+	return awaitAccept(c, want)
+}
+
+// exchangeHellos sends the dialer's hello into buf's first part and reads
+// the acceptor's hello and proof into the rest: the acceptor's hello when
+// it is a batchkit peer speaking this version.
+func exchangeHellos(c net.Conn, o *tcpOptions, purpose uint8, buf []byte) (hello, error) {
+	var them hello
+	me, err := newHello(o.Rank, o.Size, purpose)
+	if err != nil {
+		return them, err
+	}
+	me.marshal(buf[:tcpHelloLen])
+	if _, err := c.Write(buf[:tcpHelloLen]); err != nil {
+		return them, err
+	}
+	if _, err := io.ReadFull(c, buf[tcpHelloLen:]); err != nil {
+		return them, err
+	}
+	if err := them.unmarshal(buf[tcpHelloLen : 2*tcpHelloLen]); err != nil {
+		return them, fatalf("%s answered, but it is %w (is MASTER_PORT used by another service?)", c.RemoteAddr(), err)
+	}
+	if them.version != tcpVersion {
+		return them, fatalf("%s speaks collective protocol v%d, this process v%d: all ranks must run the same batchkit version",
+			c.RemoteAddr(), them.version, tcpVersion)
+	}
+	return them, nil
+}
+
+// checkAcceptor is the dialer's verdict on an authenticated acceptor's
+// hello: nil when it is the rank wanted, in this world.
+func checkAcceptor(them *hello, o *tcpOptions, purpose uint8, want int, addr net.Addr) error {
 	switch {
 	case them.byteOrder != nativeByteOrder:
 		return fatalf("rank %d is %s, this rank %s: mixed byte orders are not supported",
 			them.rank, byteOrderName(them.byteOrder), byteOrderName(nativeByteOrder))
 	case int(them.size) != o.Size:
-		return fatalf("world size mismatch: rank %d at %s has %d ranks, rank %d has %d", them.rank, c.RemoteAddr(), them.size, o.Rank, o.Size)
+		return fatalf("world size mismatch: rank %d at %s has %d ranks, rank %d has %d", them.rank, addr, them.size, o.Rank, o.Size)
 	case int(them.rank) != want || them.purpose != purpose:
-		return fatalf("%s is rank %d (purpose %d), expected rank %d (purpose %d)", c.RemoteAddr(), them.rank, them.purpose, want, purpose)
+		return fatalf("%s is rank %d (purpose %d), expected rank %d (purpose %d)", addr, them.rank, them.purpose, want, purpose)
 	}
+	return nil
+}
+
+// awaitAccept reads the acceptor's verdict on this dialer.
+func awaitAccept(c net.Conn, want int) error {
 	typ, body, err := readMsg(c, 1<<16)
 	if err != nil {
 		return fmt.Errorf("waiting for rank %d to accept: %w", want, err)

@@ -1,7 +1,6 @@
 package collective
 
 import (
-	"bufio"
 	"fmt"
 	"io"
 	"os"
@@ -14,10 +13,12 @@ import (
 	"time"
 )
 
-var tcpBenchSizes = []struct {
+type tcpBenchSize struct {
 	name  string
 	bytes int
-}{{"8B", 8}, {"1MiB", 1 << 20}, {"16MiB", 16 << 20}}
+}
+
+var tcpBenchSizes = []tcpBenchSize{{"8B", 8}, {"1MiB", 1 << 20}, {"16MiB", 16 << 20}}
 
 // BenchmarkTCPAllreduce: float32 sum, two ranks in this process. For two
 // ranks busbw = algbw = bytes/time.
@@ -56,137 +57,176 @@ func BenchmarkTCPAllreduce(b *testing.B) {
 	}
 }
 
-// TestTCPTwoProcess measures allreduce between two separate processes (this
-// test binary, run twice as workers). Set BATCHKIT_TCP_BENCH=1 to run it;
-// BATCHKIT_TCP_BENCH_SIZES (bytes, comma-separated) overrides the sizes.
-func TestTCPTwoProcess(t *testing.T) {
-	if os.Getenv("BATCHKIT_TCP_BENCH") != "1" {
-		t.Skip("set BATCHKIT_TCP_BENCH=1 to measure allreduce between two processes")
+// BenchmarkTCPTwoProcess: allreduce (float32 sum) between two separate
+// processes, this test binary run again twice as the ranks (as loopback
+// between processes, not goroutines, behaves). The ranks time b.N calls
+// after the rendezvous and a first call, so ns/op, busbw and cpu-ns/op
+// (user+system time per call, the load-independent cost) are theirs, not
+// the processes' start-up. Knobs, in the environment:
+//
+//	BATCHKIT_TCP_BENCH_SIZES=8,65536   sizes in bytes (default 8B, 1MiB, 16MiB)
+//	BATCHKIT_TCP_TUNE=rd=0,seg=262144  tuning variables: sockbuf, seg, rd, tree
+//	BATCHKIT_TCP_BENCH_RAW=1           the transport's floor: both ranks write
+//	                                   size bytes to each other, no algorithm
+//	BATCHKIT_TCP_BENCH_PROFILE=path    each rank's CPU profile to path.RANK
+func BenchmarkTCPTwoProcess(b *testing.B) {
+	if w, ok := tcpBenchWorkerFromEnv(os.Getenv); ok {
+		tcpBenchWorker(b, w)
+		return
 	}
-	port := tcpFreePort(t)
+	sizes, err := tcpTwoProcessSizes(os.Getenv("BATCHKIT_TCP_BENCH_SIZES"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, s := range sizes {
+		b.Run(s.name, func(b *testing.B) { tcpTwoProcess(b, s.bytes) })
+	}
+}
+
+// tcpTwoProcessSizes reads BATCHKIT_TCP_BENCH_SIZES.
+func tcpTwoProcessSizes(env string) ([]tcpBenchSize, error) {
+	if env == "" {
+		return tcpBenchSizes, nil
+	}
+	var sizes []tcpBenchSize
+	for _, f := range strings.Split(env, ",") {
+		n, err := strconv.Atoi(f)
+		if err != nil || n < 4 {
+			return nil, fmt.Errorf("BATCHKIT_TCP_BENCH_SIZES: %q is not a size in bytes (at least 4)", f)
+		}
+		sizes = append(sizes, tcpBenchSize{f + "B", n})
+	}
+	return sizes, nil
+}
+
+// tcpBenchWorkerConf is one rank's part of BenchmarkTCPTwoProcess, as the
+// parent hands it down in the environment.
+type tcpBenchWorkerConf struct {
+	rank, port, size, iters int
+	tune                    string
+	raw                     bool
+}
+
+const (
+	tcpBenchWorkerVar = "BATCHKIT_TCP_BENCH_WORKER" // "rank,port,size,iters"
+	tcpBenchTuneVar   = "BATCHKIT_TCP_TUNE"
+)
+
+func (w tcpBenchWorkerConf) env() string {
+	return fmt.Sprintf("%s=%d,%d,%d,%d", tcpBenchWorkerVar, w.rank, w.port, w.size, w.iters)
+}
+
+// tcpBenchWorkerFromEnv: ok when this process is a rank of
+// BenchmarkTCPTwoProcess.
+func tcpBenchWorkerFromEnv(getenv func(string) string) (tcpBenchWorkerConf, bool) {
+	var w tcpBenchWorkerConf
+	v := getenv(tcpBenchWorkerVar)
+	if v == "" {
+		return w, false
+	}
+	if _, err := fmt.Sscanf(v, "%d,%d,%d,%d", &w.rank, &w.port, &w.size, &w.iters); err != nil {
+		return w, false
+	}
+	w.tune = getenv(tcpBenchTuneVar)
+	w.raw = getenv("BATCHKIT_TCP_BENCH_RAW") == "1"
+	return w, true
+}
+
+// tcpTwoProcess runs both ranks for b.N calls of size bytes and reports
+// rank 0's timing.
+func tcpTwoProcess(b *testing.B, size int) {
+	port := tcpFreePort(b)
 	outs := make([]strings.Builder, 2)
 	cmds := make([]*exec.Cmd, 2)
 	for r := range 2 {
-		args := []string{"-test.run=^TestTCPBenchWorker$", "-test.v", "-test.count=1"}
+		args := []string{"-test.run=^$", "-test.bench=^BenchmarkTCPTwoProcess$", "-test.benchtime=1x", "-test.count=1"}
 		if p := os.Getenv("BATCHKIT_TCP_BENCH_PROFILE"); p != "" {
 			args = append(args, fmt.Sprintf("-test.cpuprofile=%s.%d", p, r))
 		}
 		cmd := exec.Command(os.Args[0], args...)
-		cmd.Env = append(os.Environ(), "BATCHKIT_TCP_BENCH_WORKER="+strconv.Itoa(r), "BATCHKIT_TCP_BENCH_PORT="+strconv.Itoa(port))
+		w := tcpBenchWorkerConf{rank: r, port: port, size: size, iters: b.N}
+		cmd.Env = append(os.Environ(), w.env())
 		cmd.Stdout, cmd.Stderr = &outs[r], &outs[r]
 		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
+			b.Fatal(err)
 		}
 		cmds[r] = cmd
 	}
 	for r, cmd := range cmds {
 		if err := cmd.Wait(); err != nil {
-			t.Errorf("worker %d: %v\n%s", r, err, outs[r].String())
+			b.Errorf("rank %d: %v\n%s", r, err, outs[r].String())
 		}
 	}
-	sc := bufio.NewScanner(strings.NewReader(outs[0].String()))
-	for sc.Scan() {
-		if line := strings.TrimSpace(sc.Text()); strings.HasPrefix(line, "RESULT") {
-			t.Log(line)
-		}
+	if b.Failed() {
+		return
 	}
+	var ns, cpuNs int64
+	if _, err := fmt.Sscanf(tcpBenchResultLine(outs[0].String()), "RESULT ns=%d cpu_ns=%d", &ns, &cpuNs); err != nil {
+		b.Fatalf("rank 0 reported no RESULT line (%v):\n%s", err, outs[0].String())
+	}
+	perOp := float64(ns) / float64(b.N)
+	b.ReportMetric(perOp, "ns/op")
+	b.ReportMetric(float64(size)/perOp, "busbw-GB/s") // two ranks: busbw = algbw
+	b.ReportMetric(float64(cpuNs)/float64(b.N), "cpu-ns/op")
 }
 
-// TestTCPBenchWorker is one rank of TestTCPTwoProcess.
-func TestTCPBenchWorker(t *testing.T) {
-	rs := os.Getenv("BATCHKIT_TCP_BENCH_WORKER")
-	if rs == "" {
-		t.Skip("run by TestTCPTwoProcess")
-	}
-	rank, _ := strconv.Atoi(rs)
-	for _, kv := range strings.Split(os.Getenv("BATCHKIT_TCP_TUNE"), ",") {
-		k, v, _ := strings.Cut(kv, "=")
-		n, _ := strconv.Atoi(v)
-		switch k {
-		case "sockbuf":
-			sockBuf = n
-		case "seg":
-			segBytes = n
-		case "rd":
-			rdMax = n
-		case "tree":
-			treeMax = n
+func tcpBenchResultLine(out string) string {
+	for _, line := range strings.Split(out, "\n") {
+		if line = strings.TrimSpace(line); strings.HasPrefix(line, "RESULT ") {
+			return line
 		}
 	}
-	port, _ := strconv.Atoi(os.Getenv("BATCHKIT_TCP_BENCH_PORT"))
-	o := tcpTestOptions(rank, 2, port)
+	return ""
+}
+
+// tcpBenchWorker is one rank of BenchmarkTCPTwoProcess: w.iters calls
+// after a first one (which also waits for the other rank), timed.
+func tcpBenchWorker(b *testing.B, w tcpBenchWorkerConf) {
+	tcpBenchTune(w.tune)
+	o := tcpTestOptions(w.rank, 2, w.port)
 	o.RendezvousTimeout = 30 * time.Second
 	be, err := newTCP(o)
 	if err != nil {
-		t.Fatal(err)
+		b.Fatal(err)
 	}
 	defer be.Close()
-	sizes := []int{8, 1 << 20, 16 << 20}
-	if s := os.Getenv("BATCHKIT_TCP_BENCH_SIZES"); s != "" {
-		sizes = nil
-		for _, f := range strings.Split(s, ",") {
-			n, err := strconv.Atoi(f)
-			if err != nil {
-				t.Fatal(err)
+	x := make([]float32, w.size/4)
+	call := func() error { return be.Allreduce(bufferOf(x), bufferOf(x), Sum) }
+	if w.raw {
+		c := be.(*tcpBackend).peers[1-w.rank].conn
+		in := make([]byte, w.size)
+		call = func() error {
+			done := make(chan error, 1)
+			go func() { _, err := c.Write(bufferOf(x).Bytes()); done <- err }()
+			if _, err := io.ReadFull(c, in); err != nil {
+				return err
 			}
-			sizes = append(sizes, n)
+			return <-done
 		}
 	}
-	for _, size := range sizes {
-		x := make([]float32, size/4)
-		call := func() error { return be.Allreduce(bufferOf(x), bufferOf(x), Sum) }
-		if os.Getenv("BATCHKIT_TCP_BENCH_RAW") == "1" {
-			// The transport's floor: both ranks write size bytes to each
-			// other at once, with no algorithm around it.
-			c := be.(*tcpBackend).peers[1-rank].conn
-			in := make([]byte, size)
-			call = func() error {
-				done := make(chan error, 1)
-				go func() { _, err := c.Write(bufferOf(x).Bytes()); done <- err }()
-				if _, err := io.ReadFull(c, in); err != nil {
-					return err
-				}
-				return <-done
-			}
+	if err := call(); err != nil {
+		b.Fatal(err)
+	}
+	cpu0, start := cpuTime(), time.Now()
+	for range w.iters {
+		if err := call(); err != nil {
+			b.Fatal(err)
 		}
-		run := func(iters int) time.Duration {
-			start := time.Now()
-			for range iters {
-				if err := call(); err != nil {
-					t.Fatal(err)
-				}
-			}
-			return time.Since(start)
-		}
-		// Rank 0 sizes the runs to about 0.3 s each and tells rank 1 (by
-		// an allreduce) how many iterations to do.
-		iters := 1
-		for {
-			d := run(iters)
-			var next [1]float64
-			if rank == 0 && d < 100*time.Millisecond {
-				next[0] = float64(iters * 4)
-			}
-			if err := be.Allreduce(bufferOf(next[:]), bufferOf(next[:]), Sum); err != nil {
-				t.Fatal(err)
-			}
-			if next[0] == 0 {
-				break
-			}
-			iters = int(next[0])
-		}
-		iters = max(1, iters*3)
-		best := time.Duration(1 << 62)
-		cpu0 := cpuTime()
-		for range 9 { // best of nine: the machine is shared
-			best = min(best, run(iters)/time.Duration(iters))
-		}
-		// CPU time per call is the load-independent cost.
-		cpu := (cpuTime() - cpu0) / time.Duration(9*iters)
-		if rank == 0 {
-			fmt.Printf("RESULT%s size=%d bytes: %.1f µs, busbw %.3f GB/s, cpu %.1f µs/call (iters %d)\n",
-				strings.TrimRight(" "+os.Getenv("BATCHKIT_TCP_TUNE"), " "), size, float64(best.Nanoseconds())/1e3, float64(size)/float64(best.Nanoseconds()),
-				float64(cpu.Nanoseconds())/1e3, iters)
+	}
+	d, cpu := time.Since(start), cpuTime()-cpu0
+	if w.rank == 0 {
+		fmt.Printf("RESULT ns=%d cpu_ns=%d\n", d.Nanoseconds(), cpu.Nanoseconds())
+	}
+}
+
+// tcpBenchTune sets the tuning variables named in BATCHKIT_TCP_TUNE's
+// value ("rd=0,seg=262144").
+func tcpBenchTune(tune string) {
+	vars := map[string]*int{"sockbuf": &sockBuf, "seg": &segBytes, "rd": &rdMax, "tree": &treeMax}
+	for _, kv := range strings.Split(tune, ",") {
+		k, v, _ := strings.Cut(kv, "=")
+		if p, ok := vars[k]; ok {
+			*p, _ = strconv.Atoi(v)
 		}
 	}
 }

@@ -22,6 +22,10 @@ import (
 // 0. Each rank reports its links up to rank 0, which answers ready (or
 // abort, with the reason, to everyone), so newTCP fails or succeeds on all
 // ranks together. Then every listener is closed.
+//
+// Rank 0's steps are rootRendezvous's (tcp_rendezvous_root.go), the other
+// ranks' peerRendezvous's (tcp_rendezvous_peer.go); this file holds what
+// both use: the acceptor, dialPeer and the address table's encoding.
 
 const (
 	joinLen = 2 + net.IPv6len // listener port, IP (IPv4 in 16-byte form)
@@ -228,137 +232,6 @@ func rankList(ranks []int, size int) string {
 	return fmt.Sprintf("%s %s of %d", noun, strings.Join(s, ", "), size)
 }
 
-func rendezvousRoot(o *tcpOptions, deadline time.Time) (conns []*net.TCPConn, err error) {
-	hostport := o.masterHostPort()
-	l, err := net.Listen("tcp", ":"+strconv.Itoa(o.MasterPort))
-	if err != nil {
-		return nil, &SetupError{fmt.Errorf("rendezvous: rank 0 cannot listen on port %d: %w (another job or service may hold it: set MASTER_PORT to a free port)", o.MasterPort, err)}
-	}
-	acc := startAcceptor(l.(*net.TCPListener), o, purposeRendezv, joinLen, deadline)
-	defer acc.close()
-
-	conns = make([]*net.TCPConn, o.Size)
-	joins := make([][]byte, o.Size)
-	// On failure every joined rank learns why.
-	abort := func(reason string) error {
-		for _, c := range conns {
-			if c != nil {
-				refuse(c, reason)
-			}
-		}
-		return errors.New(reason)
-	}
-	timer := time.NewTimer(time.Until(deadline))
-	defer timer.Stop()
-	timedOut := func(what string, pending func(r int) bool) error {
-		var missing []int
-		for r := 1; r < o.Size; r++ {
-			if pending(r) {
-				missing = append(missing, r)
-			}
-		}
-		msg := fmt.Sprintf("rendezvous at %s timed out after %v: %s %s",
-			hostport, o.RendezvousTimeout, rankList(missing, o.Size), what)
-		if n := acc.refusedCount(); n > 0 {
-			msg += fmt.Sprintf(" (%d connection(s) refused meanwhile: a wrong job token, or not a batchkit rank; see the log)", n)
-		}
-		return abort(msg)
-	}
-
-	for n := 1; n < o.Size; {
-		select {
-		case p := <-acc.out:
-			r := int(p.rank)
-			if reason := checkPeer(&p.hello, o, purposeRendezv); reason != "" {
-				refuse(p.conn, reason)
-				return nil, &SetupError{abort("rendezvous: " + reason)}
-			}
-			if conns[r] != nil && gone(conns[r]) { // it gave up on us and retried
-				conns[r].Close()
-				conns[r] = nil
-				n--
-			}
-			if conns[r] != nil {
-				reason := fmt.Sprintf("rendezvous: rank %d joined twice, from %s and from %s: two processes were given the same rank",
-					r, conns[r].RemoteAddr(), p.conn.RemoteAddr())
-				refuse(p.conn, reason)
-				return nil, &SetupError{abort(reason)}
-			}
-			p.conn.SetWriteDeadline(deadline)
-			if err := writeMsg(p.conn, tcpMsgAccept, nil); err != nil {
-				o.Logf("collective: rank %d at %s left during the rendezvous: %v", r, p.conn.RemoteAddr(), err)
-				p.conn.Close()
-				continue // it may retry
-			}
-			conns[r], joins[r] = p.conn, p.extra
-			n++
-		case <-timer.C:
-			return nil, timedOut("never connected", func(r int) bool { return conns[r] == nil })
-		}
-	}
-	acc.close()
-
-	table := make([]byte, 0, o.Size*joinLen)
-	for r := range o.Size {
-		if r == 0 {
-			table = append(table, make([]byte, joinLen)...)
-		} else {
-			table = append(table, joins[r]...)
-		}
-	}
-	for r := 1; r < o.Size; r++ {
-		conns[r].SetWriteDeadline(deadline)
-		if err := writeMsg(conns[r], tcpMsgTable, table); err != nil {
-			return nil, abort(fmt.Sprintf("rendezvous: sending the address table to rank %d: %v", r, err))
-		}
-	}
-
-	// Wait for every rank's mesh links.
-	type report struct {
-		rank int
-		typ  byte
-		body []byte
-		err  error
-	}
-	reports := make(chan report, o.Size)
-	for r := 1; r < o.Size; r++ {
-		c := conns[r]
-		c.SetReadDeadline(deadline)
-		go func() {
-			typ, body, err := readMsg(c, 1<<16)
-			reports <- report{r, typ, body, err}
-		}()
-	}
-	done := make([]bool, o.Size)
-	for n := 1; n < o.Size; n++ {
-		var rep report
-		select {
-		case rep = <-reports:
-		case <-timer.C:
-			return nil, timedOut("did not finish connecting to their peers", func(r int) bool { return !done[r] })
-		}
-		switch {
-		case rep.err != nil:
-			return nil, abort(fmt.Sprintf("rendezvous: rank %d left while building the mesh: %v", rep.rank, rep.err))
-		case rep.typ == tcpMsgAbort:
-			return nil, abort(string(rep.body))
-		case rep.typ != tcpMsgMeshOK:
-			return nil, abort(fmt.Sprintf("rendezvous: rank %d sent message type %d while building the mesh", rep.rank, rep.typ))
-		}
-		done[rep.rank] = true
-	}
-	for r := 1; r < o.Size; r++ {
-		conns[r].SetWriteDeadline(deadline)
-		if err := writeMsg(conns[r], tcpMsgReady, nil); err != nil {
-			return nil, abort(fmt.Sprintf("rendezvous: rank %d left: %v", r, err))
-		}
-	}
-	for _, c := range conns[1:] {
-		c.SetDeadline(time.Time{})
-	}
-	return conns, nil
-}
-
 // gone reports whether a joined rank's connection is closed. A live one
 // stays silent until rank 0 sends the table, so a short read times out.
 func gone(c *net.TCPConn) bool {
@@ -420,176 +293,38 @@ func badAddress(err error) bool {
 	return errors.As(err, &ae) || (errors.As(err, &de) && de.IsNotFound)
 }
 
-func rendezvousPeer(o *tcpOptions, deadline time.Time) ([]*net.TCPConn, error) {
-	hostport := o.masterHostPort()
-	ln, err := net.ListenTCP("tcp", &net.TCPAddr{}) // all interfaces, ephemeral port
-	if err != nil {
-		return nil, fmt.Errorf("rendezvous: rank %d cannot open a listener: %w", o.Rank, err)
-	}
-	defer ln.Close()
-	port := ln.Addr().(*net.TCPAddr).Port
-	join := func(local net.Addr) []byte {
-		b := make([]byte, joinLen)
-		binary.LittleEndian.PutUint16(b, uint16(port))
-		copy(b[2:], local.(*net.TCPAddr).IP.To16())
-		return b
-	}
-	c0, err := dialPeer(o, hostport, 0, purposeRendezv, join, deadline)
-	if err != nil {
-		if badAddress(err) {
-			return nil, &SetupError{fmt.Errorf("rendezvous: MASTER_ADDR %q: %w", o.MasterAddr, err)}
-		}
-		var ae *authError
-		if errors.As(err, &ae) {
-			return nil, &SetupError{fmt.Errorf("rendezvous at %s: %w", hostport, err)}
-		}
-		return nil, fmt.Errorf("rendezvous: could not reach rank 0 at %s within %v: %w", hostport, o.RendezvousTimeout, err)
-	}
-	conns := make([]*net.TCPConn, o.Size)
-	conns[0] = c0
-	ok := false
-	defer func() {
-		if !ok {
-			for _, c := range conns {
-				if c != nil {
-					c.Close()
-				}
-			}
-		}
-	}()
-	late := time.Now().Add(o.RendezvousTimeout + rendezvousGrace)
-	fromRoot := func(want byte) ([]byte, error) {
-		c0.SetReadDeadline(late)
-		typ, body, err := readMsg(c0, o.Size*joinLen+1<<16)
-		switch {
-		case err != nil:
-			return nil, fmt.Errorf("rendezvous: lost rank 0 at %s: %w", hostport, err)
-		case typ == tcpMsgAbort:
-			return nil, fmt.Errorf("rendezvous failed (reported by rank 0): %s", body)
-		case typ != want:
-			return nil, fmt.Errorf("rendezvous: rank 0 sent message type %d, expected %d", typ, want)
-		}
-		return body, nil
-	}
-	table, err := fromRoot(tcpMsgTable)
-	if err != nil {
-		return nil, err
-	}
-	if len(table) != o.Size*joinLen {
-		return nil, fmt.Errorf("rendezvous: address table of %d bytes for %d ranks", len(table), o.Size)
-	}
-	addr := func(r int) string {
-		e := table[r*joinLen:]
-		return net.JoinHostPort(net.IP(e[2:joinLen]).String(), strconv.Itoa(int(binary.LittleEndian.Uint16(e))))
-	}
+// joinRecord is what a rank tells rank 0 when it joins: where its mesh
+// listener is, as the port and the local IP of its connection to rank 0.
+func joinRecord(port int, local net.Addr) []byte {
+	b := make([]byte, joinLen)
+	binary.LittleEndian.PutUint16(b, uint16(port))
+	copy(b[2:], local.(*net.TCPAddr).IP.To16())
+	return b
+}
 
-	// Mesh: dial up, accept down, and listen to rank 0 for an abort.
-	acc := startAcceptor(ln, o, purposeMesh, 0, late)
-	defer acc.close()
-	if tcpTestHookMeshListener != nil {
-		tcpTestHookMeshListener(o.Rank, ln.Addr())
-	}
-	type dialed struct {
-		rank int
-		c    *net.TCPConn
-		err  error
-	}
-	dials := make(chan dialed, o.Size)
-	for r := o.Rank + 1; r < o.Size; r++ {
-		go func() {
-			// Its listener is up already: retry briefly, then tell rank 0 why.
-			c, err := dialPeer(o, addr(r), r, purposeMesh, nil, earlier(late, time.Now().Add(meshDialTimeout)))
-			if err != nil {
-				err = fmt.Errorf("rank %d cannot connect to rank %d at %s: %w", o.Rank, r, addr(r), err)
-			}
-			dials <- dialed{r, c, err}
-		}()
-	}
-	verdict := make(chan error, 1)
-	go func() {
-		_, err := fromRoot(tcpMsgReady)
-		verdict <- err
-	}()
-	timer := time.NewTimer(time.Until(late))
-	defer timer.Stop()
-	var meshErr error
-	dialsLeft := o.Size - 1 - o.Rank
-	defer func() {
-		if !ok { // dials still running must not leak their connections
-			go func(n int) {
-				for ; n > 0; n-- {
-					if d := <-dials; d.c != nil {
-						d.c.Close()
-					}
-				}
-			}(dialsLeft)
+// joinTable is the address table rank 0 sends: every rank's join record,
+// zeros for rank 0 itself.
+func joinTable(joins [][]byte) []byte {
+	table := make([]byte, 0, len(joins)*joinLen)
+	for r, j := range joins {
+		if r == 0 {
+			j = make([]byte, joinLen)
 		}
-	}()
-	for need := o.Size - 2; need > 0 && meshErr == nil; {
-		select {
-		case p := <-acc.out:
-			r := int(p.rank)
-			reason := checkPeer(&p.hello, o, purposeMesh)
-			if reason == "" && (r >= o.Rank || conns[r] != nil) {
-				reason = fmt.Sprintf("rank %d already has a link from rank %d", o.Rank, r)
-			}
-			if reason != "" {
-				o.Logf("collective: rank %d refused a connection from %s: %s", o.Rank, p.conn.RemoteAddr(), reason)
-				refuse(p.conn, reason)
-				continue
-			}
-			p.conn.SetWriteDeadline(late)
-			if err := writeMsg(p.conn, tcpMsgAccept, nil); err != nil {
-				meshErr = fmt.Errorf("rank %d: accepting rank %d: %w", o.Rank, r, err)
-				p.conn.Close()
-				break
-			}
-			p.conn.SetDeadline(time.Time{})
-			conns[r] = p.conn
-			need--
-		case d := <-dials:
-			dialsLeft--
-			if d.err != nil {
-				meshErr = d.err
-				break
-			}
-			conns[d.rank] = d.c
-			need--
-		case err := <-verdict:
-			if err == nil {
-				err = errors.New("rendezvous: rank 0 declared the mesh ready before this rank's links were up")
-			}
-			return nil, err
-		case <-timer.C:
-			var missing []string
-			for r := 1; r < o.Size; r++ {
-				if r != o.Rank && conns[r] == nil {
-					missing = append(missing, strconv.Itoa(r))
-				}
-			}
-			meshErr = fmt.Errorf("rank %d: no link to ranks %s after %v", o.Rank, strings.Join(missing, ", "), o.RendezvousTimeout)
-		}
+		table = append(table, j...)
 	}
-	acc.close()
-	if meshErr != nil {
-		// Rank 0 relays the reason to everyone; dialers still running
-		// give up at `late` and their connections are closed by then.
-		c0.SetWriteDeadline(time.Now().Add(time.Second))
-		writeMsg(c0, tcpMsgAbort, []byte("rendezvous: "+meshErr.Error()))
-		return nil, fmt.Errorf("rendezvous: %w", meshErr)
+	return table
+}
+
+// tableAddrs reads the address table of a world of size ranks: each
+// rank's mesh listener as host:port.
+func tableAddrs(table []byte, size int) ([]string, error) {
+	if len(table) != size*joinLen {
+		return nil, fmt.Errorf("rendezvous: address table of %d bytes for %d ranks", len(table), size)
 	}
-	c0.SetWriteDeadline(late)
-	if err := writeMsg(c0, tcpMsgMeshOK, nil); err != nil {
-		return nil, fmt.Errorf("rendezvous: lost rank 0 at %s: %w", hostport, err)
+	addrs := make([]string, size)
+	for r := range addrs {
+		e := table[r*joinLen:]
+		addrs[r] = net.JoinHostPort(net.IP(e[2:joinLen]).String(), strconv.Itoa(int(binary.LittleEndian.Uint16(e))))
 	}
-	if err := <-verdict; err != nil {
-		return nil, err
-	}
-	for _, c := range conns {
-		if c != nil {
-			c.SetDeadline(time.Time{})
-		}
-	}
-	ok = true
-	return conns, nil
+	return addrs, nil
 }

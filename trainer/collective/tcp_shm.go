@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -396,19 +397,9 @@ const (
 // rank first offers on all its links, then each higher rank answers, then
 // the offers' makers read the answers: no rank waits for one that waits.
 func (b *tcpBackend) setupShm(deadline time.Time) error {
-	n, me := b.o.Size, b.o.Rank
-	var mine []*tcpPeer // links where we create
-	var theirs []*tcpPeer
-	for _, p := range b.peers {
-		if p == nil || !shmNeighbour(me, p.rank, n) {
-			continue
-		}
+	mine, theirs := b.shmNeighbours()
+	for _, p := range slices.Concat(mine, theirs) {
 		p.conn.SetDeadline(deadline)
-		if me < p.rank {
-			mine = append(mine, p)
-		} else {
-			theirs = append(theirs, p)
-		}
 	}
 	defer func() {
 		for _, p := range b.peers {
@@ -417,21 +408,50 @@ func (b *tcpBackend) setupShm(deadline time.Time) error {
 			}
 		}
 	}()
-	files := make(map[*tcpPeer]*shmFile)
+	files := make(map[*tcpPeer]*shmFile) // offered, not yet answered
 	defer func() {
 		for _, f := range files {
 			f.remove()
 		}
 	}()
-	if len(mine) > 0 && !b.o.NoShm && shmSupported {
+	if err := b.offerShm(mine, files); err != nil {
+		return err
+	}
+	if err := b.answerShm(theirs); err != nil {
+		return err
+	}
+	return b.completeShm(mine, files)
+}
+
+// shmNeighbours are the links that may get shared memory: those where this
+// rank creates the file (to higher ranks) and those where it is offered one.
+func (b *tcpBackend) shmNeighbours() (mine, theirs []*tcpPeer) {
+	n, me := b.o.Size, b.o.Rank
+	for _, p := range b.peers {
+		switch {
+		case p == nil || !shmNeighbour(me, p.rank, n):
+		case me < p.rank:
+			mine = append(mine, p)
+		default:
+			theirs = append(theirs, p)
+		}
+	}
+	return mine, theirs
+}
+
+// offerShm creates a file per link in mine and offers it (or offers
+// nothing where shared memory is off or the file could not be made).
+func (b *tcpBackend) offerShm(mine []*tcpPeer, files map[*tcpPeer]*shmFile) error {
+	on := !b.o.NoShm && shmSupported
+	if len(mine) > 0 && on {
 		shmSweep.Do(func() { sweepShm(time.Now()) })
 	}
 	for _, p := range mine {
 		var body []byte
-		if !b.o.NoShm && shmSupported {
+		if on {
 			f, err := createShm(shmRingBytes)
 			if err != nil {
-				b.o.Logf("tcp: rank %d: no shared memory for rank %d, staying on TCP: %v", me, p.rank, err)
+				b.o.Logf("tcp: rank %d: no shared memory for rank %d, staying on TCP: %v", b.o.Rank, p.rank, err)
 			} else {
 				files[p] = f
 				body = append([]byte(f.name+"\x00"), f.nonce...)
@@ -441,6 +461,11 @@ func (b *tcpBackend) setupShm(deadline time.Time) error {
 			return b.linkError(p, true, err)
 		}
 	}
+	return nil
+}
+
+// answerShm reads the offer on each link in theirs and answers it.
+func (b *tcpBackend) answerShm(theirs []*tcpPeer) error {
 	for _, p := range theirs {
 		body, err := readShmMsg(p, tcpMsgShmOffer, "offer")
 		if err != nil {
@@ -454,9 +479,15 @@ func (b *tcpBackend) setupShm(deadline time.Time) error {
 			return b.linkError(p, true, err)
 		}
 		if why != "" && len(body) > 0 {
-			b.o.Logf("tcp: rank %d: link to rank %d stays on TCP: %s", me, p.rank, why)
+			b.o.Logf("tcp: rank %d: link to rank %d stays on TCP: %s", b.o.Rank, p.rank, why)
 		}
 	}
+	return nil
+}
+
+// completeShm reads the answers to this rank's offers: a link whose offer
+// was taken moves to shared memory.
+func (b *tcpBackend) completeShm(mine []*tcpPeer, files map[*tcpPeer]*shmFile) error {
 	for _, p := range mine {
 		body, err := readShmMsg(p, tcpMsgShmReply, "reply")
 		if err != nil {

@@ -24,7 +24,7 @@ const SecretFile = "batchkit/job-secret"
 
 // ResolveToken returns the token the TCP backend authenticates peers with:
 //
-//  1. $BATCHKIT_JOB_TOKEN, when set;
+//  1. $BATCHKIT_JOB_TOKEN (envvars.Token), when set;
 //  2. for a world of one, "" (there are no peers);
 //  3. with a job id (Slurm's, or the MPI launcher's), HMAC-SHA256 of the job
 //     id keyed with the user's secret file ($XDG_CONFIG_HOME or
