@@ -58,7 +58,7 @@ bench:
 
 # The MPI backend of this tree against BASE's (default main), old against
 # old as the A/A control, launches taking turns (scripts/bench-ab.sh; BASE,
-# ROUNDS, SIZES, VARIANTS, OUT override). ~15 minutes.
+# ROUNDS, SIZES, VARIANTS, OUT override). ~10-15 minutes.
 bench-ab:
 	scripts/bench-ab.sh
 
