@@ -10,7 +10,7 @@ LDFLAGS  := -X main.version=$(VERSION)
 GO       ?= go
 FUZZTIME ?= 20s
 
-.PHONY: all build build-mpi demo bench bench-train test vet unit integration fuzz cluster-up cluster-down cluster-status clean
+.PHONY: all build build-mpi demo bench bench-ab bench-train test vet unit integration fuzz cluster-up cluster-down cluster-status clean
 
 all: build
 
@@ -55,6 +55,12 @@ demo: build
 # measured in one run (scripts/bench.sh; ROUNDS, MAX_BYTES, OUT override).
 bench:
 	scripts/bench.sh
+
+# The MPI backend of this tree against BASE's (default main), old against
+# old as the A/A control, launches taking turns (scripts/bench-ab.sh; BASE,
+# ROUNDS, SIZES, VARIANTS, OUT override). ~10-15 minutes.
+bench-ab:
+	scripts/bench-ab.sh
 
 # The trainer against PyTorch DDP (time to 95 %, memory, samples/s, scaling
 # 1 -> 2 ranks on every backend), a few minutes (scripts/bench-train.sh;

@@ -17,7 +17,7 @@
 # whose order swaps every round, and the second C series is compared with
 # the first as an A/A control: the two are the same program, so their ratio
 # shows how far this run's measurement can be trusted at each size.
-# Then the Go layer alone, in one process (TestMPIOverhead in
+# Then the Go layer alone, in one process (BenchmarkMPIOverhead in
 # trainer/collective, built once per MPI with go test -c): rounds of the
 # calls looped in C on the backend's worker thread, the same calls through
 # the Go API, and C again, reported as medians with 95 % confidence
@@ -80,7 +80,7 @@ for round in $(seq "$(( ROUNDS > MPI_ROUNDS ? ROUNDS : MPI_ROUNDS ))"); do
 	"$BK" run -n "$NP" -- "$PYTHON" trainer/bench/reference/gloo_bench.py "${sweep[@]}" >>"$OUT/gloo.jsonl"
 done
 
-# The same comparison inside one process (TestMPIOverhead): Go's calls and
+# The same comparison inside one process (BenchmarkMPIOverhead): Go's calls and
 # the same calls looped in C, in alternating windows, so that both see the
 # same machine state. 8 B for the latency goal, then the bandwidth goal's
 # sizes. A launch's median for a size moves from launch to launch by more
@@ -88,7 +88,7 @@ done
 # differently): by ~1 % at 64 KiB, and at 4 MiB on Open MPI from 0.90× to
 # 1.09× (28 launches, 2026-12-02). So each MPI gets OVERHEAD_LAUNCHES
 # launches, taking turns, and the table pools their rounds
-# (TestMPIOverheadPool): more launches of fewer rounds each, since the
+# (BenchmarkMPIOverheadPool): more launches of fewer rounds each, since the
 # launches are where the spread is. A launch runs each size for at least 7
 # rounds, then more until the median's 95 % interval is 1.5 % wide or
 # OVERHEAD_BUDGET is spent: this is the finer of the two measurements, so it
@@ -105,21 +105,22 @@ for n in $(seq "$OVERHEAD_LAUNCHES"); do
 	for lib in openmpi mpich; do
 		echo "bench: in-process Go vs C ($lib), launch $n of $OVERHEAD_LAUNCHES" >&2
 		if [ "$lib" = openmpi ]; then
-			launch=("${ompi[@]}" -x BATCHKIT_MPI_OVERHEAD -x BATCHKIT_MPI_OVERHEAD_ROUNDS -x BATCHKIT_MPI_OVERHEAD_BUDGET \
+			launch=("${ompi[@]}" -x BATCHKIT_MPI_OVERHEAD_ROUNDS -x BATCHKIT_MPI_OVERHEAD_BUDGET \
 				-x BATCHKIT_MPI_BENCH_MIN -x BATCHKIT_MPI_BENCH_MAX)
 		else
 			launch=("${mpich[@]}")
 		fi
 		for range in 8:8 65536:67108864; do
-			BATCHKIT_MPI_OVERHEAD=1 BATCHKIT_MPI_OVERHEAD_ROUNDS=7 BATCHKIT_MPI_OVERHEAD_BUDGET=$OVERHEAD_BUDGET \
+			BATCHKIT_MPI_OVERHEAD_ROUNDS=7 BATCHKIT_MPI_OVERHEAD_BUDGET=$OVERHEAD_BUDGET \
 				BATCHKIT_MPI_BENCH_MIN=${range%:*} BATCHKIT_MPI_BENCH_MAX=${range#*:} \
-				"${launch[@]}" "$OUT/collective_$lib.test" -test.run '^TestMPIOverhead$' |
+				"${launch[@]}" "$OUT/collective_$lib.test" -test.run '^$' -test.bench '^BenchmarkMPIOverhead$' -test.benchtime 1x |
 				grep '^{' >>"$OUT/inprocess-$lib-launches.jsonl"
 		done
 	done
 done
 for lib in openmpi mpich; do
-	BATCHKIT_MPI_OVERHEAD_POOL=$OUT/inprocess-$lib-launches.jsonl "$OUT/collective_$lib.test" -test.run '^TestMPIOverheadPool$' |
+	BATCHKIT_MPI_OVERHEAD_POOL=$OUT/inprocess-$lib-launches.jsonl "$OUT/collective_$lib.test" -test.run '^$' \
+		-test.bench '^BenchmarkMPIOverheadPool$' -test.benchtime 1x |
 		grep '^{' >"$OUT/inprocess-$lib.jsonl"
 done
 inprocess_table() {
@@ -148,10 +149,10 @@ compare() {
 }
 
 {
-	echo "# In one process (TestMPIOverhead), Open MPI: Go's calls against the same calls looped in C"
+	echo "# In one process (BenchmarkMPIOverhead), Open MPI: Go's calls against the same calls looped in C"
 	inprocess_table "$OUT/inprocess-openmpi.jsonl"
 	echo
-	echo "# In one process (TestMPIOverhead), MPICH"
+	echo "# In one process (BenchmarkMPIOverhead), MPICH"
 	inprocess_table "$OUT/inprocess-mpich.jsonl"
 	echo
 	compare "Go MPI backend (Open MPI) against C on Open MPI" c-openmpi go-openmpi

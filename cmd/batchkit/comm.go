@@ -13,10 +13,15 @@ import (
 // (no MPI in this build, ranks that disagree, a bad MASTER_ADDR, no token)
 // is the user's to fix: exit 2. Refused connections and links kept off
 // shared memory are worth a line on stderr: the first is someone else's job
-// (or an attack), the second a slower run than expected.
+// (or an attack), the second a slower run than expected. On MPI the process
+// is set up for it here, at the program's edge (collective.SetupMPIProcess:
+// GOMAXPROCS, SIGABRT).
 func initComm(c *cli.Context, cfg collective.Config) (*collective.Comm, error) {
 	cfg.Logf = func(format string, a ...any) { fmt.Fprintf(c.App.ErrWriter, "batchkit: "+format+"\n", a...) }
 	comm, err := collective.Init(cfg)
+	if err == nil && comm.Backend() == "mpi" {
+		collective.SetupMPIProcess(cfg.Getenv)
+	}
 	var (
 		tokenErr *collective.TokenError
 		worldErr *collective.WorldError

@@ -187,7 +187,7 @@ func open(kind Kind, cfg Config) (Backend, error) {
 		if world.mpiFinalized {
 			return nil, errors.New("collective: MPI was finalised in this process and cannot be initialised again")
 		}
-		b, err := newMPI(t)
+		b, err := newMPI(t, getenvOf(cfg))
 		if err != nil {
 			return nil, fmt.Errorf("collective: mpi backend: %w", err)
 		}

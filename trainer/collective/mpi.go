@@ -15,13 +15,15 @@ package collective
 //
 // Go memory is handed to MPI only for the duration of a blocking call: no
 // non-blocking MPI. Short calls run on the calling goroutine's thread and
-// keep nothing (hence #cgo noescape / nocallback on bk_call); long ones run
-// on a C thread while the goroutine waits (see mpiLongCall), their buffers
+// keep nothing (hence #cgo noescape / nocallback on bk_call); large ones run
+// on a C thread while the goroutine waits (see mpiHandoff), their buffers
 // pinned with runtime.Pinner for that time. Buffers
 // travel as char *: cgo checks a pointer argument for Go pointers inside
 // the memory it points to only when the pointee type could hold one, and for
 // *C.char it cannot, which saves that runtime check (~40 ns) on every call.
 // Buffers only ever view float32/float64 slices, which hold no pointers.
+//
+// Why the worker thread, and what was measured: docs/mpi-backend.md.
 
 /*
 #cgo mpi pkg-config: ompi
@@ -246,7 +248,7 @@ static int bk_call(int kind, uintptr_t h, char *send, char *recv, int64_t count,
 	return MPI_ERR_ARG;
 }
 
-// ---- the worker: one C thread that makes the long calls (see mpiLongCall).
+// ---- the worker: one C thread that makes the large calls (see mpiHandoff).
 // The Go side fills bk_w while the thread waits, then writes one byte to the
 // request pipe; the thread makes the call and writes its int32 result to
 // the done pipe. Both sides of a call are plain memory and pipe traffic, no
@@ -382,7 +384,6 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"os/signal"
 	"runtime"
 	"sync"
 	"syscall"
@@ -401,6 +402,13 @@ var (
 	_ = [1]struct{}{}[int(C.BK_MAX)-int(Max)]
 	_ = [1]struct{}{}[int(C.BK_MIN)-int(Min)]
 )
+
+// The hand-over passes buffers to the worker as integers, never as Go
+// pointers stored in C memory: such a store runs the GC's write barrier on
+// the slot's old value, a buffer the collector may have freed since
+// ("found bad pointer in Go heap", once in CI). A compile error here means
+// a buffer field became a pointer.
+var _ = func() (C.uintptr_t, C.uintptr_t) { return C.batchkit_mpi_worker.send, C.batchkit_mpi_worker.recv }
 
 // mpiKind names a collective for bk_call and the worker.
 type mpiKind C.int
@@ -429,7 +437,7 @@ var mpiState struct {
 	initCalls int  // MPI_Init_thread calls (tests: MPI is initialised once)
 	finalized int  // MPI_Finalize calls (tests: once)
 
-	worker    *mpiWorker // started by the first long call
+	worker    *mpiWorker // started by the first hand-over
 	workerOff bool       // it could not be started: calls stay on their callers' threads
 	handoffs  int        // calls the worker made (tests)
 }
@@ -442,174 +450,102 @@ type mpiBackend struct {
 	comm       C.uintptr_t // our duplicate of MPI_COMM_WORLD
 	closed     bool        // under mpiState's lock
 	rank, size int
-	lastYield  time.Duration // since mpiEpoch; under mpiState's lock
-	times      callTimes     // under mpiState's lock
-	clock      clockSkip     // under mpiState's lock
-	handoff    bool          // long calls go to the worker (BATCHKIT_MPI_HANDOFF=0: never)
+	handoffAt  int // calls moving at least this many bytes run on the worker (mpiHandoffAt)
 }
 
-// The Go scheduler and MPI. To the Go runtime a cgo call is a system call,
-// and a goroutine that does nothing but call MPI confuses sysmon, which
-// watches system calls (Go 1.26):
-//
-//   - The goroutine comes back from each call still holding its P and never
-//     passes through the scheduler. After 10 ms without a reschedule sysmon
-//     preempts it, which for a goroutine inside MPI means taking its P away
-//     and going back to checking every 20 µs; observed: it keeps taking it.
-//   - With GOMAXPROCS=1, which is what Go picks when the launcher binds each
-//     rank to one core (Open MPI's default), there is no idle P, so sysmon
-//     hands off the P of any call that spans two of its ticks (> 20 µs),
-//     starting a spinning thread that finds nothing to do, after which every
-//     P is idle and sysmon sleeps until the next return from MPI wakes it.
-//
-// Either way: thousands of futex wake-ups and context switches a second on
-// the cores the busy-polling ranks need. Measured on 2 ranks (Open MPI, 64
-// KiB allreduce): ~20,000 context switches/s against ~25 for the same loop
-// in C, and 2-3× its time. So newMPI raises GOMAXPROCS from 1 to 2 unless
-// GOMAXPROCS is set in the environment, and the backend yields before
-// sysmon's limit comes: see yieldDue. Each yield has its price, though:
-// with a P idle, runtime.Gosched wakes another thread, which takes the
-// goroutine over while the first one spins, both on the rank's core (~600
-// context switches/s at 200 yields/s, against ~15 for C). In one
-// process, against the same calls made from C (TestMPIOverhead), yielding
-// every 1 ms left Go at 0.81-0.84× C's bandwidth at 1 MiB, every 5 ms at
-// 0.94-0.98×, and every 8 ms at 0.98-1.0× from 256 KiB to 4 MiB.
-//
-// Gosched also moves the goroutine: unlocked, it came back from every yield
-// on the other thread (gettid before and after each call: every one of ~40
-// yields in 600 calls at 2 MiB), and the one or two calls after each ran
-// 80-120 µs slow (calls of ~300 µs). Locked to its thread, it stays, but
-// the thread sleeps and is woken again through a second one, 40-57 µs per
-// yield. So the backend yields with the runtime's goyield instead (see
-// goyield below): it puts the goroutine at the back of its own P's run
-// queue and wakes no one, and the same thread takes it straight back, a
-// new scheduling tick for sysmon and no context switch. In one process,
-// launches taking turns with the locked Gosched (2 ranks, 64 KiB to 4 MiB,
-// 6 launches of each per MPI, 2026-12-02), goyield gave Go the higher
-// bandwidth against C in 55 of 84 size-launches (medians per size +0.5 to
-// +1.6 % for Open MPI, -1.0 to +2.5 % for MPICH), and ~450 fewer context
-// switches a second at 1 MiB (perf stat: ~850/s against ~1,300/s; the C
-// program ~500/s).
-//
-// Long calls are the other case: one that spans sysmon's 10 ms limit has its
-// P retaken, and every return from MPI then sets sysmon polling every 20 µs
-// again, on the core the rank busy-polls on (~35 wake-ups per 40 ms call,
-// 4-5× the context switches of C; 64 MiB allreduce 5-10 % behind C). So a
-// call whose size class took at least mpiLongCall in most of its recent
-// calls runs on a C thread (the worker) while the goroutine waits on a pipe
-// through the netpoller: its P is free and sysmon sleeps. The hand-over
-// makes no cgo call (see mpiWorker) and costs 10-20 µs, under 0.5 % of such
-// a call, and a class stays on the worker until most of its calls are
-// quicker again (see callTimes: switching back and forth costs more, and
-// calls of 1-5 ms are faster on the caller's thread).
-//
-// The same hand-over cannot replace the yields: after each park, sysmon
-// (asleep while every P was idle) is woken by the next cgo call and polls
-// every 20 µs again. Handing over one call every 9 ms instead of yielding
-// made 3.3× the sysmon sleeps and left Go at 0.79-0.84× C at 64 and 128
-// KiB (TestMPIOverhead).
-
-// mpiLongCall: over half of sysmon's limit, above the 3-5 ms of the calls
-// that are faster on the caller's thread (see callTimes). Tests set 0 to
-// send every call to the worker. Calls under mpiHandoffMin bytes are quick unless they wait for
-// a straggler, and always stay on the caller's thread, never timed. Larger
-// ones are timed (the clock read before and after) when clockSkip picks
-// them to read it, and every time while their class's calls take a quarter
-// of the limit or more (callTimes.timeEach). So calls of over ~100 µs are
-// timed every time, and the many short ones (64 KiB, ~23 µs here) only
-// now and then: timing each cost Go ~1 % of its bandwidth at 64 KiB in one
-// process (TestMPIOverhead, alternating launches), more than the ~60 ns of
-// the two reads alone.
-var (
-	mpiLongCall   = 6 * time.Millisecond
-	mpiHandoffMin = 64 << 10
-)
-
-var mpiEpoch = time.Now()
-
-// goyield is the runtime's yield to its own P's run queue (see "The Go
-// scheduler and MPI"). The runtime keeps its name and signature for the
-// packages that link to it (go.dev/issue/67401).
-//
-//go:linkname goyield runtime.goyield
-func goyield()
-
-// yieldDue reports whether the caller should yield (goyield) after the
-// call that ended at now (since mpiEpoch; under mpiState's lock) and took
-// took (0 when not timed), and if so counts the yield as made.
-func (m *mpiBackend) yieldDue(now, took time.Duration) bool {
-	if !yieldDue(now-m.lastYield, took) {
-		return false
+// newMPI joins the MPI world: MPI initialised (unless the program did it),
+// the world checked against the launcher's, and a communicator of our own.
+// It changes no process-wide state beyond MPI's own: see SetupMPIProcess
+// for what a program using this backend should do.
+func newMPI(t topology.Topology, getenv topology.Getenv) (Backend, error) {
+	handoffAt, err := mpiHandoffAt(getenv)
+	if err != nil {
+		return nil, err
 	}
-	m.lastYield = now
-	return true
-}
-
-func newMPI(t topology.Topology) (Backend, error) {
 	mpiState.Lock()
 	defer mpiState.Unlock()
-
-	var flag C.int
-	if rc := C.MPI_Finalized(&flag); rc != C.MPI_SUCCESS {
-		return nil, mpiError("MPI_Finalized", rc)
+	provided, justInit, err := mpiInit()
+	if err != nil {
+		return nil, err
 	}
-	if flag != 0 {
-		return nil, errors.New("MPI was finalised in this process and cannot be initialised again")
-	}
-	if rc := C.MPI_Initialized(&flag); rc != C.MPI_SUCCESS {
-		return nil, mpiError("MPI_Initialized", rc)
-	}
-	var provided C.int
-	justInit := false
-	if flag == 0 {
-		mpiState.initCalls++
-		if rc := C.bk_init_thread(&provided); rc != C.MPI_SUCCESS {
-			return nil, mpiError("MPI_Init_thread", rc)
-		}
-		mpiState.owned, justInit = true, true
-		// Errors on WORLD return instead of aborting the job. Only when we
-		// initialised MPI: someone else's WORLD keeps its handler.
-		if rc := C.bk_errors_return(C.bk_comm_world()); rc != C.MPI_SUCCESS {
-			return nil, mpiError("MPI_Comm_set_errhandler", rc)
-		}
-	} else if rc := C.MPI_Query_thread(&provided); rc != C.MPI_SUCCESS {
-		return nil, mpiError("MPI_Query_thread", rc)
-	}
-	// giveUp undoes our MPI_Init_thread when every rank is bound to fail the
-	// same way (MPI_Finalize synchronises the job: a lone rank calling it
-	// could wait for ranks that went on to their first collective).
-	giveUp := func(err error) error {
-		if justInit {
-			mpiState.owned = false
-			mpiState.finalized++
-			C.MPI_Finalize()
-		}
-		return err
-	}
-	if provided < C.BK_THREAD_SERIALIZED {
-		return nil, giveUp(fmt.Errorf("the MPI library provides thread level %s, the Go backend needs MPI_THREAD_SERIALIZED "+
-			"(goroutines move between OS threads); rebuild MPI with thread support", threadLevel(int(provided))))
-	}
-
-	world := C.bk_comm_world()
-	var rank, size C.int
-	if rc := C.bk_comm_size(world, &size); rc != C.MPI_SUCCESS {
-		return nil, mpiError("MPI_Comm_size", rc)
-	}
-	if rc := C.bk_comm_rank(world, &rank); rc != C.MPI_SUCCESS {
-		return nil, mpiError("MPI_Comm_rank", rc)
-	}
-	if err := checkMPIWorld(MPIBuilt, int(rank), int(size), t); err != nil {
-		if int(size) != t.WorldSize {
-			// Every rank sees the same two sizes, so every rank gives up.
-			return nil, giveUp(err)
+	m, unanimous, err := mpiJoin(t, provided)
+	if err != nil {
+		// Undo our MPI_Init_thread only when every rank fails alike:
+		// MPI_Finalize synchronises the job, and a lone rank calling it
+		// could wait for ranks that went on to their first collective.
+		if justInit && unanimous {
+			mpiFinalize()
 		}
 		return nil, err
 	}
+	if err := m.dupWorld(); err != nil {
+		return nil, err
+	}
+	m.handoffAt = handoffAt
+	mpiState.open++
+	return m, nil
+}
 
-	m := &mpiBackend{rank: int(rank), size: int(size)}
-	if rc := C.bk_comm_dup(world, &m.comm); rc != C.MPI_SUCCESS {
-		return nil, mpiError("MPI_Comm_dup", rc)
+// mpiInit initialises MPI unless it already is (by the program, or for an
+// earlier backend), and returns the thread level MPI provides and whether
+// this call initialised it. Under mpiState's lock.
+func mpiInit() (provided C.int, justInit bool, err error) {
+	var flag C.int
+	if rc := C.MPI_Finalized(&flag); rc != C.MPI_SUCCESS {
+		return 0, false, mpiError("MPI_Finalized", rc)
+	}
+	if flag != 0 {
+		return 0, false, errors.New("MPI was finalised in this process and cannot be initialised again")
+	}
+	if rc := C.MPI_Initialized(&flag); rc != C.MPI_SUCCESS {
+		return 0, false, mpiError("MPI_Initialized", rc)
+	}
+	if flag != 0 {
+		if rc := C.MPI_Query_thread(&provided); rc != C.MPI_SUCCESS {
+			return 0, false, mpiError("MPI_Query_thread", rc)
+		}
+		return provided, false, nil
+	}
+	mpiState.initCalls++
+	if rc := C.bk_init_thread(&provided); rc != C.MPI_SUCCESS {
+		return 0, false, mpiError("MPI_Init_thread", rc)
+	}
+	mpiState.owned = true
+	// Errors on WORLD return instead of aborting the job. Only when we
+	// initialised MPI: someone else's WORLD keeps its handler.
+	if rc := C.bk_errors_return(C.bk_comm_world()); rc != C.MPI_SUCCESS {
+		return 0, true, mpiError("MPI_Comm_set_errhandler", rc)
+	}
+	return provided, true, nil
+}
+
+// mpiJoin checks MPI's thread level and world against the launcher's
+// topology. unanimous marks the failures every rank sees alike.
+func mpiJoin(t topology.Topology, provided C.int) (m *mpiBackend, unanimous bool, err error) {
+	if provided < C.BK_THREAD_SERIALIZED {
+		return nil, true, fmt.Errorf("the MPI library provides thread level %s, the Go backend needs MPI_THREAD_SERIALIZED "+
+			"(goroutines move between OS threads); rebuild MPI with thread support", threadLevel(int(provided)))
+	}
+	world := C.bk_comm_world()
+	var rank, size C.int
+	if rc := C.bk_comm_size(world, &size); rc != C.MPI_SUCCESS {
+		return nil, false, mpiError("MPI_Comm_size", rc)
+	}
+	if rc := C.bk_comm_rank(world, &rank); rc != C.MPI_SUCCESS {
+		return nil, false, mpiError("MPI_Comm_rank", rc)
+	}
+	if err := checkMPIWorld(MPIBuilt, int(rank), int(size), t); err != nil {
+		// Every rank sees the same two sizes; a wrong rank is this one's.
+		return nil, int(size) != t.WorldSize, err
+	}
+	return &mpiBackend{rank: int(rank), size: int(size)}, false, nil
+}
+
+// dupWorld gives m a duplicate of MPI_COMM_WORLD that returns its errors,
+// and makes the max and min ops for the first backend.
+func (m *mpiBackend) dupWorld() error {
+	if rc := C.bk_comm_dup(C.bk_comm_world(), &m.comm); rc != C.MPI_SUCCESS {
+		return mpiError("MPI_Comm_dup", rc)
 	}
 	var err error
 	if rc := C.bk_errors_return(m.comm); rc != C.MPI_SUCCESS {
@@ -622,18 +558,15 @@ func newMPI(t topology.Topology) (Backend, error) {
 	}
 	if err != nil {
 		C.bk_comm_free(&m.comm)
-		return nil, err
 	}
-	mpiState.open++
-	abortLikeC()
-	m.handoff = os.Getenv("BATCHKIT_MPI_HANDOFF") != "0"
-	// See "The Go scheduler and MPI" above: a spare P keeps sysmon from
-	// handing off the P of every MPI call longer than 20 µs. An explicit
-	// GOMAXPROCS is respected.
-	if runtime.GOMAXPROCS(0) == 1 && os.Getenv("GOMAXPROCS") == "" {
-		runtime.GOMAXPROCS(2)
-	}
-	return m, nil
+	return err
+}
+
+// mpiFinalize finalises the MPI this package initialised.
+func mpiFinalize() C.int {
+	mpiState.owned = false
+	mpiState.finalized++
+	return C.MPI_Finalize()
 }
 
 func (m *mpiBackend) Name() string { return "mpi" }
@@ -662,9 +595,7 @@ func (m *mpiBackend) Close() error {
 		mpiState.worker, mpiState.workerOff = nil, false
 	}
 	if mpiState.open == 0 && mpiState.owned {
-		mpiState.owned = false
-		mpiState.finalized++
-		if rc := C.MPI_Finalize(); rc != C.MPI_SUCCESS {
+		if rc := mpiFinalize(); rc != C.MPI_SUCCESS {
 			errs = append(errs, mpiError("MPI_Finalize", rc))
 		}
 	}
@@ -721,75 +652,50 @@ func (m *mpiBackend) ReduceScatter(send, recv Buffer, op Op) error {
 	return m.call(mpiReduceScatter, send.Ptr, recv.Ptr, recv.Len, recv.Type, op, 0)
 }
 
+func (m *mpiBackend) Barrier() error { return m.call(mpiBarrier, nil, nil, 0, Float32, 0, 0) }
+
 // call makes one collective call: count elements of type t per the MPI
 // call's own meaning, arg the in-place flag or the root. It runs on this
-// thread, or on the worker when calls of its size have been long.
+// thread, or on the worker when it moves at least m.handoffAt bytes.
 func (m *mpiBackend) call(kind mpiKind, send, recv unsafe.Pointer, count int, t DType, op Op, arg int) error {
-	// The size class: the bytes the call moves on this rank.
-	bytes := count * t.Size()
-	if kind == mpiAllgather || kind == mpiReduceScatter {
-		bytes *= m.size
-	}
 	mpiState.Lock()
 	if m.closed {
 		mpiState.Unlock()
 		return ErrClosed
 	}
 	var rc C.int
-	var start time.Duration
-	due := m.clock.due()
 	handedOff := false
-	timed := m.handoff && bytes >= mpiHandoffMin && (due || m.times.timeEach(bytes, mpiLongCall))
-	if timed {
-		start = time.Since(mpiEpoch)
-		if m.times.long(bytes, mpiLongCall) {
-			rc, handedOff = mpiHandoff(kind, m.comm, send, recv, count, t, op, arg, 1)
-		}
+	if callBytes(kind, count, t, m.size) >= m.handoffAt {
+		rc, handedOff = mpiHandoff(kind, m.comm, send, recv, count, t, op, arg, 1)
 	}
 	if !handedOff {
 		rc = C.bk_call(C.int(kind), m.comm, (*C.char)(send), (*C.char)(recv), C.int64_t(count), C.int(t), C.int(op), C.int(arg), C.int64_t(mpiMaxCount))
 	}
-	// The clock: after the calls clockSkip picks and every timed one.
-	var end, took time.Duration // took: 0 when not timed
-	read := due || timed
-	if read {
-		end = time.Since(mpiEpoch)
-		m.clock.read(end)
-	}
-	if timed {
-		took = end - start
-		m.times.observe(bytes, took)
-	}
-	yield := false
-	switch {
-	case handedOff:
-		m.lastYield = end // the goroutine was parked: the scheduler has seen it
-	case read:
-		yield = m.yieldDue(end, took)
-	}
 	mpiState.Unlock()
-	if yield {
-		goyield() // see "The Go scheduler and MPI"
-	}
 	if rc != C.MPI_SUCCESS {
 		return mpiError(mpiCallNames[kind], rc)
 	}
 	return nil
 }
 
-func (m *mpiBackend) Barrier() error { return m.call(mpiBarrier, nil, nil, 0, Float32, 0, 0) }
+// callBytes is what a call moves on this rank: the whole buffer, for
+// allgather and reduce-scatter every rank's block.
+func callBytes(kind mpiKind, count int, t DType, ranks int) int {
+	bytes := count * t.Size()
+	if kind == mpiAllgather || kind == mpiReduceScatter {
+		bytes *= ranks
+	}
+	return bytes
+}
 
 // mpiWorker is the Go side of the worker thread: the pipes that carry its
 // requests and results. The calling goroutine waits for each result through
-// the netpoller, so that its P is free while MPI runs.
+// the netpoller, so that its P is free while MPI runs and sysmon sleeps.
 //
 // Every step of a hand-over is a raw system call or a memory store, none of
 // them a cgo call or a syscall.Syscall: those tell the runtime a system
-// call begins, which wakes sysmon if it sleeps (it does while the goroutine
-// is parked and every P idle) and resets it to polling every 20 µs, on the
-// core the rank busy-polls on. With a cgo call after each hand-over, a
-// 4 MiB allreduce (1 ms) handed over every time ran at 0.88× C's
-// bandwidth in one process.
+// call begins, which wakes a sleeping sysmon into polling every 20 µs on
+// the core the rank busy-polls on (docs/mpi-backend.md).
 type mpiWorker struct {
 	req     int             // the request pipe's write end (blocking)
 	reqRead int             // its read end, the thread's
@@ -870,6 +776,12 @@ func mpiHandoff(kind mpiKind, comm C.uintptr_t, send, recv unsafe.Pointer, count
 		mpiState.workerOff = true
 		return 0, false
 	}
+	mpiState.handoffs++
+	return w.result(), true
+}
+
+// result waits in the netpoller for the worker's int32 result.
+func (w *mpiWorker) result() C.int {
 	var res [4]byte
 	got := 0
 	err := w.raw.Read(func(fd uintptr) bool {
@@ -887,18 +799,17 @@ func mpiHandoff(kind mpiKind, comm C.uintptr_t, send, recv unsafe.Pointer, count
 		}
 		return true
 	})
-	mpiState.handoffs++
 	if err != nil || got != len(res) {
 		// Cannot happen with pipes we own (a 4-byte write to a pipe is
 		// atomic); the thread may still be using the buffers, so wait for
 		// it in C, and make no more hand-overs.
 		mpiState.workerOff = true
 		if got != 0 {
-			return C.MPI_ERR_INTERN, true
+			return C.MPI_ERR_INTERN
 		}
-		return C.bk_wait_result(C.int(w.done.Fd())), true
+		return C.bk_wait_result(C.int(w.done.Fd()))
 	}
-	return C.int(int32(binary.NativeEndian.Uint32(res[:]))), true
+	return C.int(int32(binary.NativeEndian.Uint32(res[:])))
 }
 
 // rawWrite writes one byte with a raw system call (see mpiWorker).
@@ -914,46 +825,24 @@ func rawWrite(fd int, b byte) bool {
 
 // cLoop makes the collective iters times in a row from C, on the worker
 // thread while the goroutine waits in the netpoller, and returns how long
-// that took: TestMPIOverhead's reference for the same calls made one by one
-// through the Go API, in the same process, on the same buffers.
+// that took: BenchmarkMPIOverhead's reference for the same calls made one
+// by one through the Go API, in the same process, on the same buffers.
 func (m *mpiBackend) cLoop(kind mpiKind, send, recv unsafe.Pointer, count int, t DType, op Op, arg, iters int) (time.Duration, error) {
 	mpiState.Lock()
 	defer mpiState.Unlock()
 	if m.closed {
 		return 0, ErrClosed
 	}
-	start := time.Since(mpiEpoch)
+	start := time.Now()
 	rc, ok := mpiHandoff(kind, m.comm, send, recv, count, t, op, arg, iters)
-	end := time.Since(mpiEpoch)
-	m.lastYield = end // the goroutine was parked
+	took := time.Since(start)
 	if !ok {
 		return 0, errors.New("the MPI worker thread is not available")
 	}
 	if rc != C.MPI_SUCCESS {
 		return 0, mpiError(mpiCallNames[kind], rc)
 	}
-	return end - start, nil
-}
-
-// abortLikeC makes SIGABRT end the process as it ends a C program, by the
-// signal (status 134 in a shell), without a word from Go. MPI libraries
-// call abort() on fatal errors they cannot return (a peer gone mid-transfer,
-// UCX failures) after printing why; Go's runtime would bury that under a
-// dump of every goroutine and exit with status 2, the status batchkit gives
-// usage errors. abort() itself restores the default action and raises again
-// once the handler returns; a SIGABRT from kill(1) is re-raised here.
-var abortOnce sync.Once
-
-func abortLikeC() {
-	abortOnce.Do(func() {
-		ch := make(chan os.Signal, 1)
-		signal.Notify(ch, syscall.SIGABRT)
-		go func() {
-			<-ch
-			signal.Reset(syscall.SIGABRT)
-			syscall.Kill(os.Getpid(), syscall.SIGABRT) //nolint:errcheck // the process ends here
-		}()
-	})
+	return took, nil
 }
 
 // cAbort calls C's abort() from MPI's side of the process (tests).

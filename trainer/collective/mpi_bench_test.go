@@ -13,21 +13,25 @@ import (
 	"github.com/batchkit/batchkit/detect"
 )
 
-// TestBenchMPILoop is trainer/bench's allreduce measurement (float32, out of
+// The measurements below run under an MPI launcher, every rank the same
+// schedule, so they ignore b.N and run once per launch: -test.benchtime 1x
+// (a second run would find MPI finalised), and -test.run '^$' (TestMPI
+// finalises MPI too). They print JSON lines on rank 0 and finalise MPI.
+
+// BenchmarkMPILoop is trainer/bench's allreduce measurement (float32, out of
 // place, Sum; the same schedule and timing, but without bench's 300 ms
-// settle before the first size, so its first size includes start-up) run through this package's API
-// on the MPI backend, printing the JSON lines of reference/mpi_bench.c with
-// backend "go-openmpi" or "go-mpich": the two compare 1:1 without the bench
-// command. It runs only when asked, under a launcher:
+// settle before the first size, so its first size includes start-up) run
+// through this package's API on the MPI backend, printing the JSON lines of
+// reference/mpi_bench.c with backend "go-openmpi" or "go-mpich": the two
+// compare 1:1 without the bench command.
 //
-//	BATCHKIT_MPI_BENCH=1 mpirun.openmpi --allow-run-as-root --oversubscribe -n 2 -x BATCHKIT_MPI_BENCH \
-//	    /tmp/coll_ompi.test -test.run TestBenchMPILoop
+//	mpirun.openmpi --allow-run-as-root --oversubscribe -n 2 \
+//	    /tmp/coll_ompi.test -test.run '^$' -test.bench '^BenchmarkMPILoop$' -test.benchtime 1x
 //
 // BATCHKIT_MPI_BENCH_MIN, _MAX (bytes, default 8 and 64 MiB) and _ITERS
-// (timed iterations, warm-up max(1, N/10)) narrow it. It finalises MPI.
-// (Named so that -test.run TestMPI does not select it.)
-func TestBenchMPILoop(t *testing.T) {
-	c, minBytes, maxBytes := mpiMeasureWorld(t, "BATCHKIT_MPI_BENCH")
+// (timed iterations, warm-up max(1, N/10)) narrow it.
+func BenchmarkMPILoop(t *testing.B) { // t: b is the message size below
+	c, minBytes, maxBytes := mpiMeasureWorld(t)
 	defer c.Close()
 	itersFlag := envCount(t, "BATCHKIT_MPI_BENCH_ITERS", 0)
 	n := c.Size()
@@ -119,43 +123,29 @@ func BenchmarkMPIAllreduce8B(b *testing.B) {
 	}
 }
 
-// TestMPIOverhead measures what the Go layer costs over MPI inside one
-// process, where make bench's two programs cannot: this machine's timings
-// change by up to 2× between processes (and over seconds), more than the 3 %
-// goal. Per size (float32 allreduce, out of place, sum), each round times
-// three windows of iters calls on the same buffers and communicator: the
-// calls made in a loop in C on the worker thread (cLoop: the goroutine
-// parked, so no P is held and sysmon sleeps, as for a C program), the same
-// calls one by one through Allreduce, and C again, each after an untimed
-// window of the same. A window's time is the slowest rank's. Windows last
-// ~50 ms (at least 5 calls); the C window includes one hand-over to the
-// worker (10-20 µs).
+// BenchmarkMPIOverhead measures what the Go layer costs over MPI inside
+// one process, where separate programs cannot: this machine's timings
+// change by up to 2× between processes. Per size (float32 allreduce, out
+// of place, sum), each round times three windows of the same calls on the
+// same buffers: looped in C on the worker thread (cLoop: the goroutine
+// parked, as for a C program), one by one through Allreduce, and C again,
+// each after an untimed window of the same; a window's time is the slowest
+// rank's. Rank 0 prints one JSON line per size (overhead: Go's busbw
+// against C's and the C windows against each other as an A/A control,
+// medians with 95 % intervals, and every round, so that make bench can
+// pool launches with BenchmarkMPIOverheadPool). The method and its history
+// are in docs/performance.md.
 //
-// Rank 0 prints one JSON line per size (overhead): the median over the
-// rounds of Go's bus bandwidth relative to the mean of its two C windows
-// (go_vs_c) with a 95 % confidence interval (medianCI), the same for the
-// first C window against the second (aa: the same code both times, so its
-// distance from 1 is the method's own error), and every round's values, so
-// that make bench can pool the rounds of several launches
-// (TestMPIOverheadPool). Window times at 8 MiB spread by ±10 % here
-// even in one process, so rounds go on after the minimum
-// (BATCHKIT_MPI_OVERHEAD_ROUNDS, default 21) until the Go/C interval is at
-// most 1.5 % wide or the size has used its time budget
-// (BATCHKIT_MPI_OVERHEAD_BUDGET, default 20s; 0 stops at the minimum): with
-// 11 rounds and a 2 % interval, one size's median moved by up to 3 % between
-// runs, as much as the goal's margin. The stopping rule reads only the
-// slowest-rank times every rank holds, so the ranks stop together. In one
-// process Go's 8-byte calls come out 0.15-0.22 µs slower than the C loop
-// (three make bench runs, 2 ranks, both MPIs). It runs only when asked,
-// under a launcher:
-//
-//	BATCHKIT_MPI_OVERHEAD=1 mpirun.openmpi --allow-run-as-root --oversubscribe -n 2 -x BATCHKIT_MPI_OVERHEAD \
-//	    /tmp/coll_ompi.test -test.run '^TestMPIOverhead$'
+//	mpirun.openmpi --allow-run-as-root --oversubscribe -n 2 -x BATCHKIT_MPI_OVERHEAD_ROUNDS \
+//	    /tmp/coll_ompi.test -test.run '^$' -test.bench '^BenchmarkMPIOverhead$' -test.benchtime 1x
 //
 // BATCHKIT_MPI_BENCH_MIN and _MAX (bytes, default 8 and 64 MiB) narrow the
-// sizes. It finalises MPI.
-func TestMPIOverhead(t *testing.T) {
-	c, minBytes, maxBytes := mpiMeasureWorld(t, "BATCHKIT_MPI_OVERHEAD")
+// sizes; a size runs BATCHKIT_MPI_OVERHEAD_ROUNDS rounds (default 21), then
+// more until Go/C's interval is 1.5 % wide or BATCHKIT_MPI_OVERHEAD_BUDGET
+// (default 20s; 0 stops at the minimum) is spent. The stopping rule reads
+// only the slowest-rank times every rank holds, so the ranks stop together.
+func BenchmarkMPIOverhead(t *testing.B) { // t: b is the message size below
+	c, minBytes, maxBytes := mpiMeasureWorld(t)
 	defer c.Close()
 	minRounds := max(1, envCount(t, "BATCHKIT_MPI_OVERHEAD_ROUNDS", 21))
 	budget := envDuration(t, "BATCHKIT_MPI_OVERHEAD_BUDGET", 20*time.Second)
@@ -303,45 +293,43 @@ func TestMPIOverhead(t *testing.T) {
 	}
 }
 
-// mpiMeasureWorld starts the opt-in measurements above: it skips the test
-// unless the variable on is set, reads the size range
-// (BATCHKIT_MPI_BENCH_MIN and _MAX, default 8 B and 64 MiB) and joins the
-// MPI world the test binary was launched in.
-func mpiMeasureWorld(t *testing.T, on string) (c *Comm, minBytes, maxBytes int) {
-	t.Helper()
-	if os.Getenv(on) == "" {
-		t.Skipf("set %s=1 and run under an MPI launcher", on)
-	}
+// mpiMeasureWorld starts the measurements above: it skips them unless run
+// once per launch (every rank must make the same calls), reads the size
+// range (BATCHKIT_MPI_BENCH_MIN and _MAX, default 8 B and 64 MiB) and joins
+// the MPI world the test binary was launched in.
+func mpiMeasureWorld(b *testing.B) (c *Comm, minBytes, maxBytes int) {
+	b.Helper()
+	benchOnce(b)
 	if mpiFinalized() {
-		t.Skip("MPI was already finalised in this process")
+		b.Skip("MPI was already finalised in this process")
 	}
-	minBytes, maxBytes = max(1, envCount(t, "BATCHKIT_MPI_BENCH_MIN", 8)), envCount(t, "BATCHKIT_MPI_BENCH_MAX", 64<<20)
+	minBytes, maxBytes = max(1, envCount(b, "BATCHKIT_MPI_BENCH_MIN", 8)), envCount(b, "BATCHKIT_MPI_BENCH_MAX", 64<<20)
 	topo, err := detect.Detect(os.Getenv, detect.Options{})
 	if err != nil {
-		t.Fatal(err)
+		b.Fatal(err)
 	}
 	if c, err = Init(Config{Topology: topo, Backend: MPI, Getenv: os.Getenv}); err != nil {
-		t.Fatal(err)
+		b.Fatal(err)
 	}
 	return c, minBytes, maxBytes
 }
 
 // envCount reads a non-negative integer from the environment (def if unset).
-func envCount(t *testing.T, name string, def int) int {
+func envCount(t testing.TB, name string, def int) int {
 	t.Helper()
 	return envValue(t, name, def, strconv.Atoi, "a non-negative integer")
 }
 
 // envDuration reads a non-negative duration from the environment (def if
 // unset).
-func envDuration(t *testing.T, name string, def time.Duration) time.Duration {
+func envDuration(t testing.TB, name string, def time.Duration) time.Duration {
 	t.Helper()
 	return envValue(t, name, def, time.ParseDuration, "a non-negative duration such as 10s")
 }
 
 // envValue reads name with parse, failing the test on a value parse rejects
 // or that is negative.
-func envValue[T int | time.Duration](t *testing.T, name string, def T, parse func(string) (T, error), want string) T {
+func envValue[T int | time.Duration](t testing.TB, name string, def T, parse func(string) (T, error), want string) T {
 	t.Helper()
 	v := os.Getenv(name)
 	if v == "" {

@@ -11,4 +11,4 @@ var _ int = "build tags mpi and mpich are mutually exclusive: use -tags mpi (Ope
 
 const MPIBuilt = ""
 
-func newMPI(topology.Topology) (Backend, error) { return nil, ErrNoMPI }
+func newMPI(topology.Topology, topology.Getenv) (Backend, error) { return nil, ErrNoMPI }

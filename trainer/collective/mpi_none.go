@@ -7,4 +7,4 @@ import "github.com/batchkit/batchkit/topology"
 // MPIBuilt names the MPI library this binary was built against: "" here.
 const MPIBuilt = ""
 
-func newMPI(topology.Topology) (Backend, error) { return nil, ErrNoMPI }
+func newMPI(topology.Topology, topology.Getenv) (Backend, error) { return nil, ErrNoMPI }

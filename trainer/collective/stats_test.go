@@ -3,6 +3,7 @@ package collective
 import (
 	"bufio"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"math"
 	"os"
@@ -111,7 +112,7 @@ func TestBinomTail(t *testing.T) {
 	}
 }
 
-// overhead is TestMPIOverhead's result for one size, one JSON line: the
+// overhead is BenchmarkMPIOverhead's result for one size, one JSON line: the
 // medians with their intervals and the rounds they come from, so that the
 // rounds of several launches can be pooled (poolOverhead).
 type overhead struct {
@@ -162,7 +163,7 @@ func (o *overhead) summarize() {
 	o.AALo, o.AA, o.AAHi = medianCI(o.AARounds)
 }
 
-// poolOverhead pools the rounds of launches of TestMPIOverhead: one result
+// poolOverhead pools the rounds of launches of BenchmarkMPIOverhead: one result
 // per library, world size and message size, in the order they first
 // appear, its medians and intervals over all of their rounds. A launch's
 // median moves by ~1 % from launch to launch here, more than its own
@@ -202,7 +203,7 @@ func poolOverhead(launches []overhead) []overhead {
 	return out
 }
 
-// readOverhead reads TestMPIOverhead's JSON lines from path, skipping
+// readOverhead reads BenchmarkMPIOverhead's JSON lines from path, skipping
 // lines that are not JSON objects (the test binary's own output).
 func readOverhead(path string) ([]overhead, error) {
 	f, err := os.Open(path)
@@ -224,32 +225,46 @@ func readOverhead(path string) ([]overhead, error) {
 		}
 		if len(o.GoVsCRounds) == 0 || len(o.AARounds) != len(o.GoVsCRounds) ||
 			len(o.CUsRounds) != len(o.GoVsCRounds) || len(o.GoUsRounds) != len(o.GoVsCRounds) {
-			return nil, fmt.Errorf("%s:%d: want four arrays of rounds of one length (TestMPIOverhead's output)", path, n)
+			return nil, fmt.Errorf("%s:%d: want four arrays of rounds of one length (BenchmarkMPIOverhead's output)", path, n)
 		}
 		out = append(out, o)
 	}
 	return out, sc.Err()
 }
 
-// TestMPIOverheadPool prints the pooled results (poolOverhead) of the
-// TestMPIOverhead launches whose JSON lines are in the file named by
-// BATCHKIT_MPI_OVERHEAD_POOL, one line per size (make bench). It needs no
-// launcher and no MPI.
-func TestMPIOverheadPool(t *testing.T) {
+// BenchmarkMPIOverheadPool is make bench's pooling step, not a measurement:
+// it prints the pooled results (poolOverhead) of the BenchmarkMPIOverhead
+// launches whose JSON lines are in the file BATCHKIT_MPI_OVERHEAD_POOL
+// names, one line per size. It needs no launcher and no MPI:
+//
+//	BATCHKIT_MPI_OVERHEAD_POOL=launches.jsonl collective.test -test.run '^$' \
+//	    -test.bench '^BenchmarkMPIOverheadPool$' -test.benchtime 1x
+func BenchmarkMPIOverheadPool(b *testing.B) {
+	benchOnce(b)
 	path := os.Getenv("BATCHKIT_MPI_OVERHEAD_POOL")
 	if path == "" {
-		t.Skip("set BATCHKIT_MPI_OVERHEAD_POOL to a file of TestMPIOverhead's JSON lines")
+		b.Skip("set BATCHKIT_MPI_OVERHEAD_POOL to a file of BenchmarkMPIOverhead's JSON lines")
 	}
 	launches, err := readOverhead(path)
 	if err != nil {
-		t.Fatal(err)
+		b.Fatal(err)
 	}
 	for _, o := range poolOverhead(launches) {
 		line, err := json.Marshal(o)
 		if err != nil {
-			t.Fatal(err)
+			b.Fatal(err)
 		}
 		fmt.Printf("%s\n", line)
+	}
+}
+
+// benchOnce skips a measurement unless the benchmark runs once
+// (-test.benchtime 1x): the measurements keep their own schedules, the
+// same on every rank, and print their results, so they ignore b.N.
+func benchOnce(b *testing.B) {
+	b.Helper()
+	if f := flag.Lookup("test.benchtime"); f == nil || f.Value.String() != "1x" {
+		b.Skip("runs once: -test.run '^$' -test.benchtime 1x (under an MPI launcher for the MPI ones)")
 	}
 }
 
@@ -307,7 +322,7 @@ func TestReadOverhead(t *testing.T) {
 		return p
 	}
 	good := `{"bytes":8,"ranks":2,"library":"mpich","go_vs_c":0.9,"c_us_rounds":[1],"go_us_rounds":[1.1],"go_vs_c_rounds":[0.9],"aa_rounds":[1]}`
-	o, err := readOverhead(write("good", "=== RUN   TestMPIOverhead\n"+good+"\nPASS\n"))
+	o, err := readOverhead(write("good", "=== RUN   BenchmarkMPIOverhead\n"+good+"\nPASS\n"))
 	if err != nil || len(o) != 1 || o[0].Library != "mpich" || o[0].GoVsCRounds[0] != 0.9 {
 		t.Errorf("readOverhead: %+v, %v", o, err)
 	}
