@@ -23,6 +23,22 @@ func writeDir(t *testing.T, files map[string]string) string {
 	return dir
 }
 
+// diffErr fails t unless err says prefix+want, or is nil when want
+// is "".
+func diffErr(t *testing.T, what string, err error, prefix, want string) {
+	t.Helper()
+	var got string
+	if err != nil {
+		got = err.Error()
+	}
+	if want != "" {
+		want = prefix + want
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("%s error (-want +got):\n%s", what, diff)
+	}
+}
+
 // An include of a template that does not exist, and an include cycle, are
 // refused when the directory is loaded, with the file, line and column of
 // the include and the cycle named: at run time text/template would recurse
@@ -59,17 +75,7 @@ func TestIncludeProblems(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := writeDir(t, tt.files)
 			_, err := Load(dir)
-			var got string
-			if err != nil {
-				got = err.Error()
-			}
-			want := ""
-			if tt.err != "" {
-				want = "template directory " + dir + ": " + tt.err
-			}
-			if diff := cmp.Diff(want, got); diff != "" {
-				t.Errorf("Load error (-want +got):\n%s", diff)
-			}
+			diffErr(t, "Load", err, "template directory "+dir+": ", tt.err)
 		})
 	}
 }
@@ -113,17 +119,7 @@ func TestCheck(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var got string
-			if err := s.Check(samples); err != nil {
-				got = err.Error()
-			}
-			want := ""
-			if tt.err != "" {
-				want = "rendering sbatch.sh.tmpl: template directory " + dir + ": " + tt.err
-			}
-			if diff := cmp.Diff(want, got); diff != "" {
-				t.Errorf("Check error (-want +got):\n%s", diff)
-			}
+			diffErr(t, "Check", s.Check(samples), "rendering sbatch.sh.tmpl: template directory "+dir+": ", tt.err)
 		})
 	}
 	s, err := Load("")
