@@ -8,6 +8,7 @@ package templates
 
 import (
 	"bytes"
+	"cmp"
 	"embed"
 	"errors"
 	"fmt"
@@ -23,6 +24,7 @@ import (
 	"unicode"
 
 	"github.com/batchkit/batchkit/internal/infile"
+	"github.com/batchkit/batchkit/internal/outfile"
 	"github.com/batchkit/batchkit/internal/shquote"
 )
 
@@ -102,71 +104,44 @@ var funcs = template.FuncMap{
 // anything else is refused when the template is loaded (see checkPrints).
 var printers = []string{"q", "qargs", "directive", "comment", "word"}
 
-// Set is a loaded set of templates.
-type Set struct{ t *template.Template }
+// Set is a loaded set of templates. dir and files say where each came
+// from, for messages: the site's directory and the files read from it.
+type Set struct {
+	t     *template.Template
+	dir   string
+	files []string
+}
 
 // Load parses the embedded templates, then, when dir is not empty, every
 // *.tmpl file in dir, which replaces the embedded template of the same name
 // or is included by another ({{template "name.tmpl" .}}). A file that
 // does neither is an error (a misspelt name would otherwise leave the
 // embedded template in use without a word), and so is a template that
-// prints a value through none of the quoting functions (checkPrints).
+// prints a value through none of the quoting functions (checkPrints) or
+// includes one that does not exist or itself (checkIncludes).
 func Load(dir string) (*Set, error) {
 	root := template.New("batchkit").Option("missingkey=error").Funcs(funcs)
 	if _, err := root.ParseFS(defaults, "*.tmpl"); err != nil {
 		return nil, fmt.Errorf("embedded templates: %w", err)
 	}
-	for _, t := range root.Templates() {
-		if err := checkPrints(t); err != nil {
-			return nil, fmt.Errorf("embedded template: %w", err)
-		}
+	if err := checkAll(root); err != nil {
+		return nil, fmt.Errorf("embedded template: %w", err)
 	}
 	if dir == "" {
-		return &Set{root}, nil
+		return &Set{t: root}, nil
 	}
-	entries, err := os.ReadDir(dir)
+	files, extra, err := parseDir(root, dir)
 	if err != nil {
-		return nil, fmt.Errorf("reading template directory %s: %w", dir, err)
+		return nil, err
 	}
-	var extra []string // files that replace no template batchkit renders
-	for _, e := range entries {
-		name := e.Name()
-		if e.IsDir() {
-			continue
-		}
-		if filepath.Ext(name) != ".tmpl" {
-			if slices.Contains(Names, name+".tmpl") {
-				return nil, fmt.Errorf("template %s: batchkit reads only *.tmpl files: did you mean %s.tmpl?", filepath.Join(dir, name), name)
-			}
-			continue
-		}
-		path := filepath.Join(dir, name)
-		b, err := infile.Read(path, maxTemplateBytes)
-		if err != nil {
-			return nil, fmt.Errorf("reading template %s: %w", path, err)
-		}
-		before := len(root.Templates())
-		if _, err := root.New(name).Parse(string(b)); err != nil {
-			return nil, fmt.Errorf("parsing template %s: %w", path, err)
-		}
-		// A file of {{define}}s is a library for the others.
-		if !slices.Contains(Names, name) && len(root.Templates()) <= before+1 {
-			extra = append(extra, name)
-		}
+	// Every template, the files' {{define}}s too; errors name the file.
+	if err := checkAll(root); err != nil {
+		return nil, fmt.Errorf("template directory %s: %w", dir, err)
 	}
 	used := map[string]bool{}
 	for _, t := range root.Templates() {
-		// Every template, the files' {{define}}s too; errors name the file.
-		if err := checkPrints(t); err != nil {
-			return nil, fmt.Errorf("template directory %s: %w", dir, err)
-		}
-		if t.Tree != nil {
-			visit(t.Tree.Root, func(n parse.Node) bool {
-				if c, ok := n.(*parse.TemplateNode); ok {
-					used[c.Name] = true
-				}
-				return true
-			})
+		for _, c := range includes(t) {
+			used[c.Name] = true
 		}
 	}
 	for _, name := range extra {
@@ -175,7 +150,74 @@ func Load(dir string) (*Set, error) {
 				filepath.Join(dir, name), strings.Join(Names, ", "), name)
 		}
 	}
-	return &Set{root}, nil
+	return &Set{t: root, dir: dir, files: files}, nil
+}
+
+// parseDir parses dir's *.tmpl files into root. It returns the files read
+// and those of them that replace no template batchkit renders (extra).
+// dir must be a directory: a FIFO would block the listing for ever.
+func parseDir(root *template.Template, dir string) (files, extra []string, err error) {
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading template directory %s: %w", dir, err)
+	}
+	if !fi.IsDir() {
+		return nil, nil, &NotDirError{Path: dir, Kind: cmp.Or(outfile.KindOf(fi.Mode()), "a regular file")}
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading template directory %s: %w", dir, err)
+	}
+	for _, e := range entries {
+		name := e.Name()
+		if e.IsDir() {
+			continue
+		}
+		if filepath.Ext(name) != ".tmpl" {
+			if slices.Contains(Names, name+".tmpl") {
+				return nil, nil, fmt.Errorf("template %s: batchkit reads only *.tmpl files: did you mean %s.tmpl?", filepath.Join(dir, name), name)
+			}
+			continue
+		}
+		path := filepath.Join(dir, name)
+		b, err := infile.Read(path, maxTemplateBytes)
+		if err != nil {
+			return nil, nil, fmt.Errorf("reading template %s: %w", path, err)
+		}
+		before := len(root.Templates())
+		if _, err := root.New(name).Parse(string(b)); err != nil {
+			return nil, nil, fmt.Errorf("parsing template %s: %w", path, err)
+		}
+		files = append(files, name)
+		// A file of {{define}}s is a library for the others.
+		if !slices.Contains(Names, name) && len(root.Templates()) <= before+1 {
+			extra = append(extra, name)
+		}
+	}
+	return files, extra, nil
+}
+
+// NotDirError is a template directory that is something else.
+type NotDirError struct {
+	Path string
+	Kind string // "a regular file", "a FIFO" ...
+}
+
+func (e *NotDirError) Error() string {
+	return fmt.Sprintf("template directory %s: is %s, not a directory", e.Path, e.Kind)
+}
+
+// checkAll runs the load-time checks on every template of root, in the
+// order of their names so that the first error is always the same one.
+func checkAll(root *template.Template) error {
+	ts := root.Templates()
+	slices.SortFunc(ts, func(a, b *template.Template) int { return strings.Compare(a.Name(), b.Name()) })
+	for _, t := range ts {
+		if err := checkPrints(t); err != nil {
+			return err
+		}
+	}
+	return checkIncludes(root, ts)
 }
 
 // checkPrints refuses an action of t that prints a value no printer has
@@ -221,8 +263,7 @@ func checkPrints(t *template.Template) error {
 	if bad == nil {
 		return nil
 	}
-	loc, text := t.Tree.ErrorContext(bad)
-	return fmt.Errorf("%s: %s %s", loc, text, why)
+	return nodeError(t.Tree, bad, why)
 }
 
 // printsThrough reports the printer a pipeline's output comes from: ""
@@ -280,7 +321,8 @@ func visit(n parse.Node, f func(parse.Node) bool) bool {
 	return true
 }
 
-// Render executes the named template with data.
+// Render executes the named template with data. Its error is a
+// *RenderError.
 func (s *Set) Render(name string, data any) (string, error) {
 	t := s.t.Lookup(name)
 	if t == nil {
@@ -290,11 +332,61 @@ func (s *Set) Render(name string, data any) (string, error) {
 	if err := t.Execute(&buf, data); err != nil {
 		var ee template.ExecError
 		if errors.As(err, &ee) {
-			return "", fmt.Errorf("rendering %s: %w", name, ee.Err)
+			err = ee.Err
 		}
-		return "", fmt.Errorf("rendering %s: %w", name, err)
+		return "", &RenderError{Template: name, Where: s.where(err), Err: err}
 	}
 	return buf.String(), nil
+}
+
+// where says whose template an execution error is in: text/template's
+// location is only FILE:LINE:COL, without the site's directory.
+func (s *Set) where(err error) string {
+	msg := strings.TrimPrefix(err.Error(), "template: ")
+	for _, f := range s.files {
+		if strings.HasPrefix(msg, f+":") {
+			return "template directory " + s.dir
+		}
+	}
+	return "embedded template"
+}
+
+// RenderError is a template that failed to render. Err is
+// text/template's, which starts with the file, line and column.
+type RenderError struct {
+	Template string // the template batchkit rendered
+	Where    string // "template directory DIR" or "embedded template"
+	Err      error
+}
+
+func (e *RenderError) Error() string {
+	return fmt.Sprintf("rendering %s: %s: %s", e.Template, e.Where, strings.TrimPrefix(e.Err.Error(), "template: "))
+}
+
+func (e *RenderError) Unwrap() error { return e.Err }
+
+// Sample is data to render a template with, and what it is, for a message.
+type Sample struct {
+	What string // "a sample script with every field set"
+	Data any
+}
+
+// Check renders every template batchkit renders (Names) with each of its
+// samples: what Load cannot see from the text, a field the data lacks or
+// a value a function refuses, then fails with the file and line at
+// `batchkit profile check` rather than at submission.
+func (s *Set) Check(samples map[string][]Sample) error {
+	for _, name := range Names {
+		if len(samples[name]) == 0 {
+			return fmt.Errorf("no sample to render %s with", name)
+		}
+		for _, sm := range samples[name] {
+			if _, err := s.Render(name, sm.Data); err != nil {
+				return fmt.Errorf("%w (with %s)", err, sm.What)
+			}
+		}
+	}
+	return nil
 }
 
 // Defaults exposes the embedded templates, e.g. for a site admin to copy.

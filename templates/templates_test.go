@@ -178,15 +178,6 @@ func TestSiteTemplatesMustQuote(t *testing.T) {
 // is included by one: a misspelt name is an error, not the embedded
 // template used without a word.
 func TestSiteTemplateNames(t *testing.T) {
-	write := func(t *testing.T, files map[string]string) string {
-		dir := t.TempDir()
-		for name, text := range files {
-			if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
-		return dir
-	}
 	for _, tt := range []struct {
 		name  string
 		files map[string]string
@@ -198,7 +189,7 @@ func TestSiteTemplateNames(t *testing.T) {
 		{"other files are not templates", map[string]string{"README": "{{.X}}", "notes.txt": "x"}, ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := Load(write(t, tt.files))
+			_, err := Load(writeDir(t, tt.files))
 			if tt.err == "" && err != nil || tt.err != "" && (err == nil || !strings.Contains(err.Error(), tt.err)) {
 				t.Errorf("Load: err = %v, want %q", err, tt.err)
 			}
@@ -206,7 +197,7 @@ func TestSiteTemplateNames(t *testing.T) {
 	}
 
 	// Included files and files of {{define}}s are the site's library.
-	dir := write(t, map[string]string{
+	dir := writeDir(t, map[string]string{
 		Sbatch:          `{{template "prologue.tmpl" .}}{{template "launch" .}}`,
 		"prologue.tmpl": "#!/bin/bash\n# {{comment .P}}\n",
 		"lib.tmpl":      `{{define "launch"}}{{qargs .Launch}}{{end}}`,

@@ -11,6 +11,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/batchkit/batchkit/launch/sbatch"
 	"github.com/batchkit/batchkit/profile"
 	"github.com/batchkit/batchkit/templates"
 )
@@ -233,9 +234,11 @@ Examples:
 	}
 }
 
-// checkTemplates loads the profile's template directory as sbatch would,
-// when it is on this machine (it need exist only where jobs are
-// submitted: then a note says it was not checked).
+// checkTemplates loads the profile's template directory as sbatch would
+// and renders its templates with sample scripts (sbatch.Samples), which
+// finds what loading cannot: a field the script lacks. The directory need
+// exist only where jobs are submitted: a missing one gets a note that it
+// was not checked; one that is a file or a FIFO is an error, from Load.
 func checkTemplates(r *profile.Resolved) (note string, err error) {
 	dir := r.Profile.Templates
 	if dir == "" {
@@ -244,7 +247,11 @@ func checkTemplates(r *profile.Resolved) (note string, err error) {
 	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
 		return fmt.Sprintf(" (templates %s is not on this machine: not checked)", dir), nil
 	}
-	if _, err := templates.Load(dir); err != nil {
+	set, err := templates.Load(dir)
+	if err == nil {
+		err = set.Check(sbatch.Samples())
+	}
+	if err != nil {
 		o, _ := r.Origin("templates")
 		return "", &profile.Problem{File: o.Source, Line: o.Line, Col: o.Col, Msg: "templates: " + err.Error()}
 	}

@@ -1,0 +1,42 @@
+package sbatch
+
+import (
+	"github.com/batchkit/batchkit/slurm"
+	"github.com/batchkit/batchkit/templates"
+)
+
+// Sample is a batch script with every field set and every list non-empty,
+// the data `batchkit profile check` renders a site's templates with, so
+// that a template naming a field slurm.Script lacks fails there and not at
+// submission. Its test checks by reflection that no field is left zero: a
+// field added to slurm.Script must be added here. The values are plain
+// words, as a real profile's mostly are, so that word and directive
+// accept them.
+func Sample() slurm.Script {
+	return slurm.Script{
+		Profile:    "sample",
+		Directives: []slurm.Directive{{Flag: "partition", Value: "gpu"}, {Flag: "time", Value: "30"}},
+		Modules:    []string{"intel/oneapi"},
+		Sources:    []slurm.Source{{Path: "/opt/intel/oneapi/setvars.sh", Args: []string{"--force"}}},
+		Env:        []slurm.EnvVar{{Name: "FI_PROVIDER", Value: "psm3"}},
+		Launch:     []string{"srun", "batchkit", "exec", "--", "python3", "train.py"},
+		Requeue:    true,
+		Bindings:   &slurm.Bindings{Python: "python3", Probe: "print(1)"},
+	}
+}
+
+// MinimalSample is the least a batch script holds, a profile's name and
+// the launch line (a profile that sets nothing, under no flags): rendered
+// too, it takes the other branch of each {{if}} and {{range}}.
+func MinimalSample() slurm.Script {
+	full := Sample()
+	return slurm.Script{Profile: full.Profile, Launch: full.Launch}
+}
+
+// Samples are both, as templates.Set.Check takes them.
+func Samples() map[string][]templates.Sample {
+	return map[string][]templates.Sample{templates.Sbatch: {
+		{What: "a sample script, every field set", Data: Sample()},
+		{What: "a minimal script, only the profile name and launch line", Data: MinimalSample()},
+	}}
+}
