@@ -86,6 +86,9 @@ func NewPlan(o Options, m Machine) (Plan, error) {
 			return Plan{}, launch.Invalid("how many ranks? pass -n N (or --ppn with hosts, or hosts with slots)")
 		}
 	}
+	if err := checkRoom(o, hosts, np); err != nil {
+		return Plan{}, err
+	}
 	spec := mpirun.Spec{
 		Flavor: flavor, Launcher: program, Binary: bin, NP: np, PPN: o.PPN,
 		ExtraArgs:      append(slices.Clone(o.DefaultArgs), o.MPIArgs...),
@@ -158,6 +161,28 @@ func hostsOf(o Options, m Machine, jobID string) ([]mpirun.Host, string, error) 
 		return hosts, "", launch.Bad(err)
 	}
 	return nil, "", nil
+}
+
+// checkRoom refuses more ranks than the user's hosts have room for (--ppn
+// per host, else their slots), which launchers other than Open MPI would
+// quietly oversubscribe, unless oversubscribing was asked for (the local
+// profile does, on purpose). Hosts without slots and no --ppn leave the
+// room to the launcher; so does a Slurm allocation, whose task counts are
+// not a limit on ranks the way a user's host list is.
+func checkRoom(o Options, hosts []mpirun.Host, np int) error {
+	where := "--hosts"
+	if o.Hosts == "" {
+		where = o.Hostfile
+	}
+	room := mpirun.DefaultNP(hosts, o.PPN)
+	switch {
+	case o.Oversubscribe || (o.Hosts == "" && o.Hostfile == "") || room == 0 || np <= room:
+		return nil
+	case o.PPN > 0:
+		return launch.Invalid("%d ranks at %d per host need %d hosts, but %s has %d: add hosts, raise --ppn, lower -n or pass --oversubscribe",
+			np, o.PPN, (np+o.PPN-1)/o.PPN, where, len(hosts))
+	}
+	return launch.Invalid("%d ranks need %d slots, but %s has %d: add hosts or slots, lower -n or pass --oversubscribe", np, np, where, room)
 }
 
 // allocationHosts lists the Slurm job's nodes with their task counts.
