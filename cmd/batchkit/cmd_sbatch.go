@@ -29,8 +29,8 @@ launch line — srun with the flavor's --mpi plugin, or the flavor's mpirun — 
 'batchkit exec -- CMD ARGS...' in every rank so the program sees RANK, WORLD_SIZE, MASTER_ADDR ...
 
 Without --dry-run or --write the script is submitted with 'sbatch --parsable' and the job id
-printed; --wait waits for the job and exits with its exit code (SIGINT, SIGTERM, SIGHUP, SIGQUIT and
-SIGUSR1 go to sbatch meanwhile). --write writes only a regular
+printed (sbatch is killed if it has not answered within --submit-timeout); --wait waits for the job
+and exits with its exit code (SIGINT, SIGTERM, SIGHUP, SIGQUIT and SIGUSR1 go to sbatch meanwhile). --write writes only a regular
 file, or through a symbolic link to one: a device, FIFO, socket or directory is refused (exit 2)
 and left alone. A file replaced with --force keeps its mode and owner; one whose owner cannot be
 kept (someone else's, when not root) is refused.
@@ -73,6 +73,7 @@ Examples:
 			&cli.StringFlag{Name: "write", Usage: "write the script to `FILE` (a regular file, or a link to one), submit nothing"},
 			&cli.BoolFlag{Name: "force", Usage: "let --write overwrite an existing file (its mode and owner are kept)"},
 			&cli.BoolFlag{Name: "wait", Usage: "wait for the job and exit with its exit code"},
+			&cli.DurationFlag{Name: "submit-timeout", Value: sbatch.DefaultSubmitTimeout, Usage: "time for sbatch to answer with a job id (without --wait)"},
 		),
 		Action: sbatchAction,
 	}
@@ -157,6 +158,10 @@ func sbatchAction(c *cli.Context) error {
 		return usagef("--wait is for a submitted job: it has no effect with --dry-run or --write")
 	case c.Bool("force") && !c.IsSet("write"):
 		return usagef("--force is for --write: it lets it replace an existing file")
+	case c.IsSet("submit-timeout") && (c.Bool("wait") || c.Bool("dry-run") || c.IsSet("write")):
+		return usagef("--submit-timeout is for a submission without --wait")
+	case c.Duration("submit-timeout") <= 0:
+		return usagef("--submit-timeout %v: want a positive duration", c.Duration("submit-timeout"))
 	}
 	req, err := sbatchRequest(c, program)
 	if err != nil {
@@ -206,7 +211,7 @@ func sbatchRequest(c *cli.Context, program []string) (sbatch.Request, error) {
 		Requeue: r.Profile.Slurm.Requeue, Extra: []string(*c.Generic("sbatch-arg").(*stringList)),
 	}
 	return sbatch.Request{ProfileName: r.Name, Profile: r.Profile, Job: job, Program: program, Batchkit: self,
-		Templates: set, Wait: c.Bool("wait")}, nil
+		Templates: set, Wait: c.Bool("wait"), SubmitTimeout: c.Duration("submit-timeout")}, nil
 }
 
 // writeNew writes a file that must not exist yet, unless force: a user's

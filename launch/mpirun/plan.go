@@ -9,8 +9,12 @@
 package mpirun
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"os/exec"
 	"slices"
+	"time"
 
 	"github.com/batchkit/batchkit/detect"
 	"github.com/batchkit/batchkit/envsetup"
@@ -133,7 +137,25 @@ func findLauncher(o Options, probe mpirun.Probe) (mpirun.Program, mpirun.Flavor,
 		flavor = f
 	}
 	flavor, bin, found, err := mpirun.FindLauncher(probe, flavor, program, o.Binary)
-	return program, flavor, bin, found, launch.Bad(err)
+	if err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		err = launch.Bad(err) // a launcher that hangs is not the input's fault
+	}
+	return program, flavor, bin, found, err
+}
+
+// DefaultProbeTimeout bounds a launcher's answer to --version: a working
+// one answers at once, but a wrapper script on a slow shared file system
+// may take seconds.
+const DefaultProbeTimeout = 10 * time.Second
+
+// SystemProbe looks launchers up on this machine's PATH and asks them
+// --version, killing one that has not answered within timeout
+// (launch.Ask).
+func SystemProbe(timeout time.Duration) mpirun.Probe {
+	return mpirun.Probe{
+		LookPath: exec.LookPath,
+		Version:  func(path string) (string, error) { return launch.Ask(timeout, path, "--version") },
+	}
 }
 
 // hostsOf reads the hosts from --hosts, --hostfile (its text is returned

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -16,7 +17,7 @@ import (
 )
 
 // fakeSbatch puts an sbatch on PATH that saves the script it reads and
-// its arguments in dir, prints $FAKE_OUT and, with --wait, exits
+// its arguments in dir, prints $FAKE_OUT, sleeps with $FAKE_SLOW and, with --wait, exits
 // $FAKE_JOB (the job's code); without, $FAKE_EXIT with $FAKE_ERR on stderr.
 func fakeSbatch(t *testing.T) string {
 	t.Helper()
@@ -24,6 +25,7 @@ func fakeSbatch(t *testing.T) string {
 	script := `#!/bin/sh
 cat > "$FAKE_DIR/script"; echo "$@" > "$FAKE_DIR/args"
 printf "$FAKE_OUT"
+[ -n "$FAKE_SLOW" ] && sleep 1000
 [ -n "$FAKE_ERR" ] && echo "$FAKE_ERR" >&2
 case "$*" in *--wait*) [ -n "$FAKE_TRAP" ] && { trap 'exit 42' TERM; touch "$FAKE_DIR/ready"; while :; do sleep 0.05; done; }; exit ${FAKE_JOB:-0};; esac
 exit ${FAKE_EXIT:-0}
@@ -113,5 +115,27 @@ func TestRunSignalsAndStart(t *testing.T) {
 	var se *SubmitError
 	if code != 127 || !errors.As(err, &se) || se.Code != 127 {
 		t.Errorf("no sbatch: code %d, err %v; want 127, a SubmitError", code, err)
+	}
+}
+
+// An sbatch that never answers (a hung slurmctld) is killed, with what it
+// started, after the plan's timeout: code 1 and an error naming it. Only a
+// submission is bounded; --wait takes as long as the job.
+func TestRunTimeout(t *testing.T) {
+	fakeSbatch(t)
+	t.Setenv("FAKE_SLOW", "1")
+	start := time.Now()
+	code, err := Run(context.Background(), Plan{SubmitTimeout: 300 * time.Millisecond}, launch.IO{}, nil)
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("took %v", took)
+	}
+	var te *launch.TimeoutError
+	if !errors.As(err, &te) {
+		t.Errorf("err %v: want a launch.TimeoutError", err)
+	}
+	got := []any{code, fmt.Sprint(err)}
+	want := []any{1, "sbatch --parsable: no answer within 300ms (killed it); the job may have been queued all the same: check squeue --me"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("code, error (-want +got):\n%s", diff)
 	}
 }
