@@ -76,9 +76,8 @@ func ipList(ips []net.IP) string {
 // to 127.0.0.1).
 func checkMasterAddr(ctx context.Context, addr string, l hostLookups) (warning string, err error) {
 	addrs, err := l.resolve(ctx, addr)
-	var de *net.DNSError
 	switch {
-	case errors.As(err, &de) && de.IsNotFound:
+	case notFound(err) != nil:
 		return "", &masterAddrError{Addr: addr, Err: err}
 	case err != nil:
 		return fmt.Sprintf("cannot check %s=%s: %v", envvars.MasterAddr, addr, err), nil
@@ -99,6 +98,16 @@ func checkMasterAddr(ctx context.Context, addr string, l hostLookups) (warning s
 		return "", nil
 	}
 	return "", &masterAddrError{Addr: addr, Resolved: resolved, Local: local}
+}
+
+// notFound is err's resolver answer that the name does not exist, or nil
+// (a resolver that cannot be reached says nothing about the name).
+func notFound(err error) *net.DNSError {
+	var de *net.DNSError
+	if errors.As(err, &de) && de.IsNotFound {
+		return de
+	}
+	return nil
 }
 
 // anyHost: an address that reaches whichever host dials it.

@@ -129,8 +129,7 @@ func (p *peerRendezvous) joinRoot(deadline time.Time) error {
 // retrying cannot help. A name that does not resolve is said as rank 0
 // says it (see checkMasterAddr).
 func rootDialError(o *tcpOptions, hostport string, err error) error {
-	var de *net.DNSError
-	if errors.As(err, &de) && de.IsNotFound {
+	if de := notFound(err); de != nil {
 		return &SetupError{fmt.Errorf("rendezvous: %w", &masterAddrError{Addr: o.MasterAddr, Err: de})}
 	}
 	if badAddress(err) {
