@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/batchkit/batchkit/envsetup/envvars"
 	"github.com/batchkit/batchkit/internal/closed"
 	"github.com/batchkit/batchkit/topology"
 )
@@ -211,6 +212,7 @@ func open(kind Kind, cfg Config) (Backend, error) {
 		Logf:  cfg.Logf,
 		NoShm: getenvOf(cfg)("BATCHKIT_TCP_SHM") == "0",
 	}
+	opts.NoMasterAddrCheck = getenvOf(cfg)(envvars.MasterAddrCheck) == "0"
 	if opts.Timeout <= 0 {
 		opts.Timeout = DefaultTimeout
 	}

@@ -52,6 +52,9 @@ type tcpOptions struct {
 	// NoShm keeps links between ranks on one host on TCP
 	// (BATCHKIT_TCP_SHM=0); see tcp_shm.go.
 	NoShm bool
+	// NoMasterAddrCheck: rank 0 does not check that MASTER_ADDR is its
+	// own (BATCHKIT_MASTER_ADDR_CHECK=0); see tcp_masteraddr.go.
+	NoMasterAddrCheck bool
 }
 
 const (

@@ -24,6 +24,9 @@ type rootRendezvous struct {
 }
 
 func rendezvousRoot(o *tcpOptions, deadline time.Time) ([]*net.TCPConn, error) {
+	if err := checkRootAddr(o, deadline); err != nil {
+		return nil, err
+	}
 	r, err := listenRoot(o, deadline)
 	if err != nil {
 		return nil, err
