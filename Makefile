@@ -82,6 +82,7 @@ unit:
 fuzz:
 	$(GO) test -run='^$$' -fuzz=FuzzExpandHostlist -fuzztime=$(FUZZTIME) ./slurm/
 	$(GO) test -run='^$$' -fuzz=FuzzParseTasksPerNode -fuzztime=$(FUZZTIME) ./slurm/
+	$(GO) test -run='^$$' -fuzz=FuzzDetect -fuzztime=$(FUZZTIME) ./detect/
 	$(GO) test -run='^$$' -fuzz=FuzzQuote -fuzztime=$(FUZZTIME) ./internal/shquote/
 	$(GO) test -run='^$$' -fuzz=FuzzSiteTemplate -fuzztime=$(FUZZTIME) ./templates/
 	$(GO) test -run='^$$' -fuzz=FuzzParseSize -fuzztime=$(FUZZTIME) ./trainer/bench/

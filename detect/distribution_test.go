@@ -230,8 +230,9 @@ func checkResult(t *testing.T, got topology.Topology, err error, want topology.T
 	}
 }
 
-// emptyVar is an error quoting a value without the variable's name.
-var emptyVar = regexp.MustCompile(`(^|[^A-Za-z0-9_])="`)
+// emptyVar is an error quoting a value without the variable's name, as
+// `="": tasks per node sum to 1` did (a value with a blank is quoted).
+var emptyVar = regexp.MustCompile(`(^|: )="`)
 
 // A heterogeneous job (salloc -N1 -n1 : -N1 -n2) with the variables Slurm
 // 22.05 set on the local cluster (observed-env.md); g0 and g1 are the
