@@ -113,18 +113,7 @@ func TestDistribution(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := Detect(tt.env, Options{ReadFile: hostfiles})
-			if tt.err != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.err) {
-					t.Fatalf("error %v, want one containing %q", err, tt.err)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if diff := cmp.Diff(tt.want, got); diff != "" {
-				t.Errorf("Detect (-want +got):\n%s", diff)
-			}
+			checkResult(t, got, err, tt.want, tt.err)
 		})
 	}
 }
