@@ -90,7 +90,7 @@ unit:
 # each for a few seconds; `make fuzz FUZZTIME=5m` for longer.
 FUZZ_TARGETS := ./slurm:FuzzExpandHostlist ./slurm:FuzzCompressHostlist ./slurm:FuzzParseTasksPerNode \
 	./mpirun:FuzzParseHostfile ./profile:FuzzParseFile ./profile:FuzzSet ./templates:FuzzSiteTemplate \
-	./trainer/bench:FuzzParseSize ./internal/shquote:FuzzQuote
+	./trainer/bench:FuzzParseSize ./internal/shquote:FuzzQuote ./detect:FuzzDetect
 
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \

@@ -22,8 +22,9 @@
 // Then the same rules for every layer (place.go): the job id and the job's
 // node list, which stay true under any launcher inside a Slurm job; the
 // node rank, placed by the MPI layout when the launcher does not say;
-// MASTER_ADDR and MASTER_PORT, which win when set, else the first host of
-// the node list (127.0.0.1 when every rank is on this node) and
+// MASTER_ADDR and MASTER_PORT, which win when set, else the host of rank 0
+// (under Slurm by SLURM_DISTRIBUTION, distribution.go; else the first host
+// of the node list, 127.0.0.1 when every rank is on this node) and
 // topology.PortForJob of the job id.
 package detect
 
@@ -42,6 +43,10 @@ type Options struct {
 	// Hostname is this host's name, used as the host list when every rank
 	// runs here and no launcher names the hosts.
 	Hostname string
+	// ReadFile reads the file SLURM_HOSTFILE names, which says where rank 0
+	// of an `srun -m arbitrary` step runs. nil: only a regular file of at
+	// most 16 MiB is read (a FIFO or /dev/zero is refused).
+	ReadFile func(path string) ([]byte, error)
 }
 
 // Detect returns the Topology of this process. Errors are one line and name
@@ -68,7 +73,7 @@ func detect(getenv topology.Getenv, opts Options) (topology.Topology, error) {
 	case srunPMI(getenv, l):
 		return slurmWithPMI(getenv, l)
 	case l.rank == nil && opts.Allocation && l.tasksPerNode != nil:
-		return allocation(getenv, l)
+		return allocation(getenv, opts, l)
 	case l.rank == nil:
 		return oneProcess(getenv, l)
 	}

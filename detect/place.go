@@ -63,6 +63,13 @@ func finish(getenv topology.Getenv, opts Options, t *topology.Topology) error {
 	switch {
 	case getenv(envvars.MasterAddr) != "":
 		t.MasterAddr = getenv(envvars.MasterAddr)
+	case t.MasterAddr != "": // the layer knows rank 0's host (allocation)
+	case hostsFromSlurm && len(t.Hosts) > 0 && t.Launcher == topology.Slurm:
+		addr, err := stepMaster(getenv, opts, t)
+		if err != nil {
+			return fmt.Errorf("%s environment: %w", t.Launcher, err)
+		}
+		t.MasterAddr = addr
 	case hostsFromSlurm && len(t.Hosts) > 0:
 		t.MasterAddr = t.Hosts[0]
 	case t.NumNodes == 1:

@@ -75,6 +75,10 @@ func layout(getenv topology.Getenv, l layer, p *partial) error {
 	if err := s.Check(p.size, p.nodeRank, p.numNodes); err != nil {
 		return err
 	}
+	if s, err = nodeOrder(getenv, s, p.nodeRank); err != nil {
+		return err
+	}
+	p.hosts = s.Hosts
 	if err := s.CheckTask(p.rank, p.localRank, p.nodeRank, p.size); err != nil {
 		return err
 	}
@@ -87,9 +91,9 @@ func layout(getenv topology.Getenv, l layer, p *partial) error {
 
 // allocation is the batch script asked for its allocation
 // (Options.Allocation): the shape a step of all the job's tasks would
-// have, as rank 0 on the first node — what a script about to launch ranks
-// wants to know.
-func allocation(getenv topology.Getenv, l layer) (topology.Topology, error) {
+// have, as rank 0 — what a script about to launch ranks wants to know.
+// Rank 0 runs on the first node unless a host file says otherwise.
+func allocation(getenv topology.Getenv, opts Options, l layer) (topology.Topology, error) {
 	p, err := readCounts(getenv, l)
 	if err != nil {
 		return topology.Topology{}, err
@@ -101,20 +105,16 @@ func allocation(getenv topology.Getenv, l layer) (topology.Topology, error) {
 	if err != nil {
 		return topology.Topology{}, err
 	}
-	s, _, err := readShape(getenv, l, hosts)
+	s, node, err := allocationShape(getenv, opts, l, p, hosts)
 	if err != nil {
 		return topology.Topology{}, err
 	}
-	s = s.ForStep(p.size)
-	if err := s.Check(p.size, topology.Value{}, p.numNodes); err != nil {
-		return topology.Topology{}, err
+	t := topology.Topology{Launcher: l.launcher, WorldSize: s.Tasks(), LocalWorldSize: s.Counts[node], NodeRank: node,
+		NumNodes: len(s.Counts), Hosts: s.Hosts, JobID: p.jobID}
+	if len(s.Hosts) > node {
+		t.MasterAddr = s.Hosts[node]
 	}
-	// Rank 0 runs on the first node, so it must hold a task.
-	if s.Counts[0] < 1 {
-		return topology.Topology{}, &topology.VarError{Var: s.Var, Value: s.Raw, Msg: "the first node has no tasks: a node of a job holds at least 1"}
-	}
-	return topology.Topology{Launcher: l.launcher, WorldSize: s.Tasks(), LocalWorldSize: s.Counts[0], NumNodes: len(s.Counts),
-		Hosts: hosts, JobID: p.jobID}, nil
+	return t, nil
 }
 
 // daemonStep describes the Slurm step an MPI launcher started its per-node

@@ -77,11 +77,13 @@ func needCluster(t *testing.T) {
 }
 
 // nodeUp reports whether a node in sinfo's compact state (%t) can take a
-// job: idle, mixed, allocated, or completing (comp: the epilog of the job
-// before is still running, which a test right after another one sees),
+// job: idle, mixed, allocated, completing (comp: the epilog of the job
+// before is still running, which a test right after another one sees), or
+// planned (plnd: idle, held by the backfill scheduler for a pending job,
+// as for about 30 s after a heterogeneous job such as TestHetJob's),
 // whatever flags follow the state.
 func nodeUp(state string) bool {
-	for _, s := range []string{"idle", "mix", "alloc", "comp"} {
+	for _, s := range []string{"idle", "mix", "alloc", "comp", "plnd"} {
 		if strings.HasPrefix(state, s) {
 			return true
 		}
@@ -91,7 +93,7 @@ func nodeUp(state string) bool {
 
 func TestNodeUp(t *testing.T) {
 	for state, want := range map[string]bool{
-		"idle": true, "mix": true, "alloc": true, "comp": true, "idle*": true,
+		"idle": true, "mix": true, "alloc": true, "comp": true, "idle*": true, "plnd": true,
 		"down": false, "down*": false, "drain": false, "drng": false, "fail": false, "unk": false, "": false,
 	} {
 		if got := nodeUp(state); got != want {

@@ -28,7 +28,7 @@ type ConflictError struct {
 
 func (e *ConflictError) Error() string {
 	msg := fmt.Sprintf("conflicting %s in the %s environment: %s=%s but %s=%s",
-		e.What, e.Launcher, e.A, e.AValue, e.B, e.BValue)
+		e.What, e.Launcher, e.A, plain(e.AValue), e.B, plain(e.BValue))
 	if e.Resolution != "" {
 		msg += " (" + e.Resolution + ")"
 	}
@@ -46,7 +46,16 @@ type IncompleteError struct {
 
 func (e *IncompleteError) Error() string {
 	return fmt.Sprintf("incomplete %s environment: %s=%s is set but %s is not",
-		e.Launcher, e.Have, e.HaveValue, strings.Join(e.MissingAny, " / "))
+		e.Launcher, e.Have, plain(e.HaveValue), strings.Join(e.MissingAny, " / "))
+}
+
+// plain shows a value as is when it is one printable word, else quoted:
+// an error stays one line whatever the environment holds.
+func plain(v string) string {
+	if v == "" || strings.ContainsFunc(v, func(r rune) bool { return r <= ' ' || r == 0x7f || !strconv.IsPrint(r) }) {
+		return strconv.Quote(v)
+	}
+	return v
 }
 
 // Value is one integer read from the environment with the variable it came from.
