@@ -60,7 +60,7 @@ _Static_assert(sizeof(float) == 4, "collective: C float is not 4 bytes, MPI_FLOA
 _Static_assert(sizeof(double) == 8, "collective: C double is not 8 bytes, MPI_DOUBLE cannot carry Go float64");
 _Static_assert(sizeof(MPI_Comm) <= sizeof(uintptr_t), "collective: MPI_Comm does not fit in uintptr_t");
 
-// The values of collective.DType and collective.Op (asserted in Go).
+// The values of backend.DType and backend.Op (asserted in Go).
 enum { BK_F32 = 1, BK_F64 = 2 };
 enum { BK_SUM = 1, BK_MAX = 3, BK_MIN = 4 };
 enum { BK_THREAD_SERIALIZED = MPI_THREAD_SERIALIZED, BK_MAX_ERROR_STRING = MPI_MAX_ERROR_STRING };
@@ -79,7 +79,7 @@ static inline size_t bk_size(int t) { return t == BK_F64 ? 8 : 4; }
 // leave NaN and -0 vs +0 to operand order (x > y ? x : y), which differs
 // between ranks, so ranks could end with different bits. Here +Inf beats NaN
 // beats everything for max (-Inf for min), +0 beats -0 (-0 for min), and a
-// NaN result is always math.NaN()'s bits, as in the TCP backend (reduce.go).
+// NaN result is always math.NaN()'s bits, as in the TCP backend (backend.Reduce).
 static MPI_Op bk_max_op = MPI_OP_NULL, bk_min_op = MPI_OP_NULL;
 
 static inline double bk_nan64(void) { uint64_t u = 0x7FF8000000000001ULL; double d; memcpy(&d, &u, 8); return d; }

@@ -100,13 +100,13 @@ func TestMPI(t *testing.T) {
 		if l := c.LocalRank(); l < 0 || l >= c.Size() || (topo.NumNodes == 1 && l != topo.LocalRank) {
 			t.Errorf("local rank %d; launcher says %d (%d nodes)", l, topo.LocalRank, topo.NumNodes)
 		}
-		// The library leaves process-wide state to the program (SetupMPIProcess).
+		// The library leaves process-wide state to the program (mpi.SetupProcess).
 		if got := runtime.GOMAXPROCS(0); got != procsBefore {
 			t.Errorf("Init changed GOMAXPROCS from %d to %d", procsBefore, got)
 		}
 		mpi.SetupProcess(os.Getenv)
 		if os.Getenv("GOMAXPROCS") == "" && runtime.GOMAXPROCS(0) < 2 {
-			t.Errorf("GOMAXPROCS is %d after SetupMPIProcess, want at least 2", runtime.GOMAXPROCS(0))
+			t.Errorf("GOMAXPROCS is %d after mpi.SetupProcess, want at least 2", runtime.GOMAXPROCS(0))
 		}
 		// Every rank appears once, in order.
 		ranks := make([]float64, c.Size())
@@ -181,20 +181,20 @@ func TestMPI(t *testing.T) {
 			want = fmt.Sprintf("MPI sees a world of 1 process but the %s launcher started 2 (this is rank 0): every process came up as an MPI singleton", topo.Launcher)
 		}
 		if err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("newMPI with world size %d: %v\nwant an error containing %q", wrong.WorldSize, err, want)
+			t.Errorf("mpi.New with world size %d: %v\nwant an error containing %q", wrong.WorldSize, err, want)
 		}
 		if c.Size() > 1 {
 			wrong = topo
 			wrong.Rank = (topo.Rank + 1) % topo.WorldSize
 			if _, err := mpi.New(wrong, os.Getenv); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("MPI says this is rank %d of %d", c.Rank(), c.Size())) {
-				t.Errorf("newMPI with rank %d: %v", wrong.Rank, err)
+				t.Errorf("mpi.New with rank %d: %v", wrong.Rank, err)
 			}
 		}
 		if mpi.Finalized() || mpi.StateCounters().Open != 1 {
-			t.Errorf("a failed newMPI finalised MPI or left a communicator open (%d open)", mpi.StateCounters().Open)
+			t.Errorf("a failed mpi.New finalised MPI or left a communicator open (%d open)", mpi.StateCounters().Open)
 		}
 		if err := c.Barrier(); err != nil {
-			t.Errorf("the world after a failed newMPI: %v", err)
+			t.Errorf("the world after a failed mpi.New: %v", err)
 		}
 	})
 
@@ -229,7 +229,7 @@ func TestMPI(t *testing.T) {
 			t.Errorf("Init after Close: %v, want a 'finalised' error", err)
 		}
 		if _, err := mpi.New(topo, os.Getenv); err == nil || !strings.Contains(err.Error(), "finalised") {
-			t.Errorf("newMPI after Close: %v, want a 'finalised' error", err)
+			t.Errorf("mpi.New after Close: %v, want a 'finalised' error", err)
 		}
 	})
 }
@@ -241,10 +241,10 @@ func testMPIErrors(t *testing.T, c *collective.Comm, m *mpi.Backend) {
 	y := make([]float32, 3*c.Size())
 	check := func(what string, err error, call, class string) {
 		t.Helper()
-		var me *collective.MPIError
+		var me *mpi.Error
 		switch {
 		case !errors.As(err, &me):
-			t.Errorf("%s: %v, want an *MPIError", what, err)
+			t.Errorf("%s: %v, want an *mpi.Error", what, err)
 		case me.Call != call || (class != "" && me.Class != class):
 			t.Errorf("%s: %q, want call %s class %s", what, err, call, class)
 		case !strings.HasPrefix(err.Error(), call+": "+me.Class+": ") || len(err.Error()) < len(call)+len(me.Class)+10:
@@ -272,7 +272,7 @@ func testMPIErrors(t *testing.T, c *collective.Comm, m *mpi.Backend) {
 		"allgather lengths":  m.Allgather(backend.BufferOf(x), backend.BufferOf(y[:len(y)-1])),
 		"reducescatter lens": m.ReduceScatter(backend.BufferOf(y[:len(y)-1]), backend.BufferOf(x), collective.Sum),
 	} {
-		var me *collective.MPIError
+		var me *mpi.Error
 		if err == nil || errors.As(err, &me) {
 			t.Errorf("%s: %v, want a local error", what, err)
 		}
@@ -593,7 +593,7 @@ func testMPIWorkerGC(t *testing.T, c *collective.Comm) {
 
 // An MPI library's abort() ends the process by SIGABRT, with the library's
 // own words and nothing from Go (no goroutine dump, no status 2), once the
-// program has called SetupMPIProcess. The test runs itself again as a
+// program has called mpi.SetupProcess. The test runs itself again as a
 // singleton that initialises MPI and aborts.
 func TestMPIAbortLikeC(t *testing.T) {
 	if os.Getenv("BATCHKIT_TEST_ABORT") == "1" {

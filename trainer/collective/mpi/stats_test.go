@@ -13,7 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-// Statistics for the opt-in measurements (mpi_bench_test.go). They live in
+// Statistics for the opt-in measurements (bench_test.go). They live in
 // an untagged file so that their own tests run in every build.
 
 // medianCI returns the median of v and a distribution-free 95 % confidence

@@ -23,8 +23,8 @@ import (
 // abort, with the reason, to everyone), so New fails or succeeds on all
 // ranks together. Then every listener is closed.
 //
-// Rank 0's steps are rootRendezvous's (tcp_rendezvous_root.go), the other
-// ranks' peerRendezvous's (tcp_rendezvous_peer.go); this file holds what
+// Rank 0's steps are rootRendezvous's (rendezvous_root.go), the other
+// ranks' peerRendezvous's (rendezvous_peer.go); this file holds what
 // both use: the acceptor, dialPeer and the address table's encoding.
 
 const (

@@ -18,8 +18,8 @@ import (
 	"github.com/batchkit/batchkit/envsetup/envvars"
 )
 
-// The pure-Go TCP backend. tcp_rendezvous.go builds the authenticated full
-// mesh (tcp_auth.go), tcp_algos.go runs the collectives over it.
+// The pure-Go TCP backend. rendezvous.go builds the authenticated full
+// mesh (auth.go), algos.go runs the collectives over it.
 //
 // Data plane: every link carries raw native-endian element bytes, with no
 // framing beyond one 24-byte header per call and direction, sent before the
