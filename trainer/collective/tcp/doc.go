@@ -6,8 +6,8 @@
 //
 // It implements backend.Backend and every optional operation; collective's
 // Init is its one user, through New(Options) and ResolveToken. It depends
-// on package backend (the contract, Reduce), topology and envvars, never on
-// collective.
+// on package backend (the contract, Reduce), topology, detect (the Slurm
+// step in the token) and envvars, never on collective.
 //
 // Where to read: tcp.go (the backend, the data plane: headers, sends that
 // never block, failure), algos.go (the algorithms), rendezvous.go with
