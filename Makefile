@@ -73,6 +73,7 @@ bench-train:
 # turns "cluster not up" skips into failures, so nothing is silently skipped.
 test: cluster-up vet
 	BATCHKIT_REQUIRE_CLUSTER=1 $(GO) test -count=1 -timeout 20m ./...
+	$(MAKE) --no-print-directory fuzz FUZZTIME=3s
 
 # The cgo MPI backend is vetted with each build tag (its files are excluded
 # from the default build).
@@ -84,17 +85,18 @@ vet:
 unit:
 	$(GO) test -count=1 -short ./...
 
-# Longer fuzzing than the seed runs in `make test`.
+# Every fuzz target, one for each parser of outside input, as PACKAGE:TARGET;
+# each has its corpus in PACKAGE/testdata/fuzz/TARGET. `make test` fuzzes
+# each for a few seconds; `make fuzz FUZZTIME=5m` for longer.
+FUZZ_TARGETS := ./slurm:FuzzExpandHostlist ./slurm:FuzzCompressHostlist ./slurm:FuzzParseTasksPerNode \
+	./mpirun:FuzzParseHostfile ./profile:FuzzParseFile ./profile:FuzzSet ./templates:FuzzSiteTemplate \
+	./trainer/bench:FuzzParseSize ./internal/shquote:FuzzQuote
+
 fuzz:
-	$(GO) test -run='^$$' -fuzz=FuzzExpandHostlist -fuzztime=$(FUZZTIME) ./slurm/
-	$(GO) test -run='^$$' -fuzz=FuzzParseTasksPerNode -fuzztime=$(FUZZTIME) ./slurm/
-	$(GO) test -run='^$$' -fuzz=FuzzQuote -fuzztime=$(FUZZTIME) ./internal/shquote/
-	$(GO) test -run='^$$' -fuzz=FuzzSiteTemplate -fuzztime=$(FUZZTIME) ./templates/
-	$(GO) test -run='^$$' -fuzz=FuzzParseSize -fuzztime=$(FUZZTIME) ./trainer/bench/
-	$(GO) test -run='^$$' -fuzz=FuzzParseFile -fuzztime=$(FUZZTIME) ./profile/
-	$(GO) test -run='^$$' -fuzz=FuzzSet -fuzztime=$(FUZZTIME) ./profile/
-	$(GO) test -run='^$$' -fuzz=FuzzParseHostfile -fuzztime=$(FUZZTIME) ./mpirun/
-	$(GO) test -run='^$$' -fuzz=FuzzCompressHostlist -fuzztime=$(FUZZTIME) ./slurm/
+	@set -e; for t in $(FUZZ_TARGETS); do \
+	  echo "fuzz $$t for $(FUZZTIME)"; \
+	  $(GO) test -run='^$$' -fuzz="^$${t#*:}\$$" -fuzztime=$(FUZZTIME) "$${t%%:*}/"; \
+	done
 
 cluster-up:
 	scripts/local-cluster.sh up

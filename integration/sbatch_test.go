@@ -147,3 +147,48 @@ func TestSbatchInjection(t *testing.T) {
 		t.Errorf("a job name with a newline: exit %v, %s; want exit 2", err, msg)
 	}
 }
+
+// The directives of sbatch's own spellings and of the options batchkit
+// sbatch names are read by the real sbatch as meant: --test-only schedules
+// each (or refuses what this cluster lacks: GPUs, the reservation), never
+// "unrecognized option"; and a real job gets its node, directory and
+// layout from them.
+func TestSbatchNamedOptions(t *testing.T) {
+	needCluster(t)
+	for _, tc := range []struct {
+		name  string
+		flags []string
+		want  string // in sbatch --test-only's answer
+	}{
+		{"attached short forms", []string{"-N2", "-n4", "-t30", "-c1", "-Jx", "-o%x.out", "-e%x.err", "-a1-2", "-pdebug"}, "to start at"},
+		{"mem", []string{"--mem", "1M"}, "to start at"},
+		{"mem-per-cpu", []string{"--mem-per-cpu", "1M"}, "to start at"},
+		{"nodelist, exclude", []string{"-w", "node2", "-x", "node1"}, "on nodes node2"},
+		{"chdir, mail", []string{"-D", "/tmp", "--mail-type", "END,FAIL", "--mail-user", "root@localhost"}, "to start at"},
+		{"gres (none here)", []string{"--gres", "gpu:1"}, "Invalid generic resource"},
+		{"gpus-per-node (none here)", []string{"--gpus-per-node", "1"}, "Invalid generic resource"},
+		{"gpus-per-task (none here)", []string{"--gpus-per-task", "1", "-n1"}, "Invalid generic resource"},
+		{"reservation (none here)", []string{"--reservation", "nosuch"}, "Requested reservation is invalid"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := append(append([]string{"sbatch", "--dry-run"}, tc.flags...), "--", "true")
+			script := run(t, time.Minute, bin, args...)
+			cmd := exec.Command("sbatch", "--test-only")
+			cmd.Stdin = strings.NewReader(script)
+			out, _ := cmd.CombinedOutput()
+			if !strings.Contains(string(out), tc.want) || strings.Contains(string(out), "unrecognized") {
+				t.Errorf("sbatch --test-only: %q, want %q; the script:\n%s", out, tc.want, script)
+			}
+		})
+	}
+
+	dir := t.TempDir()
+	os.Chmod(dir, 0o777)
+	out := filepath.Join(dir, "job.out")
+	run(t, 3*time.Minute, bin, "sbatch", "--wait", "--launcher", "srun", "--flavor", "mpich", "-N1", "-n2", "-t5",
+		"--mem", "1M", "-w", "node2", "-x", "node1", "-D", dir, "-o", out, "--", "sh", "-c", `echo "$SLURMD_NODENAME $(pwd) $SLURM_NTASKS"`)
+	b, _ := os.ReadFile(out)
+	if want := "node2 " + dir + " 2\n"; string(b) != want+want {
+		t.Errorf("job output %q, want %q twice", b, want)
+	}
+}

@@ -411,24 +411,46 @@ func Command(spec Spec) ([]string, error) {
 	if bin == "" {
 		bin = r.binaries[0]
 	}
-
+	env := envArgs(spec, sx)
 	var argv []string
+	if sx.envAt == envOfLauncher && len(env) > 0 {
+		argv = append(append(argv, "env"), env...)
+	}
+	argv = append(argv, bin)
+	argv = append(argv, launcherArgs(spec, sx)...)
+	argv = append(argv, layoutArgs(spec, sx)...)
+	if sx.envAt == envFlags {
+		argv = append(argv, env...)
+	}
+	for _, k := range spec.ForwardEnv {
+		argv = append(argv, expand(sx.forward, "{K}", k)...)
+	}
+	argv = append(argv, expand(sx.fixed)...)
+	argv = append(argv, spec.ExtraArgs...)
+	if sx.envAt == envBeforeProgram {
+		argv = append(argv, env...)
+	}
+	return append(argv, spec.Program...), nil
+}
+
+// envArgs sets spec.Env in the flavor's syntax, sorted by name.
+func envArgs(spec Spec, sx *syntax) []string {
 	keys := make([]string, 0, len(spec.Env))
 	for k := range spec.Env {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	envArgs := func() []string {
-		var out []string
-		for _, k := range keys {
-			out = append(out, expand(sx.env, "{K}", k, "{V}", spec.Env[k])...)
-		}
-		return out
+	var out []string
+	for _, k := range keys {
+		out = append(out, expand(sx.env, "{K}", k, "{V}", spec.Env[k])...)
 	}
-	if sx.envAt == envOfLauncher && len(keys) > 0 {
-		argv = append(append(argv, "env"), envArgs()...)
-	}
-	argv = append(argv, bin)
+	return out
+}
+
+// launcherArgs: how the launcher itself runs (as root, oversubscribed,
+// its bootstrap, srun's PMI plugin).
+func launcherArgs(spec Spec, sx *syntax) []string {
+	var argv []string
 	if spec.AllowRunAsRoot {
 		argv = append(argv, expand(sx.allowRoot)...)
 	}
@@ -451,6 +473,12 @@ func Command(spec Spec) ([]string, error) {
 			argv = append(argv, expand(sx.srunMPI, "{P}", plugin)...)
 		}
 	}
+	return argv
+}
+
+// layoutArgs: how many ranks, how many per host, on which hosts.
+func layoutArgs(spec Spec, sx *syntax) []string {
+	var argv []string
 	if spec.NP > 0 {
 		argv = append(argv, expand(sx.np, "{N}", strconv.Itoa(spec.NP))...)
 	}
@@ -474,18 +502,7 @@ func Command(spec Spec) ([]string, error) {
 		}
 		argv = append(argv, expand(opt, "{F}", spec.Hostfile)...)
 	}
-	if sx.envAt == envFlags {
-		argv = append(argv, envArgs()...)
-	}
-	for _, k := range spec.ForwardEnv {
-		argv = append(argv, expand(sx.forward, "{K}", k)...)
-	}
-	argv = append(argv, expand(sx.fixed)...)
-	argv = append(argv, spec.ExtraArgs...)
-	if sx.envAt == envBeforeProgram {
-		argv = append(argv, envArgs()...)
-	}
-	return append(argv, spec.Program...), nil
+	return argv
 }
 
 func (s Spec) validate(sx *syntax) error {

@@ -1,6 +1,8 @@
 package mpirun
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -51,8 +53,28 @@ func FlavorFromVersion(out string) (Flavor, bool) {
 // FindLauncher stays testable.
 type Probe struct {
 	LookPath func(name string) (string, error)
-	// Version returns the combined output of "path --version".
+	// Version returns the combined output of "path --version". An error
+	// that is context.DeadlineExceeded (the launcher did not answer in
+	// time) stops the search; any other just means no flavor is read.
 	Version func(path string) (string, error)
+}
+
+// versionFlavor is the flavor path's --version output names; err only
+// when the probe timed out, which FindLauncher reports rather than
+// guessing past a launcher that hangs.
+func (p Probe) versionFlavor(path string) (Flavor, bool, error) {
+	if p.Version == nil {
+		return "", false, nil
+	}
+	out, err := p.Version(path)
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return "", false, err
+	case err != nil && out == "":
+		return "", false, nil
+	}
+	f, ok := FlavorFromVersion(out)
+	return f, ok, nil
 }
 
 // autodetect is the order flavors are guessed in when neither --flavor nor
@@ -82,56 +104,17 @@ func generic(path string) bool {
 // whose --version does not name another flavor; with neither, the flavors
 // are tried in the autodetect order (not for srun, where the flavor only
 // picks the --mpi plugin). found is false when no binary is on
-// PATH: binary is then the default name, good enough to print.
+// PATH: binary is then the default name, good enough to print. A --version
+// probe that timed out is the error.
 func FindLauncher(p Probe, flavor Flavor, launcher Program, binary string) (f Flavor, bin string, found bool, err error) {
-	versionFlavor := func(path string) (Flavor, bool) {
-		if p.Version == nil {
-			return "", false
-		}
-		out, err := p.Version(path)
-		if err != nil && out == "" {
-			return "", false
-		}
-		return FlavorFromVersion(out)
-	}
 	if binary != "" {
-		if flavor == "" {
-			var ok bool
-			if flavor, ok = FlavorFromName(binary); !ok {
-				path, lerr := p.LookPath(binary)
-				if lerr != nil {
-					if launcher == ProgramSrun {
-						return "", binary, false, nil
-					}
-					return "", binary, false, fmt.Errorf("cannot tell the MPI flavor of %s: %v; pass --flavor", binary, lerr)
-				}
-				if flavor, ok = versionFlavor(path); !ok && launcher != ProgramSrun {
-					return "", binary, true, fmt.Errorf("cannot tell the MPI flavor of %s from its --version output: pass --flavor", binary)
-				}
-			}
-		}
-		_, lerr := p.LookPath(binary)
-		return flavor, binary, lerr == nil, nil
+		return p.givenBinary(flavor, launcher, binary)
 	}
 	if flavor == "" && launcher != ProgramSrun {
 		// Under srun the flavor only picks the --mpi plugin; without one
 		// the cluster's MpiDefault applies, which beats a guess.
-		for _, a := range autodetect {
-			path, err := p.LookPath(a.binary)
-			if err != nil {
-				continue
-			}
-			if a.flavor != "" {
-				flavor = a.flavor
-				break
-			}
-			if v, ok := versionFlavor(path); ok {
-				flavor = v
-				break
-			}
-		}
-		if flavor == "" {
-			return "", "", false, fmt.Errorf("no MPI launcher found on PATH (looked for %s): pass --mpirun or --flavor", autodetectNames())
+		if flavor, err = p.autodetect(); err != nil {
+			return "", "", false, err
 		}
 	}
 	names := Binaries(flavor, launcher)
@@ -144,7 +127,11 @@ func FindLauncher(p Probe, flavor Flavor, launcher Program, binary string) (f Fl
 			continue
 		}
 		if launcher != ProgramSrun && generic(name) {
-			if v, ok := versionFlavor(path); ok && v != flavor {
+			v, ok, err := p.versionFlavor(path)
+			if err != nil {
+				return "", "", false, err
+			}
+			if ok && v != flavor {
 				continue // /usr/bin/mpirun of another MPI
 			}
 		}
@@ -154,6 +141,54 @@ func FindLauncher(p Probe, flavor Flavor, launcher Program, binary string) (f Fl
 		return flavor, "", false, fmt.Errorf("no binaries known for flavor %q", flavor)
 	}
 	return flavor, names[0], false, nil
+}
+
+// givenBinary is FindLauncher for a binary the user named: its flavor from
+// its name or its --version output, unless given.
+func (p Probe) givenBinary(flavor Flavor, launcher Program, binary string) (Flavor, string, bool, error) {
+	if flavor == "" {
+		var ok bool
+		if flavor, ok = FlavorFromName(binary); !ok {
+			path, lerr := p.LookPath(binary)
+			if lerr != nil {
+				if launcher == ProgramSrun {
+					return "", binary, false, nil
+				}
+				return "", binary, false, fmt.Errorf("cannot tell the MPI flavor of %s: %v; pass --flavor", binary, lerr)
+			}
+			flavor, ok, err := p.versionFlavor(path)
+			switch {
+			case err != nil:
+				return "", binary, true, err
+			case !ok && launcher != ProgramSrun:
+				return "", binary, true, fmt.Errorf("cannot tell the MPI flavor of %s from its --version output: pass --flavor", binary)
+			}
+			return flavor, binary, true, nil
+		}
+	}
+	_, lerr := p.LookPath(binary)
+	return flavor, binary, lerr == nil, nil
+}
+
+// autodetect is the first flavor of the autodetect order on PATH.
+func (p Probe) autodetect() (Flavor, error) {
+	for _, a := range autodetect {
+		path, err := p.LookPath(a.binary)
+		if err != nil {
+			continue
+		}
+		if a.flavor != "" {
+			return a.flavor, nil
+		}
+		v, ok, err := p.versionFlavor(path)
+		if err != nil {
+			return "", err
+		}
+		if ok {
+			return v, nil
+		}
+	}
+	return "", fmt.Errorf("no MPI launcher found on PATH (looked for %s): pass --mpirun or --flavor", autodetectNames())
 }
 
 func autodetectNames() string {

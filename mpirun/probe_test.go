@@ -1,7 +1,9 @@
 package mpirun
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"os/exec"
 	"strings"
 	"testing"
@@ -53,6 +55,10 @@ func TestFlavorFromVersion(t *testing.T) {
 	}
 }
 
+// hangs is a banner that stands for a launcher that never answers: its
+// probe times out.
+const hangs = "\x00hangs"
+
 // fakeProbe is a PATH of name → version banner ("" = on PATH, no banner).
 func fakeProbe(path map[string]string) (Probe, *[]string) {
 	var asked []string
@@ -67,8 +73,11 @@ func fakeProbe(path map[string]string) (Probe, *[]string) {
 			asked = append(asked, p)
 			for name, v := range path {
 				if "/bin/"+name == p {
-					if v == "" {
+					switch v {
+					case "":
 						return "", errors.New("exit status 1")
+					case hangs:
+						return "", fmt.Errorf("%s --version: no answer: %w", p, context.DeadlineExceeded)
 					}
 					return v, nil
 				}
@@ -115,6 +124,10 @@ func TestFindLauncher(t *testing.T) {
 		{"binary and flavor", debian, IntelMPI, "mpirun", "mpirun", IntelMPI, "mpirun", true, ""},
 		{"binary unknown", map[string]string{"mpirun": "??"}, "", "mpirun", "mpirun", "", "mpirun", true, "cannot tell the MPI flavor of mpirun from its --version output: pass --flavor"},
 		{"binary missing", map[string]string{}, "", "mpirun", "mympirun", "", "mympirun", false, "cannot tell the MPI flavor of mympirun"},
+		// A launcher that never answers --version is the error, not skipped.
+		{"autodetect: mpirun hangs", map[string]string{"mpirun": hangs, "mpiexec": versions["mpich"]}, "", "mpirun", "", "", "", false, "/bin/mpirun --version: no answer"},
+		{"binary hangs", map[string]string{"slow": hangs}, "", "mpirun", "slow", "", "", false, "/bin/slow --version: no answer"},
+		{"flavor given, generic mpirun hangs", map[string]string{"mpirun": hangs}, IntelMPI, "mpirun", "", "", "", false, "/bin/mpirun --version: no answer"},
 		{"srun no flavor", debian, "", "srun", "", "", "srun", true, ""},
 		{"srun flavor", debian, IntelMPI, "srun", "", IntelMPI, "srun", true, ""},
 		{"srun binary", map[string]string{}, "", "srun", "/opt/slurm/bin/srun", "", "/opt/slurm/bin/srun", false, ""},

@@ -130,7 +130,11 @@ func sbatchOption(s string, at keyPath) []issue {
 	case !strings.HasPrefix(s, "-"):
 		return []issue{issuef(at, "%s is not an sbatch option: want e.g. \"--exclusive\"", quoteTOML(s))}
 	}
-	// The same parse the batch script's directives go through.
+	// The same checks the batch script's directives go through: first
+	// what batchkit sbatch writes itself (in any spelling), then the form.
+	if err := slurm.CheckManaged(s); err != nil {
+		return []issue{issuef(at, "%v", err)}
+	}
 	if _, err := slurm.ParseDirective(s); err != nil {
 		return []issue{issuef(at, "%v", err)}
 	}

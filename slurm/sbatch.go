@@ -61,11 +61,22 @@ type JobOptions struct {
 	Account       string
 	QOS           string
 	Constraint    string
+	Mem           string // --mem: per node
+	MemPerCPU     string
+	Gres          string
+	GPUsPerNode   string
+	GPUsPerTask   string
+	Nodelist      string
+	Exclude       string
+	Reservation   string
 	Output, Error string
 	Array         string
 	Exclusive     bool
 	Signal        string
 	Dependency    string
+	Chdir         string
+	MailType      string
+	MailUser      string
 	Requeue       bool
 	// SiteExtra (a profile's extra_sbatch) come before the named options,
 	// Extra (--sbatch-arg) after them: sbatch takes the last of repeated
@@ -93,8 +104,11 @@ func (o JobOptions) Directives() ([]Directive, error) {
 	if o.Nodes != "" && !validNodes(o.Nodes) {
 		return nil, fmt.Errorf("--nodes %q: want a number of nodes N or a range MIN-MAX, at least 1", o.Nodes)
 	}
-	extra := func(raws []string) error {
+	extra := func(where string, raws []string) error {
 		for _, raw := range raws {
+			if err := CheckManaged(raw); err != nil {
+				return fmt.Errorf("%s %w", where, err)
+			}
 			d, err := ParseDirective(raw)
 			if err != nil {
 				return err
@@ -103,7 +117,7 @@ func (o JobOptions) Directives() ([]Directive, error) {
 		}
 		return nil
 	}
-	if err := extra(o.SiteExtra); err != nil {
+	if err := extra("slurm.extra_sbatch", o.SiteExtra); err != nil {
 		return nil, err
 	}
 	num := func(n int) string {
@@ -116,7 +130,10 @@ func (o JobOptions) Directives() ([]Directive, error) {
 		{"job-name", o.JobName}, {"nodes", o.Nodes}, {"ntasks", num(o.NTasks)},
 		{"ntasks-per-node", num(o.NTasksPerNode)}, {"cpus-per-task", num(o.CPUsPerTask)}, {"gpus", o.GPUs},
 		{"time", o.Time}, {"partition", o.Partition}, {"account", o.Account}, {"qos", o.QOS},
-		{"constraint", o.Constraint}, {"output", o.Output}, {"error", o.Error}, {"array", o.Array},
+		{"constraint", o.Constraint}, {"mem", o.Mem}, {"mem-per-cpu", o.MemPerCPU}, {"gres", o.Gres},
+		{"gpus-per-node", o.GPUsPerNode}, {"gpus-per-task", o.GPUsPerTask}, {"nodelist", o.Nodelist},
+		{"exclude", o.Exclude}, {"reservation", o.Reservation},
+		{"output", o.Output}, {"error", o.Error}, {"array", o.Array},
 	} {
 		if d.Value != "" {
 			ds = append(ds, d)
@@ -125,7 +142,9 @@ func (o JobOptions) Directives() ([]Directive, error) {
 	if o.Exclusive {
 		ds = append(ds, Directive{Flag: "exclusive"})
 	}
-	for _, d := range []Directive{{"signal", o.Signal}, {"dependency", o.Dependency}} {
+	for _, d := range []Directive{
+		{"signal", o.Signal}, {"dependency", o.Dependency}, {"chdir", o.Chdir}, {"mail-type", o.MailType}, {"mail-user", o.MailUser},
+	} {
 		if d.Value != "" {
 			ds = append(ds, d)
 		}
@@ -133,7 +152,7 @@ func (o JobOptions) Directives() ([]Directive, error) {
 	if o.Requeue {
 		ds = append(ds, Directive{Flag: "requeue"})
 	}
-	if err := extra(o.Extra); err != nil {
+	if err := extra("--sbatch-arg", o.Extra); err != nil {
 		return nil, err
 	}
 	// An #SBATCH line ends at a line break: say which option held one here,

@@ -104,7 +104,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		}
 		return exitOK
 	}
-	err := app.Run(args)
+	err := app.Run(sbatchSpellings(app, args))
 	code := exitCode(err)
 	if err != nil && code != exitOK {
 		if msg := errorLine(err); msg != "" {

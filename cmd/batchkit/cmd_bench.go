@@ -83,17 +83,8 @@ func benchAction(c *cli.Context) error {
 	if err != nil {
 		return usagef("invalid --format %q: want text or json", c.String("format"))
 	}
-	plotPath := c.String("plot")
-	if c.IsSet("plot") {
-		inputs := c.Args().Slice()
-		if c.IsSet("baseline") {
-			inputs = append(inputs, c.String("baseline"))
-		}
-		if err := checkPlotPath(plotPath, inputs, c.Bool("force")); err != nil {
-			return err
-		}
-	} else if c.IsSet("force") {
-		return usagef("--force is for --plot: it lets the plot replace an existing file")
+	if err := checkPlotFlags(c); err != nil {
+		return err
 	}
 	var baseline []bench.Result
 	if c.IsSet("baseline") {
@@ -101,32 +92,56 @@ func benchAction(c *cli.Context) error {
 			return usagef("invalid --baseline: %v", err)
 		}
 	}
-
-	if files := c.Args().Slice(); len(files) > 0 {
-		for _, f := range runOnlyFlags {
-			if c.IsSet(f) {
-				return usagef("--%s is for a run; with result files bench runs nothing (it prints, plots or compares them)", f)
-			}
-		}
-		for _, f := range files {
-			if strings.HasPrefix(f, "-") && f != "-" {
-				return usagef("flags go before the result files: %s", f)
-			}
-		}
-		var results []bench.Result
-		for _, f := range files {
-			rs, err := readResultFile(f, c.App.Reader)
-			if err != nil {
-				return badInput(err)
-			}
-			results = append(results, rs...)
-		}
-		if c.Bool("best") {
-			results, baseline = bench.Best(results), bench.Best(baseline)
-		}
-		return report(c, results, baseline, format, plotPath, false)
+	if c.Args().Len() > 0 {
+		return benchFiles(c, baseline, format)
 	}
+	return benchRun(c, baseline, format)
+}
 
+// checkPlotFlags: --plot may not overwrite its inputs, --force is for --plot.
+func checkPlotFlags(c *cli.Context) error {
+	if !c.IsSet("plot") {
+		if c.IsSet("force") {
+			return usagef("--force is for --plot: it lets the plot replace an existing file")
+		}
+		return nil
+	}
+	inputs := c.Args().Slice()
+	if c.IsSet("baseline") {
+		inputs = append(inputs, c.String("baseline"))
+	}
+	return checkPlotPath(c.String("plot"), inputs, c.Bool("force"))
+}
+
+// benchFiles prints, plots or compares result files: it runs nothing.
+func benchFiles(c *cli.Context, baseline []bench.Result, format bench.Format) error {
+	files := c.Args().Slice()
+	for _, f := range runOnlyFlags {
+		if c.IsSet(f) {
+			return usagef("--%s is for a run; with result files bench runs nothing (it prints, plots or compares them)", f)
+		}
+	}
+	for _, f := range files {
+		if strings.HasPrefix(f, "-") && f != "-" {
+			return usagef("flags go before the result files: %s", f)
+		}
+	}
+	var results []bench.Result
+	for _, f := range files {
+		rs, err := readResultFile(f, c.App.Reader)
+		if err != nil {
+			return badInput(err)
+		}
+		results = append(results, rs...)
+	}
+	if c.Bool("best") {
+		results, baseline = bench.Best(results), bench.Best(baseline)
+	}
+	return report(c, results, baseline, format, c.String("plot"), false)
+}
+
+// benchRun measures on this rank's world; rank 0 reports.
+func benchRun(c *cli.Context, baseline []bench.Result, format bench.Format) error {
 	if c.IsSet("best") {
 		return usagef("--best is for result files: it merges runs that were already made")
 	}
@@ -137,7 +152,6 @@ func benchAction(c *cli.Context) error {
 	if baseline != nil && !hasOpDType(baseline, opts) {
 		return usagef("invalid --baseline %s: no %s %s results to compare with", c.String("baseline"), opts.Op, opts.DType)
 	}
-
 	topo, err := detect.Detect(os.Getenv, detect.Options{Hostname: hostname()})
 	if err != nil {
 		return badInput(err)
@@ -154,7 +168,6 @@ func benchAction(c *cli.Context) error {
 		return err
 	}
 	defer comm.Close()
-
 	if comm.Rank() == 0 && isTerminal(c.App.ErrWriter) {
 		opts.Progress = c.App.ErrWriter
 	}
@@ -162,13 +175,10 @@ func benchAction(c *cli.Context) error {
 	if errors.Is(err, bench.ErrNoSizes) {
 		return badInput(err)
 	}
-	if err != nil {
+	if err != nil || comm.Rank() != 0 {
 		return err
 	}
-	if comm.Rank() != 0 {
-		return nil
-	}
-	return report(c, results, baseline, format, plotPath, true)
+	return report(c, results, baseline, format, c.String("plot"), true)
 }
 
 // benchOptions validates the run's flags: one line naming the flag, exit 2.

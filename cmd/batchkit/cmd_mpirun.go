@@ -1,13 +1,10 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"strings"
-	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -81,6 +78,7 @@ Examples:
 			&cli.StringFlag{Name: "srun-mpi", Usage: "srun --mpi plugin (default: pmix for Open MPI, pmi2 otherwise)"},
 			&cli.IntFlag{Name: "master-port", Usage: "MASTER_PORT for all ranks"},
 			&cli.DurationFlag{Name: "source-timeout", Value: envsetup.DefaultTimeout, Usage: "time for the profile's source scripts"},
+			&cli.DurationFlag{Name: "probe-timeout", Value: mpilaunch.DefaultProbeTimeout, Usage: "time for a launcher's answer to --version (asked for its flavor)"},
 			&cli.BoolFlag{Name: "dry-run", Usage: "print the command, shell-quoted, instead of running it"},
 		},
 		Action: mpirunAction,
@@ -105,7 +103,7 @@ func mpirunAction(c *cli.Context) error {
 			return err
 		}
 	}
-	m := mpilaunch.Machine{Getenv: os.Getenv, Probe: systemProbe, ReadFile: os.ReadFile, Self: self, FreePort: freePort}
+	m := mpilaunch.Machine{Getenv: os.Getenv, Probe: mpilaunch.SystemProbe(c.Duration("probe-timeout")), ReadFile: os.ReadFile, Self: self, FreePort: freePort}
 	p, err := mpilaunch.NewPlan(o, m)
 	if err != nil {
 		return launchExit(1, err)
@@ -246,17 +244,6 @@ func printPlan(w io.Writer, penv profile.Env, p mpilaunch.Plan) error {
 	out = lines + out
 	_, err = io.WriteString(w, out)
 	return err
-}
-
-// systemProbe looks launchers up on this machine.
-var systemProbe = mpirun.Probe{
-	LookPath: exec.LookPath,
-	Version: func(path string) (string, error) {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		out, err := exec.CommandContext(ctx, path, "--version").CombinedOutput()
-		return string(out), err
-	},
 }
 
 // freePort asks the kernel for a TCP port free on every interface (ranks

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"slices"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -29,8 +30,8 @@ launch line — srun with the flavor's --mpi plugin, or the flavor's mpirun — 
 'batchkit exec -- CMD ARGS...' in every rank so the program sees RANK, WORLD_SIZE, MASTER_ADDR ...
 
 Without --dry-run or --write the script is submitted with 'sbatch --parsable' and the job id
-printed; --wait waits for the job and exits with its exit code (SIGINT, SIGTERM, SIGHUP, SIGQUIT and
-SIGUSR1 go to sbatch meanwhile). --write writes only a regular
+printed (sbatch is killed if it has not answered within --submit-timeout); --wait waits for the job
+and exits with its exit code (SIGINT, SIGTERM, SIGHUP, SIGQUIT and SIGUSR1 go to sbatch meanwhile). --write writes only a regular
 file, or through a symbolic link to one: a device, FIFO, socket or directory is refused (exit 2)
 and left alone. A file replaced with --force keeps its mode and owner; one whose owner cannot be
 kept (someone else's, when not root) is refused.
@@ -51,30 +52,43 @@ Examples:
 			&cli.IntFlag{Name: "ntasks", Aliases: []string{"n"}, Usage: "total number of tasks (ranks)"},
 			&cli.IntFlag{Name: "ntasks-per-node", Usage: "tasks (ranks) per node"},
 			&cli.IntFlag{Name: "cpus-per-task", Aliases: []string{"c"}, Usage: "CPUs per task"},
-			&cli.StringFlag{Name: "gpus", Usage: "GPUs for the job"},
+			&cli.StringFlag{Name: "gpus", Aliases: []string{"G"}, Usage: "GPUs for the job"},
+			&cli.StringFlag{Name: "gpus-per-node", Usage: "GPUs on every node"},
+			&cli.StringFlag{Name: "gpus-per-task", Usage: "GPUs for every task (rank)"},
+			&cli.StringFlag{Name: "gres", Usage: "generic resources on every node, e.g. gpu:a100:4"},
+			&cli.StringFlag{Name: "mem", Usage: "memory on every node, e.g. 64G"},
+			&cli.StringFlag{Name: "mem-per-cpu", Usage: "memory for every CPU, e.g. 4G"},
 			&cli.StringFlag{Name: "time", Aliases: []string{"t"}, Usage: "time limit (profile: slurm.time)"},
 			&cli.StringFlag{Name: "partition", Aliases: []string{"p"}, Usage: "partition (profile: slurm.partition)"},
 			&cli.StringFlag{Name: "account", Aliases: []string{"A"}, Usage: "account (profile: slurm.account)"},
-			&cli.StringFlag{Name: "qos", Usage: "quality of service (profile: slurm.qos)"},
+			&cli.StringFlag{Name: "qos", Aliases: []string{"q"}, Usage: "quality of service (profile: slurm.qos)"},
 			&cli.StringFlag{Name: "constraint", Aliases: []string{"C"}, Usage: "node features (profile: slurm.constraint)"},
+			&cli.StringFlag{Name: "nodelist", Aliases: []string{"w"}, Usage: "nodes the job must have (a host list)"},
+			&cli.StringFlag{Name: "exclude", Aliases: []string{"x"}, Usage: "nodes the job must not have (a host list)"},
+			&cli.StringFlag{Name: "reservation", Usage: "reservation to run in"},
 			&cli.StringFlag{Name: "job-name", Aliases: []string{"J"}, Usage: "job name"},
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "stdout file pattern"},
 			&cli.StringFlag{Name: "error", Aliases: []string{"e"}, Usage: "stderr file pattern"},
-			&cli.StringFlag{Name: "array", Usage: "job array indexes"},
+			&cli.StringFlag{Name: "array", Aliases: []string{"a"}, Usage: "job array indexes"},
 			&cli.BoolFlag{Name: "exclusive", Usage: "whole nodes"},
 			&cli.StringFlag{Name: "signal", Usage: "signal before the time limit, e.g. USR1@120"},
 			&cli.StringFlag{Name: "dependency", Aliases: []string{"d"}, Usage: "job dependencies"},
+			&cli.StringFlag{Name: "chdir", Aliases: []string{"D"}, Usage: "working directory of the batch script"},
+			&cli.StringFlag{Name: "mail-type", Usage: "mail on these events, e.g. END,FAIL"},
+			&cli.StringFlag{Name: "mail-user", Usage: "address for --mail-type's mail"},
 			&cli.BoolFlag{Name: "requeue", Usage: "requeue the job when CMD exits 75 (checkpointed on SIGUSR1/SIGTERM; it must resume); --requeue=false overrides the profile (profile: slurm.requeue)"},
 			// Not a StringSliceFlag: that splits at commas, and
 			// --mail-type=END,FAIL is one directive.
-			&cli.GenericFlag{Name: "sbatch-arg", Value: &stringList{}, Usage: "any other directive, e.g. --sbatch-arg=--mail-type=END,FAIL (repeatable)"},
+			&cli.GenericFlag{Name: "sbatch-arg", Value: &stringList{}, Usage: "any other directive, e.g. --sbatch-arg=--hint=nomultithread (repeatable; not one of the options above)"},
 			&cli.StringFlag{Name: "batchkit", Usage: "path of batchkit on the compute nodes (default: this binary)"},
 			&cli.BoolFlag{Name: "dry-run", Usage: "print the script, submit nothing"},
 			&cli.StringFlag{Name: "write", Usage: "write the script to `FILE` (a regular file, or a link to one), submit nothing"},
 			&cli.BoolFlag{Name: "force", Usage: "let --write overwrite an existing file (its mode and owner are kept)"},
 			&cli.BoolFlag{Name: "wait", Usage: "wait for the job and exit with its exit code"},
+			&cli.DurationFlag{Name: "submit-timeout", Value: sbatch.DefaultSubmitTimeout, Usage: "time for sbatch to answer with a job id (without --wait)"},
 		),
-		Action: sbatchAction,
+		Action:       sbatchAction,
+		OnUsageError: sbatchUsageError,
 	}
 }
 
@@ -157,6 +171,10 @@ func sbatchAction(c *cli.Context) error {
 		return usagef("--wait is for a submitted job: it has no effect with --dry-run or --write")
 	case c.Bool("force") && !c.IsSet("write"):
 		return usagef("--force is for --write: it lets it replace an existing file")
+	case c.IsSet("submit-timeout") && (c.Bool("wait") || c.Bool("dry-run") || c.IsSet("write")):
+		return usagef("--submit-timeout is for a submission without --wait")
+	case c.Duration("submit-timeout") <= 0:
+		return usagef("--submit-timeout %v: want a positive duration", c.Duration("submit-timeout"))
 	}
 	req, err := sbatchRequest(c, program)
 	if err != nil {
@@ -203,10 +221,14 @@ func sbatchRequest(c *cli.Context, program []string) (sbatch.Request, error) {
 		NTasksPerNode: c.Int("ntasks-per-node"), CPUsPerTask: c.Int("cpus-per-task"), GPUs: c.String("gpus"),
 		Output: c.String("output"), Error: c.String("error"), Array: c.String("array"),
 		Exclusive: c.Bool("exclusive"), Signal: c.String("signal"), Dependency: c.String("dependency"),
+		Mem: c.String("mem"), MemPerCPU: c.String("mem-per-cpu"), Gres: c.String("gres"),
+		GPUsPerNode: c.String("gpus-per-node"), GPUsPerTask: c.String("gpus-per-task"),
+		Nodelist: c.String("nodelist"), Exclude: c.String("exclude"), Reservation: c.String("reservation"),
+		Chdir: c.String("chdir"), MailType: c.String("mail-type"), MailUser: c.String("mail-user"),
 		Requeue: r.Profile.Slurm.Requeue, Extra: []string(*c.Generic("sbatch-arg").(*stringList)),
 	}
 	return sbatch.Request{ProfileName: r.Name, Profile: r.Profile, Job: job, Program: program, Batchkit: self,
-		Templates: set, Wait: c.Bool("wait")}, nil
+		Templates: set, Wait: c.Bool("wait"), SubmitTimeout: c.Duration("submit-timeout")}, nil
 }
 
 // writeNew writes a file that must not exist yet, unless force: a user's
@@ -231,4 +253,111 @@ func writeNew(path, text string, force bool) error {
 		return fmt.Errorf("--write: %w", err)
 	}
 	return nil
+}
+
+// sbatchSpellings rewrites the attached short forms sbatch takes (-N2,
+// -t30, -Jtrain) among batchkit sbatch's flags into -N=2 ..., which the
+// flag parser reads; it would take -N2 for a flag named "N2". Only the
+// words before the program are flags, and a flag's value given as the next
+// word is skipped. Other commands' arguments are returned as they are.
+func sbatchSpellings(app *cli.App, args []string) []string {
+	cmd := findCommand(app.Commands, "sbatch")
+	if len(args) < 2 || cmd == nil || args[1] != cmd.Name {
+		return args
+	}
+	out := slices.Clone(args)
+	for i := 2; i < len(out); i++ {
+		w := out[i]
+		if w == "--" || w == "-" || !strings.HasPrefix(w, "-") {
+			break
+		}
+		if takesValue(cmd.Flags, w) {
+			i++ // its value, whatever it looks like
+			continue
+		}
+		out[i] = attachedShort(cmd.Flags, w)
+	}
+	return out
+}
+
+// attachedShort is -X=rest for a word -Xrest whose X is a one-letter flag
+// taking a value, unless Xrest names a flag itself (-ntasks-per-node).
+func attachedShort(flags []cli.Flag, w string) string {
+	if strings.HasPrefix(w, "--") || len(w) < 3 {
+		return w
+	}
+	name, _, _ := strings.Cut(w[1:], "=")
+	if isFlag(flags, name) || !takesValue(flags, w[:2]) {
+		return w
+	}
+	return w[:2] + "=" + w[2:]
+}
+
+func isFlag(flags []cli.Flag, name string) bool {
+	for _, f := range flags {
+		if slices.Contains(f.Names(), name) {
+			return true
+		}
+	}
+	return false
+}
+
+// sbatchUsageError turns "flag provided but not defined" for an sbatch
+// option batchkit sbatch has no flag for into what to write instead.
+func sbatchUsageError(c *cli.Context, err error, sub bool) error {
+	if name, ok := strings.CutPrefix(err.Error(), "flag provided but not defined: -"); ok {
+		if hint := sbatchOptionHint(c.Command.Flags, writtenAs(c, name)); hint != "" {
+			return usagef("%s", hint)
+		}
+	}
+	return onUsageError(c, err, sub)
+}
+
+// writtenAs is the word of the command line that the flag parser reported
+// as name (it drops the dashes and any "=VALUE"); "--name" if none is.
+func writtenAs(c *cli.Context, name string) string {
+	if lineage := c.Lineage(); len(lineage) > 1 {
+		for _, w := range lineage[1].Args().Slice() {
+			if n, _, _ := strings.Cut(strings.TrimLeft(w, "-"), "="); n == name && strings.HasPrefix(w, "-") {
+				return w
+			}
+		}
+	}
+	return "--" + name
+}
+
+// sbatchOptionHint says how to pass the sbatch option in word w, which
+// batchkit sbatch has no flag for: by the flag it has, spelled in full, or
+// with --sbatch-arg. "" when w is not sbatch's (or abbreviates several).
+// A single-dash word is a long name when sbatch has one (as batchkit's
+// flags may be written), else a short option with its value attached, as
+// sbatch reads it.
+func sbatchOptionHint(flags []cli.Flag, w string) string {
+	name, value, hasValue := strings.Cut(strings.TrimLeft(w, "-"), "=")
+	written := w
+	if hasValue {
+		written = strings.TrimSuffix(w, "="+value)
+	}
+	o, ok := slurm.LookupLong(name)
+	if !ok && !strings.HasPrefix(w, "--") && name != "" {
+		if o, ok = slurm.LookupShort(name[0]); ok && len(name) > 1 {
+			value, hasValue = name[1:], true
+		}
+	}
+	switch {
+	case !ok:
+		return ""
+	case isFlag(flags, o.Long):
+		return fmt.Sprintf("%s: batchkit sbatch spells this option --%s", written, o.Long)
+	}
+	use := "--sbatch-arg=--" + o.Long
+	switch {
+	case hasValue && o.Arg != slurm.NoValue:
+		use += "=" + value
+	case o.Arg == slurm.ValueRequired:
+		use += "=VALUE"
+	case o.Arg == slurm.ValueOptional:
+		use += "[=VALUE]"
+	}
+	return fmt.Sprintf("%s: batchkit sbatch has no flag for this sbatch option: use %s", written, use)
 }

@@ -9,8 +9,12 @@
 package mpirun
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"os/exec"
 	"slices"
+	"time"
 
 	"github.com/batchkit/batchkit/detect"
 	"github.com/batchkit/batchkit/envsetup"
@@ -86,6 +90,9 @@ func NewPlan(o Options, m Machine) (Plan, error) {
 			return Plan{}, launch.Invalid("how many ranks? pass -n N (or --ppn with hosts, or hosts with slots)")
 		}
 	}
+	if err := checkRoom(o, hosts, np); err != nil {
+		return Plan{}, err
+	}
 	spec := mpirun.Spec{
 		Flavor: flavor, Launcher: program, Binary: bin, NP: np, PPN: o.PPN,
 		ExtraArgs:      append(slices.Clone(o.DefaultArgs), o.MPIArgs...),
@@ -130,7 +137,25 @@ func findLauncher(o Options, probe mpirun.Probe) (mpirun.Program, mpirun.Flavor,
 		flavor = f
 	}
 	flavor, bin, found, err := mpirun.FindLauncher(probe, flavor, program, o.Binary)
-	return program, flavor, bin, found, launch.Bad(err)
+	if err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		err = launch.Bad(err) // a launcher that hangs is not the input's fault
+	}
+	return program, flavor, bin, found, err
+}
+
+// DefaultProbeTimeout bounds a launcher's answer to --version: a working
+// one answers at once, but a wrapper script on a slow shared file system
+// may take seconds.
+const DefaultProbeTimeout = 10 * time.Second
+
+// SystemProbe looks launchers up on this machine's PATH and asks them
+// --version, killing one that has not answered within timeout
+// (launch.Ask).
+func SystemProbe(timeout time.Duration) mpirun.Probe {
+	return mpirun.Probe{
+		LookPath: exec.LookPath,
+		Version:  func(path string) (string, error) { return launch.Ask(timeout, path, "--version") },
+	}
 }
 
 // hostsOf reads the hosts from --hosts, --hostfile (its text is returned
@@ -158,6 +183,28 @@ func hostsOf(o Options, m Machine, jobID string) ([]mpirun.Host, string, error) 
 		return hosts, "", launch.Bad(err)
 	}
 	return nil, "", nil
+}
+
+// checkRoom refuses more ranks than the user's hosts have room for (--ppn
+// per host, else their slots), which launchers other than Open MPI would
+// quietly oversubscribe, unless oversubscribing was asked for (the local
+// profile does, on purpose). Hosts without slots and no --ppn leave the
+// room to the launcher; so does a Slurm allocation, whose task counts are
+// not a limit on ranks the way a user's host list is.
+func checkRoom(o Options, hosts []mpirun.Host, np int) error {
+	where := "--hosts"
+	if o.Hosts == "" {
+		where = o.Hostfile
+	}
+	room := mpirun.DefaultNP(hosts, o.PPN)
+	switch {
+	case o.Oversubscribe || (o.Hosts == "" && o.Hostfile == "") || room == 0 || np <= room:
+		return nil
+	case o.PPN > 0:
+		return launch.Invalid("%d ranks at %d per host need %d hosts, but %s has %d: add hosts, raise --ppn, lower -n or pass --oversubscribe",
+			np, o.PPN, (np+o.PPN-1)/o.PPN, where, len(hosts))
+	}
+	return launch.Invalid("%d ranks need %d slots, but %s has %d: add hosts or slots, lower -n or pass --oversubscribe", np, np, where, room)
 }
 
 // allocationHosts lists the Slurm job's nodes with their task counts.

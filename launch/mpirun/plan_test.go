@@ -146,6 +146,13 @@ func TestNewPlan(t *testing.T) {
 		{name: "allocation's task counts disagree", o: Options{},
 			m:       machine(openMPI, map[string]string{"SLURM_JOB_ID": "1", "SLURM_JOB_NODELIST": "n[1-2]", "SLURM_TASKS_PER_NODE": "2"}, nil),
 			wantErr: `SLURM_TASKS_PER_NODE="2" lists 1 nodes but SLURM_JOB_NODELIST has 2`},
+		{name: "more ranks than --ppn places on the hosts", o: Options{Flavor: "mpich", Hosts: "a,b", PPN: 2, NP: 5, NPSet: true},
+			m: machine(hydra, nil, nil), wantErr: "5 ranks at 2 per host need 3 hosts, but --hosts has 2: add hosts, raise --ppn, lower -n or pass --oversubscribe"},
+		{name: "more ranks than the hosts' slots", o: Options{Flavor: "mpich", Hosts: "a:2,b:1", NP: 4, NPSet: true},
+			m: machine(hydra, nil, nil), wantErr: "4 ranks need 4 slots, but --hosts has 3: add hosts or slots, lower -n or pass --oversubscribe"},
+		{name: "more ranks than a hostfile's slots", o: Options{Hostfile: "hosts", NP: 5, NPSet: true},
+			m:       machine(openMPI, nil, map[string]string{"hosts": "n1 slots=2\nn2 slots=2\n"}),
+			wantErr: "5 ranks need 5 slots, but hosts has 4: add hosts or slots, lower -n or pass --oversubscribe"},
 		{name: "srun plugin given with mpiexec", o: Options{Flavor: "mpich", Launcher: mpirun.ProgramMpiexec, NP: 1, NPSet: true, SrunMPI: "pmi2", SrunMPISet: true},
 			m: machine(hydra, nil, nil), wantErr: `an srun MPI plugin ("pmi2") needs launcher srun, not Hydra mpiexec`},
 	}
@@ -167,6 +174,46 @@ func TestNewPlan(t *testing.T) {
 			}
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("plan (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// More ranks than the user's hosts have room for is refused unless
+// oversubscribing was asked for; where the room is unknown or the hosts
+// are the allocation's, the launcher decides.
+func TestCheckRoom(t *testing.T) {
+	ab, abSlots := []mpirun.Host{{Name: "a"}, {Name: "b"}}, []mpirun.Host{{Name: "a", Slots: 2}, {Name: "b", Slots: 2}}
+	tests := []struct {
+		name  string
+		o     Options
+		hosts []mpirun.Host
+		np    int
+		want  string // "": accepted
+	}{
+		{"ppn fills the hosts", Options{Hosts: "a,b", PPN: 2}, ab, 4, ""},
+		{"ppn short of a host", Options{Hosts: "a,b", PPN: 2}, ab, 5,
+			"5 ranks at 2 per host need 3 hosts, but --hosts has 2: add hosts, raise --ppn, lower -n or pass --oversubscribe"},
+		{"ppn short, oversubscribe asked for", Options{Hosts: "a,b", PPN: 2, Oversubscribe: true}, ab, 5, ""},
+		{"ppn wins over slots", Options{Hosts: "a:2,b:2", PPN: 3}, abSlots, 6, ""},
+		{"slots fill the hosts", Options{Hostfile: "h"}, abSlots, 4, ""},
+		{"slots short", Options{Hostfile: "h"}, abSlots, 5,
+			"5 ranks need 5 slots, but h has 4: add hosts or slots, lower -n or pass --oversubscribe"},
+		{"slots short, oversubscribe asked for", Options{Hostfile: "h", Oversubscribe: true}, abSlots, 5, ""},
+		{"no slots, no ppn: the launcher decides", Options{Hosts: "a,b"}, ab, 5, ""},
+		{"the allocation's task counts are no limit", Options{}, abSlots, 8, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := ""
+			if err := checkRoom(tt.o, tt.hosts, tt.np); err != nil {
+				got = err.Error()
+				if !errors.Is(err, launch.ErrInvalid) {
+					t.Errorf("%v: not launch.ErrInvalid", err)
+				}
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("error (-want +got):\n%s", diff)
 			}
 		})
 	}

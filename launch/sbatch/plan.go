@@ -8,6 +8,7 @@ import (
 	"cmp"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/batchkit/batchkit/envsetup"
 	"github.com/batchkit/batchkit/launch"
@@ -31,6 +32,8 @@ type Request struct {
 	Templates *templates.Set
 	// Wait: Run waits for the job and its code is the job's.
 	Wait bool
+	// SubmitTimeout bounds sbatch without Wait; 0: DefaultSubmitTimeout.
+	SubmitTimeout time.Duration
 }
 
 // Plan is a batch job decided but not submitted.
@@ -38,6 +41,8 @@ type Plan struct {
 	Script slurm.Script // what the template was given
 	Text   string       // the batch script
 	Wait   bool
+	// SubmitTimeout bounds sbatch without Wait; 0: DefaultSubmitTimeout.
+	SubmitTimeout time.Duration
 }
 
 // NewPlan builds and renders the batch script (Script). Its errors are
@@ -57,7 +62,7 @@ func NewPlan(req Request) (Plan, error) {
 	if err != nil {
 		return Plan{}, launch.Bad(err)
 	}
-	return Plan{Script: script, Text: text, Wait: req.Wait}, nil
+	return Plan{Script: script, Text: text, Wait: req.Wait, SubmitTimeout: req.SubmitTimeout}, nil
 }
 
 // Script builds the batch script's content: #SBATCH directives from

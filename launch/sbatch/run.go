@@ -10,7 +10,9 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
+	"time"
 
+	"github.com/batchkit/batchkit/internal/cmdgroup"
 	"github.com/batchkit/batchkit/launch"
 )
 
@@ -34,20 +36,30 @@ func (e *SubmitError) Error() string {
 }
 func (e *SubmitError) Unwrap() error { return e.Err }
 
+// DefaultSubmitTimeout bounds sbatch --parsable without --wait, which
+// answers as soon as slurmctld has queued the job: generous for a
+// controller that is busy or failing over, short of a hang.
+const DefaultSubmitTimeout = 2 * time.Minute
+
 // Run pipes the script to `sbatch --parsable` and writes the job id to
 // io.Stdout, a line as soon as sbatch prints it (before --wait blocks).
 // With p.Wait, sbatch waits for the job to end and the code is the job's
-// (sbatch --wait exits with it). Signals and cancelling ctx follow package
-// launch: they reach sbatch, which stays in this process group. A failure
-// of sbatch itself is a *SubmitError with sbatch's status as the code.
+// (sbatch --wait exits with it). Without, sbatch only asks for a job id:
+// it runs in a process group of its own, killed whole when it has not
+// answered within p.SubmitTimeout (a *launch.TimeoutError, code 1).
+// Signals and cancelling ctx follow package launch: they reach sbatch (a
+// terminal's Ctrl-C through batchkit, which forwards it, when sbatch has
+// its own group). A failure of sbatch itself is a *SubmitError with
+// sbatch's status as the code.
 func Run(ctx context.Context, p Plan, io launch.IO, sigs <-chan os.Signal) (int, error) {
-	args := []string{"--parsable"}
+	argv := []string{Program, "--parsable"}
 	if p.Wait {
-		args = append(args, "--wait")
+		argv = append(argv, "--wait")
 	}
 	id := &idWriter{out: io.Stdout}
 	var stderr bytes.Buffer
-	cmd := exec.Command(Program, args...)
+	cmd, timedOut, release := submitCommand(argv, p)
+	defer release()
 	cmd.Stdin = strings.NewReader(p.Text)
 	cmd.Stdout, cmd.Stderr = id, &stderr
 	code, err := launch.RunChild(ctx, cmd, sigs)
@@ -56,12 +68,37 @@ func Run(ctx context.Context, p Plan, io launch.IO, sigs <-chan os.Signal) (int,
 	switch {
 	case errors.As(err, &se):
 		return se.Code, &SubmitError{Code: se.Code, Err: se.Err}
+	case code != 0 && timedOut():
+		return 1, &launch.TimeoutError{Command: argv, After: p.submitTimeout(),
+			Hint: "the job may have been queued all the same: check squeue --me"}
 	case err != nil && ctx.Err() == nil: // waiting for sbatch failed
 		return code, &SubmitError{Code: code, Stderr: stderr.String(), Err: err}
 	case err == nil && code != 0 && (jobID == "" || !p.Wait): // sbatch's own failure, not the job's
 		return code, &SubmitError{Code: code, Stderr: stderr.String(), Err: fmt.Errorf("exit status %d", code)}
 	}
 	return code, err
+}
+
+// submitCommand is the sbatch to run, whether it was killed for taking
+// too long, and what to call when done with it. sbatch --wait takes as
+// long as the job and stays in this process group; a submission only is
+// bounded (cmdgroup.Bound).
+func submitCommand(argv []string, p Plan) (cmd *exec.Cmd, timedOut func() bool, release func()) {
+	if p.Wait {
+		return exec.Command(argv[0], argv[1:]...), func() bool { return false }, func() {}
+	}
+	// Not ctx's child: cancelling ctx is RunChild's SIGTERM, not a kill.
+	tctx, cancel := context.WithTimeout(context.Background(), p.submitTimeout())
+	cmd = exec.CommandContext(tctx, argv[0], argv[1:]...)
+	cmdgroup.Bound(cmd, time.Second)
+	return cmd, func() bool { return tctx.Err() == context.DeadlineExceeded }, cancel
+}
+
+func (p Plan) submitTimeout() time.Duration {
+	if p.SubmitTimeout > 0 {
+		return p.SubmitTimeout
+	}
+	return DefaultSubmitTimeout
 }
 
 // idWriter takes sbatch --parsable's output and writes the job id, a line,

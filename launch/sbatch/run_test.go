@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -16,7 +17,7 @@ import (
 )
 
 // fakeSbatch puts an sbatch on PATH that saves the script it reads and
-// its arguments in dir, prints $FAKE_OUT and, with --wait, exits
+// its arguments in dir, prints $FAKE_OUT, sleeps with $FAKE_SLOW and, with --wait, exits
 // $FAKE_JOB (the job's code); without, $FAKE_EXIT with $FAKE_ERR on stderr.
 func fakeSbatch(t *testing.T) string {
 	t.Helper()
@@ -24,6 +25,7 @@ func fakeSbatch(t *testing.T) string {
 	script := `#!/bin/sh
 cat > "$FAKE_DIR/script"; echo "$@" > "$FAKE_DIR/args"
 printf "$FAKE_OUT"
+[ -n "$FAKE_SLOW" ] && { trap 'exit 42' TERM; touch "$FAKE_DIR/ready"; while :; do sleep 0.05; done; }
 [ -n "$FAKE_ERR" ] && echo "$FAKE_ERR" >&2
 case "$*" in *--wait*) [ -n "$FAKE_TRAP" ] && { trap 'exit 42' TERM; touch "$FAKE_DIR/ready"; while :; do sleep 0.05; done; }; exit ${FAKE_JOB:-0};; esac
 exit ${FAKE_EXIT:-0}
@@ -79,15 +81,32 @@ func TestRun(t *testing.T) {
 	}
 }
 
-// A signal handed to Run reaches sbatch --wait; sbatch not on PATH is 127.
+// A signal handed to Run reaches sbatch --wait, and sbatch submitting in
+// a process group of its own (where a terminal's Ctrl-C does not reach it);
+// sbatch not on PATH is 127.
 func TestRunSignalsAndStart(t *testing.T) {
+	for _, wait := range []bool{true, false} {
+		t.Run(fmt.Sprintf("wait=%v", wait), func(t *testing.T) { testSignal(t, wait) })
+	}
+	t.Setenv("PATH", t.TempDir())
+	code, err := Run(context.Background(), Plan{}, launch.IO{}, nil)
+	var se *SubmitError
+	if code != 127 || !errors.As(err, &se) || se.Code != 127 {
+		t.Errorf("no sbatch: code %d, err %v; want 127, a SubmitError", code, err)
+	}
+}
+
+func testSignal(t *testing.T, wait bool) {
 	dir := fakeSbatch(t)
 	t.Setenv("FAKE_OUT", `125\n`)
 	t.Setenv("FAKE_TRAP", "1")
+	if !wait {
+		t.Setenv("FAKE_SLOW", "1")
+	}
 	sigs := make(chan os.Signal, 1)
 	done := make(chan int, 1)
 	go func() {
-		code, _ := Run(context.Background(), Plan{Wait: true}, launch.IO{}, sigs)
+		code, _ := Run(context.Background(), Plan{Wait: wait}, launch.IO{}, sigs)
 		done <- code
 	}()
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
@@ -107,11 +126,26 @@ func TestRunSignalsAndStart(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("Run did not return after the signal")
 	}
+}
 
-	t.Setenv("PATH", t.TempDir())
-	code, err := Run(context.Background(), Plan{}, launch.IO{}, nil)
-	var se *SubmitError
-	if code != 127 || !errors.As(err, &se) || se.Code != 127 {
-		t.Errorf("no sbatch: code %d, err %v; want 127, a SubmitError", code, err)
+// An sbatch that never answers (a hung slurmctld) is killed, with what it
+// started, after the plan's timeout: code 1 and an error naming it. Only a
+// submission is bounded; --wait takes as long as the job.
+func TestRunTimeout(t *testing.T) {
+	fakeSbatch(t)
+	t.Setenv("FAKE_SLOW", "1")
+	start := time.Now()
+	code, err := Run(context.Background(), Plan{SubmitTimeout: 300 * time.Millisecond}, launch.IO{}, nil)
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("took %v", took)
+	}
+	var te *launch.TimeoutError
+	if !errors.As(err, &te) {
+		t.Errorf("err %v: want a launch.TimeoutError", err)
+	}
+	got := []any{code, fmt.Sprint(err)}
+	want := []any{1, "sbatch --parsable: no answer within 300ms (killed it); the job may have been queued all the same: check squeue --me"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("code, error (-want +got):\n%s", diff)
 	}
 }
