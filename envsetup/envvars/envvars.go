@@ -65,3 +65,9 @@ const Profile = "BATCHKIT_PROFILE"
 // Pin turns on per-rank pinning in batchkit exec, as --pin does; a
 // profile's [env] can export it.
 const Pin = "BATCHKIT_PIN"
+
+// MasterAddrCheck set to 0 stops rank 0 of the TCP backend from checking
+// that MASTER_ADDR resolves to an address of its own host, for NAT'd or
+// containerised setups where the address the other ranks dial is on no
+// interface of rank 0's host.
+const MasterAddrCheck = "BATCHKIT_MASTER_ADDR_CHECK"

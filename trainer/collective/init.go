@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/batchkit/batchkit/envsetup/envvars"
 	"github.com/batchkit/batchkit/internal/closed"
 	"github.com/batchkit/batchkit/topology"
 	"github.com/batchkit/batchkit/trainer/collective/mpi"
@@ -222,8 +223,9 @@ func openTCP(cfg Config) (backend.Backend, error) {
 		MasterAddr: t.MasterAddr, MasterPort: t.MasterPort,
 		Token:   token,
 		Timeout: cfg.Timeout, RendezvousTimeout: cfg.RendezvousTimeout,
-		Logf:  cfg.Logf,
-		NoShm: getenvOf(cfg)("BATCHKIT_TCP_SHM") == "0",
+		Logf:              cfg.Logf,
+		NoShm:             getenvOf(cfg)("BATCHKIT_TCP_SHM") == "0",
+		NoMasterAddrCheck: getenvOf(cfg)(envvars.MasterAddrCheck) == "0",
 	})
 	if err != nil {
 		return nil, fmt.Errorf("collective: tcp backend: %w", err)

@@ -11,7 +11,8 @@
 //
 // Where to read: tcp.go (the backend, the data plane: headers, sends that
 // never block, failure), algos.go (the algorithms), rendezvous.go with
-// rendezvous_root.go and rendezvous_peer.go (forming the mesh), auth.go
+// rendezvous_root.go and rendezvous_peer.go (forming the mesh; masteraddr.go
+// is rank 0's check of MASTER_ADDR), auth.go
 // (the handshake every connection starts with), shm.go (same-host links),
 // token.go (where the job token comes from).
 package tcp

@@ -289,8 +289,7 @@ func dialPeer(o *Options, addr string, want int, purpose uint8, extra func(local
 // (a resolver that cannot be reached is retried).
 func badAddress(err error) bool {
 	var ae *net.AddrError
-	var de *net.DNSError
-	return errors.As(err, &ae) || (errors.As(err, &de) && de.IsNotFound)
+	return errors.As(err, &ae) || notFound(err) != nil
 }
 
 // joinRecord is what a rank tells rank 0 when it joins: where its mesh

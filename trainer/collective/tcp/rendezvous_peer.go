@@ -127,8 +127,12 @@ func (p *peerRendezvous) joinRoot(deadline time.Time) error {
 }
 
 // rootDialError says why rank 0 could not be joined: a setup error when
-// retrying cannot help.
+// retrying cannot help. A name that does not resolve is said as rank 0
+// says it (see checkMasterAddr).
 func rootDialError(o *Options, hostport string, err error) error {
+	if de := notFound(err); de != nil {
+		return &backend.SetupError{Err: fmt.Errorf("rendezvous: %w", &masterAddrError{Addr: o.MasterAddr, Err: de})}
+	}
 	if badAddress(err) {
 		return &backend.SetupError{Err: fmt.Errorf("rendezvous: MASTER_ADDR %q: %w", o.MasterAddr, err)}
 	}

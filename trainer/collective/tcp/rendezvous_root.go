@@ -25,6 +25,9 @@ type rootRendezvous struct {
 }
 
 func rendezvousRoot(o *Options, deadline time.Time) ([]*net.TCPConn, error) {
+	if err := checkRootAddr(o, deadline); err != nil {
+		return nil, err
+	}
 	r, err := listenRoot(o, deadline)
 	if err != nil {
 		return nil, err

@@ -76,6 +76,9 @@ func TestTCPSetupReasons(t *testing.T) {
 
 		{"rank 0: bad address", rootDialError(o, "node0:1", &authError{&net.AddrError{Err: "missing ']' in address", Addr: "[::1"}}),
 			`setup: rendezvous: MASTER_ADDR "node0": address [::1: missing ']' in address`},
+		{"rank 0: no such name", rootDialError(o, "node0:1", &net.OpError{Op: "dial", Net: "tcp",
+			Err: &net.DNSError{Err: "no such host", Name: "node0", Server: "10.0.0.53:53", IsNotFound: true}}),
+			"setup: rendezvous: MASTER_ADDR=node0 does not resolve: lookup node0 on 10.0.0.53:53: no such host"},
 		{"rank 0: refused", rootDialError(o, "node0:1", fatalf("rank 0 refused this rank: world size mismatch")),
 			"setup: rendezvous at node0:1: rank 0 refused this rank: world size mismatch"},
 		{"rank 0: no answer", rootDialError(o, "node0:1", errors.New("connection refused")),

@@ -54,6 +54,9 @@ type Options struct {
 	// NoShm keeps links between ranks on one host on TCP
 	// (BATCHKIT_TCP_SHM=0); see shm.go.
 	NoShm bool
+	// NoMasterAddrCheck: rank 0 does not check that MASTER_ADDR is its
+	// own (BATCHKIT_MASTER_ADDR_CHECK=0); see masteraddr.go.
+	NoMasterAddrCheck bool
 }
 
 // The defaults for Options' zero timeouts (collective.Config re-exports
