@@ -18,9 +18,9 @@ import (
 	"github.com/batchkit/batchkit/topology"
 )
 
-// SecretFile is the per-user secret, under the user's config directory,
+// secretFile is the per-user secret, under the user's config directory,
 // from which job tokens are derived when no token was handed down.
-const SecretFile = "batchkit/job-secret"
+const secretFile = "batchkit/job-secret"
 
 // ResolveToken returns the token the TCP backend authenticates peers with:
 //
@@ -47,7 +47,7 @@ func ResolveToken(getenv topology.Getenv, t topology.Topology) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	secret, err := loadOrCreateSecret(filepath.Join(dir, SecretFile))
+	secret, err := loadOrCreateSecret(filepath.Join(dir, secretFile))
 	if err != nil {
 		return "", err
 	}
@@ -57,11 +57,11 @@ func ResolveToken(getenv topology.Getenv, t topology.Topology) (string, error) {
 		// once must not accept each other's ranks.
 		id = topology.RendezvousID(t.JobID, detect.SlurmStepID(getenv))
 	}
-	return DeriveToken(secret, id), nil
+	return deriveToken(secret, id), nil
 }
 
-// DeriveToken is the token of job id under a user's secret.
-func DeriveToken(secret []byte, jobID string) string {
+// deriveToken is the token of job id under a user's secret.
+func deriveToken(secret []byte, jobID string) string {
 	m := hmac.New(sha256.New, secret)
 	m.Write([]byte("batchkit job token v1\x00"))
 	m.Write([]byte(jobID))

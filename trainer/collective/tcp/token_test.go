@@ -59,7 +59,7 @@ func TestResolveToken(t *testing.T) {
 		if err != nil || other == toks[0] {
 			t.Fatalf("job 4712 token %q, %v: must differ from job 4711's", other, err)
 		}
-		path := filepath.Join(home, ".config", SecretFile)
+		path := filepath.Join(home, ".config", secretFile)
 		fi, err := os.Stat(path)
 		if err != nil || fi.Mode().Perm() != 0o600 {
 			t.Fatalf("secret file %s: %v, mode %v", path, err, fi.Mode())
@@ -103,13 +103,13 @@ func TestResolveToken(t *testing.T) {
 		if _, err := ResolveToken(topology.MapEnv(map[string]string{"XDG_CONFIG_HOME": xdg}), world); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := os.Stat(filepath.Join(xdg, SecretFile)); err != nil {
+		if _, err := os.Stat(filepath.Join(xdg, secretFile)); err != nil {
 			t.Fatal(err)
 		}
 	})
 	t.Run("garbage secret", func(t *testing.T) {
 		xdg := t.TempDir()
-		p := filepath.Join(xdg, SecretFile)
+		p := filepath.Join(xdg, secretFile)
 		os.MkdirAll(filepath.Dir(p), 0o700)
 		os.WriteFile(p, []byte("not hex\n"), 0o600)
 		_, err := ResolveToken(topology.MapEnv(map[string]string{"XDG_CONFIG_HOME": xdg}), world)
@@ -119,7 +119,7 @@ func TestResolveToken(t *testing.T) {
 	})
 	t.Run("link to nothing", func(t *testing.T) {
 		xdg := t.TempDir()
-		p := filepath.Join(xdg, SecretFile)
+		p := filepath.Join(xdg, secretFile)
 		os.MkdirAll(filepath.Dir(p), 0o700)
 		gone := filepath.Join(xdg, "moved-away")
 		if err := os.Symlink(gone, p); err != nil {
@@ -140,7 +140,7 @@ func TestDeriveTokenStable(t *testing.T) {
 	// Pinned (computed independently with Python's hmac module) so that ranks
 	// running different batchkit builds still agree.
 	const want = "d064ebf58182bc6e61e59c6d07a10f3906102b0db533b5c3376cb49222b6ed2a"
-	if got := DeriveToken([]byte("0123456789abcdef"), "12345"); got != want {
-		t.Fatalf("DeriveToken = %s, want %s", got, want)
+	if got := deriveToken([]byte("0123456789abcdef"), "12345"); got != want {
+		t.Fatalf("deriveToken = %s, want %s", got, want)
 	}
 }
