@@ -14,11 +14,12 @@ import (
 
 // The collective conformance suite (trainer/collective TestWorld) run by
 // every rank of real worlds: batchkit run, batchkit mpirun, Open MPI's and
-// MPICH's mpirun and srun, for the TCP backend and the cgo MPI backends.
-// Each test binary is built once and started by the launcher.
+// MPICH's mpirun and srun, for the TCP backend and the cgo MPI backends;
+// and the MPI binding's own tests (trainer/collective/mpi TestMPI). Each
+// test binary is built once and started by the launcher.
 
 var (
-	collOnce sync.Map // build tag → *collBuild
+	collOnce sync.Map // package and build tag → *collBuild
 )
 
 type collBuild struct {
@@ -30,23 +31,31 @@ type collBuild struct {
 
 // collectiveTest returns the collective package's test binary built with tag
 // ("" = the default build, no cgo MPI).
-func collectiveTest(t *testing.T, tag string) string {
+func collectiveTest(t *testing.T, tag string) string { return testBinary(t, "collective", tag) }
+
+// mpiTest returns the MPI binding's (trainer/collective/mpi) test binary
+// built with tag.
+func mpiTest(t *testing.T, tag string) string { return testBinary(t, "collective/mpi", tag) }
+
+// testBinary builds, once per test run, the test binary of the package at
+// trainer/pkg with tag.
+func testBinary(t *testing.T, pkg, tag string) string {
 	t.Helper()
-	v, _ := collOnce.LoadOrStore(tag, &collBuild{})
+	v, _ := collOnce.LoadOrStore(pkg+" "+tag, &collBuild{})
 	b := v.(*collBuild)
 	b.once.Do(func() {
-		name := "collective.test"
+		name := strings.ReplaceAll(pkg, "/", "_") + ".test"
 		args := []string{"test", "-c"}
 		if tag != "" {
-			name = "collective-" + tag + ".test"
+			name = strings.ReplaceAll(pkg, "/", "_") + "-" + tag + ".test"
 			args = append(args, "-tags", tag)
 		}
 		b.path = filepath.Join(filepath.Dir(bin), name)
-		cmd := exec.Command("go", append(args, "-o", b.path, "../trainer/collective")...)
+		cmd := exec.Command("go", append(args, "-o", b.path, "../trainer/"+pkg)...)
 		b.out, b.err = cmd.CombinedOutput()
 	})
 	if b.err != nil {
-		t.Fatalf("building the collective test binary (tag %q): %v\n%s", tag, b.err, b.out)
+		t.Fatalf("building the %s test binary (tag %q): %v\n%s", pkg, tag, b.err, b.out)
 	}
 	return b.path
 }
@@ -166,14 +175,15 @@ func TestCollectiveMPI(t *testing.T) {
 			// a second communicator, finalisation), and a short run of the
 			// in-process overhead measurement, so that it keeps working:
 			// every window's result is checked.
+			mpiBin := mpiTest(t, f.tag)
 			for _, n := range []string{"2", "3"} {
 				t.Run("TestMPI mpirun -n "+n, func(t *testing.T) {
-					runRanks(t, atoi(n), localEnv(), append(append([]string{f.mpirun}, f.flags...), "-n", n), coll, "TestMPI")
+					runRanks(t, atoi(n), localEnv(), append(append([]string{f.mpirun}, f.flags...), "-n", n), mpiBin, "TestMPI")
 				})
 			}
 			// No launcher: the test starts its own MPI singleton, which aborts.
 			t.Run("TestMPIAbortLikeC", func(t *testing.T) {
-				runRanks(t, 1, localEnv(), nil, coll, "TestMPIAbortLikeC")
+				runRanks(t, 1, localEnv(), nil, mpiBin, "TestMPIAbortLikeC")
 			})
 			t.Run("BenchmarkMPIOverhead mpirun -n 2", func(t *testing.T) {
 				env := append(localEnv(), "BATCHKIT_MPI_BENCH_MIN=65536",
@@ -183,7 +193,7 @@ func TestCollectiveMPI(t *testing.T) {
 					argv = append(argv, "-x", "BATCHKIT_MPI_BENCH_MIN",
 						"-x", "BATCHKIT_MPI_BENCH_MAX", "-x", "BATCHKIT_MPI_OVERHEAD_ROUNDS", "-x", "BATCHKIT_MPI_OVERHEAD_BUDGET")
 				}
-				argv = append(argv, coll, "-test.run", "^$", "-test.bench", "^BenchmarkMPIOverhead$", "-test.benchtime", "1x")
+				argv = append(argv, mpiBin, "-test.run", "^$", "-test.bench", "^BenchmarkMPIOverhead$", "-test.benchtime", "1x")
 				ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 				defer cancel()
 				cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)

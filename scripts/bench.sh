@@ -18,7 +18,7 @@
 # the first as an A/A control: the two are the same program, so their ratio
 # shows how far this run's measurement can be trusted at each size.
 # Then the Go layer alone, in one process (BenchmarkMPIOverhead in
-# trainer/collective, built once per MPI with go test -c): rounds of the
+# trainer/collective/mpi, built once per MPI with go test -c): rounds of the
 # calls looped in C on the backend's worker thread, the same calls through
 # the Go API, and C again, reported as medians with 95 % confidence
 # intervals; its own A/A column is the first C window against the second.
@@ -47,8 +47,8 @@ make -s build-mpi MPI=openmpi
 make -s build-mpi MPI=mpich
 mkdir -p "$OUT"
 rm -f "$OUT"/*.jsonl
-go test -c -tags mpi -o "$OUT/collective_openmpi.test" ./trainer/collective
-go test -c -tags mpich -o "$OUT/collective_mpich.test" ./trainer/collective
+go test -c -tags mpi -o "$OUT/collective_openmpi.test" ./trainer/collective/mpi
+go test -c -tags mpich -o "$OUT/collective_mpich.test" ./trainer/collective/mpi
 mpicc.openmpi -O2 -o "$OUT/mpi_bench_openmpi" trainer/bench/reference/mpi_bench.c
 mpicc.mpich -O2 -o "$OUT/mpi_bench_mpich" trainer/bench/reference/mpi_bench.c
 

@@ -7,6 +7,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/batchkit/batchkit/trainer/collective"
+	"github.com/batchkit/batchkit/trainer/collective/mpi"
 )
 
 // initComm joins the world for bench and train. A setup that cannot work
@@ -14,13 +15,13 @@ import (
 // is the user's to fix: exit 2. Refused connections and links kept off
 // shared memory are worth a line on stderr: the first is someone else's job
 // (or an attack), the second a slower run than expected. On MPI the process
-// is set up for it here, at the program's edge (collective.SetupMPIProcess:
+// is set up for it here, at the program's edge (mpi.SetupProcess:
 // GOMAXPROCS, SIGABRT).
 func initComm(c *cli.Context, cfg collective.Config) (*collective.Comm, error) {
 	cfg.Logf = func(format string, a ...any) { fmt.Fprintf(c.App.ErrWriter, "batchkit: "+format+"\n", a...) }
 	comm, err := collective.Init(cfg)
 	if err == nil && comm.Backend() == "mpi" {
-		collective.SetupMPIProcess(cfg.Getenv)
+		mpi.SetupProcess(cfg.Getenv)
 	}
 	var (
 		tokenErr *collective.TokenError

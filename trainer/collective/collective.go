@@ -4,10 +4,12 @@
 //
 //   - tcp: pure Go, the embedded default. Rank 0 listens at
 //     MASTER_ADDR:MASTER_PORT, peers authenticate with the job token, then
-//     ring / recursive-doubling algorithms run over a full TCP mesh.
+//     ring / recursive-doubling algorithms run over a full TCP mesh
+//     (package trainer/collective/tcp).
 //   - mpi: cgo bindings to the MPI library the binary was built against
-//     (build tag mpi = Open MPI, mpich = MPICH and ABI-compatible Intel MPI).
-//   - a size-1 world needs no network at all.
+//     (build tag mpi = Open MPI, mpich = MPICH and ABI-compatible Intel MPI;
+//     package trainer/collective/mpi).
+//   - self: a size-1 world needs no network at all (init.go).
 //
 // Backends implement Allreduce (sum, max, min) and may implement the other
 // operations; whatever they lack comes from a generic fallback built on
@@ -19,181 +21,49 @@
 //
 // Every operation must be called by every rank in the same order; a Comm
 // serialises concurrent calls but cannot order them across ranks.
+//
+// Where to read: comm.go (Comm and the generic functions), init.go (Config,
+// Init and how a backend is chosen and opened), fallback.go. The contract a
+// transport implements is package trainer/collective/backend. Dependencies
+// point one way: collective → tcp, mpi → backend.
 package collective
 
 import (
-	"errors"
 	"fmt"
-	"unsafe"
+
+	"github.com/batchkit/batchkit/trainer/collective/backend"
 )
 
-// Float is the element type of every collective.
-type Float interface{ ~float32 | ~float64 }
-
-// Op is a reduction operator. It is a closed set.
-type Op uint8
+// The API's vocabulary. The types and values are defined with the
+// transports' contract in package backend; these are the names programs
+// use, and the ones this package's own code uses.
+type (
+	// Float is the element type of every collective.
+	Float = backend.Float
+	// Op is a reduction operator: Sum, Avg, Max or Min.
+	Op = backend.Op
+	// DType is an element type: Float32 or Float64.
+	DType = backend.DType
+	// SetupError: the job is set up wrongly (see backend.SetupError);
+	// retrying the same job cannot succeed.
+	SetupError = backend.SetupError
+)
 
 const (
-	Sum Op = iota + 1
-	Avg    // Sum, then divided by the world size on every rank
-	Max    // math.Max: +Inf beats NaN beats the rest, +0 beats -0; a NaN result is math.NaN()
-	Min    // math.Min: -Inf beats NaN beats the rest, -0 beats +0; a NaN result is math.NaN()
+	Sum = backend.Sum
+	Avg = backend.Avg // Sum, then divided by the world size on every rank
+	Max = backend.Max // math.Max: +Inf beats NaN beats the rest, +0 beats -0; a NaN result is math.NaN()
+	Min = backend.Min // math.Min: -Inf beats NaN beats the rest, -0 beats +0; a NaN result is math.NaN()
+
+	Float32 = backend.Float32
+	Float64 = backend.Float64
 )
-
-var opNames = map[Op]string{Sum: "sum", Avg: "avg", Max: "max", Min: "min"}
-
-func (o Op) String() string {
-	if s, ok := opNames[o]; ok {
-		return s
-	}
-	return fmt.Sprintf("Op(%d)", uint8(o))
-}
 
 // ParseOp reads "sum", "avg", "max" or "min".
-func ParseOp(s string) (Op, error) {
-	for o, name := range opNames {
-		if name == s {
-			return o, nil
-		}
-	}
-	return 0, fmt.Errorf("unknown reduction %q (want sum, avg, max or min)", s)
-}
-
-// DType is the element type of a Buffer.
-type DType uint8
-
-const (
-	Float32 DType = iota + 1
-	Float64
-)
-
-// Size is the element size in bytes.
-func (d DType) Size() int {
-	if d == Float64 {
-		return 8
-	}
-	return 4
-}
-
-func (d DType) String() string {
-	switch d {
-	case Float32:
-		return "float32"
-	case Float64:
-		return "float64"
-	}
-	return fmt.Sprintf("DType(%d)", uint8(d))
-}
-
-// Buffer is an untyped view of a float32 or float64 slice: what backends
-// see. It never owns memory; backends must not keep it after a call returns.
-type Buffer struct {
-	Ptr  unsafe.Pointer
-	Len  int // elements
-	Type DType
-}
-
-// bufferOf views a typed slice as a Buffer.
-func bufferOf[T Float](s []T) Buffer {
-	var zero T
-	dt := Float32
-	if unsafe.Sizeof(zero) == 8 {
-		dt = Float64
-	}
-	if len(s) == 0 {
-		return Buffer{Type: dt}
-	}
-	return Buffer{Ptr: unsafe.Pointer(unsafe.SliceData(s)), Len: len(s), Type: dt}
-}
-
-// Bytes is the buffer's memory as bytes.
-func (b Buffer) Bytes() []byte {
-	if b.Len == 0 {
-		return nil
-	}
-	return unsafe.Slice((*byte)(b.Ptr), b.Len*b.Type.Size())
-}
-
-// Float32s views a Float32 buffer as a slice.
-func (b Buffer) Float32s() []float32 {
-	if b.Len == 0 {
-		return nil
-	}
-	return unsafe.Slice((*float32)(b.Ptr), b.Len)
-}
-
-// Float64s views a Float64 buffer as a slice.
-func (b Buffer) Float64s() []float64 {
-	if b.Len == 0 {
-		return nil
-	}
-	return unsafe.Slice((*float64)(b.Ptr), b.Len)
-}
-
-// Slice is the sub-buffer of elements [from, to).
-func (b Buffer) Slice(from, to int) Buffer {
-	if from < 0 || to < from || to > b.Len {
-		panic(fmt.Sprintf("collective: Buffer.Slice(%d, %d) out of range for length %d", from, to, b.Len))
-	}
-	if from == to {
-		return Buffer{Type: b.Type}
-	}
-	return Buffer{Ptr: unsafe.Add(b.Ptr, from*b.Type.Size()), Len: to - from, Type: b.Type}
-}
-
-// Same reports whether two buffers are the same memory (an in-place call).
-func (b Buffer) Same(o Buffer) bool { return b.Ptr == o.Ptr && b.Len == o.Len && b.Type == o.Type }
-
-// overlaps reports whether two buffers share any byte.
-func (b Buffer) overlaps(o Buffer) bool {
-	if b.Len == 0 || o.Len == 0 {
-		return false
-	}
-	bs, os := uintptr(b.Ptr), uintptr(o.Ptr)
-	be, oe := bs+uintptr(b.Len*b.Type.Size()), os+uintptr(o.Len*o.Type.Size())
-	return bs < oe && os < be
-}
-
-// Backend is one transport. Rank and Size never change. (The local rank is
-// the launcher's, kept by Comm: backends need not rediscover it.)
-//
-// Allreduce receives Sum, Max or Min (never Avg: the dispatcher divides) and
-// send.Same(recv) for an in-place call; the buffers are validated non-empty,
-// equal in length and type, and otherwise disjoint.
-type Backend interface {
-	Name() string
-	Rank() int
-	Size() int
-	Allreduce(send, recv Buffer, op Op) error
-	Close() error
-}
-
-// The optional operations. A backend that implements one is called for it;
-// otherwise the Allreduce-based fallback runs (fallback.go).
-type (
-	// Broadcaster copies root's buf into every rank's buf.
-	Broadcaster interface {
-		Broadcast(buf Buffer, root int) error
-	}
-	// Allgatherer concatenates every rank's send (equal lengths) in rank
-	// order into recv (len(recv) = Size × len(send)); send and recv are disjoint.
-	Allgatherer interface {
-		Allgather(send, recv Buffer) error
-	}
-	// ReduceScatterer reduces send (len = Size × len(recv)) across ranks and
-	// leaves block Rank of the result in recv; op is Sum, Max or Min; send and
-	// recv are disjoint.
-	ReduceScatterer interface {
-		ReduceScatter(send, recv Buffer, op Op) error
-	}
-	// Barrierer returns on every rank only after every rank has entered it.
-	Barrierer interface {
-		Barrier() error
-	}
-)
+func ParseOp(s string) (Op, error) { return backend.ParseOp(s) }
 
 // ErrClosed is returned by operations on a closed communicator.
-var ErrClosed = errors.New("collective: communicator is closed")
+var ErrClosed = backend.ErrClosed
 
 // OpError says which collective failed on which rank and why.
 type OpError struct {

@@ -3,6 +3,7 @@ package collective
 import (
 	"errors"
 	"fmt"
+	"github.com/batchkit/batchkit/trainer/collective/backend"
 	"sync"
 )
 
@@ -12,14 +13,14 @@ import (
 // order.
 type Comm struct {
 	mu        sync.Mutex
-	b         Backend
+	b         backend.Backend
 	localRank int  // the launcher's word: what LOCAL_RANK says
 	fallback  bool // use the Allreduce-based fallbacks even for native ops
 	closed    bool
 	scratch   []byte // reused by the fallbacks: no allocation per call in steady state
 }
 
-func newComm(b Backend, localRank int, forceFallback bool) *Comm {
+func newComm(b backend.Backend, localRank int, forceFallback bool) *Comm {
 	return &Comm{b: b, localRank: localRank, fallback: forceFallback}
 }
 
@@ -74,29 +75,29 @@ func (c *Comm) do(name string, f func() error) error {
 // The dispatchers: the backend's native op when it has one (and fallbacks
 // are not forced), else the generic fallback built on Allreduce.
 
-func (c *Comm) broadcast(buf Buffer, root int) error {
-	if b, ok := c.b.(Broadcaster); ok && !c.fallback {
+func (c *Comm) broadcast(buf backend.Buffer, root int) error {
+	if b, ok := c.b.(backend.Broadcaster); ok && !c.fallback {
 		return b.Broadcast(buf, root)
 	}
 	return c.broadcastViaAllreduce(buf, root)
 }
 
-func (c *Comm) allgather(send, recv Buffer) error {
-	if b, ok := c.b.(Allgatherer); ok && !c.fallback {
+func (c *Comm) allgather(send, recv backend.Buffer) error {
+	if b, ok := c.b.(backend.Allgatherer); ok && !c.fallback {
 		return b.Allgather(send, recv)
 	}
 	return c.allgatherViaAllreduce(send, recv)
 }
 
-func (c *Comm) reduceScatter(send, recv Buffer, op Op) error {
-	if b, ok := c.b.(ReduceScatterer); ok && !c.fallback {
+func (c *Comm) reduceScatter(send, recv backend.Buffer, op Op) error {
+	if b, ok := c.b.(backend.ReduceScatterer); ok && !c.fallback {
 		return b.ReduceScatter(send, recv, op)
 	}
 	return c.reduceScatterViaAllreduce(send, recv, op)
 }
 
 func (c *Comm) barrier() error {
-	if b, ok := c.b.(Barrierer); ok && !c.fallback {
+	if b, ok := c.b.(backend.Barrierer); ok && !c.fallback {
 		return b.Barrier()
 	}
 	return c.barrierViaAllreduce()
@@ -107,7 +108,7 @@ func (c *Comm) barrier() error {
 // recv.
 func Allreduce[T Float](c *Comm, send, recv []T, op Op) error {
 	return c.do("allreduce", func() error {
-		s, r := bufferOf(send), bufferOf(recv)
+		s, r := backend.BufferOf(send), backend.BufferOf(recv)
 		if err := checkOp(op); err != nil {
 			return err
 		}
@@ -131,7 +132,7 @@ func Allreduce[T Float](c *Comm, send, recv []T, op Op) error {
 // Broadcast copies root's buf into buf on every rank.
 func Broadcast[T Float](c *Comm, buf []T, root int) error {
 	return c.do("broadcast", func() error {
-		b := bufferOf(buf)
+		b := backend.BufferOf(buf)
 		if b.Len == 0 {
 			return errors.New("empty buffer")
 		}
@@ -146,7 +147,7 @@ func Broadcast[T Float](c *Comm, buf []T, root int) error {
 // every rank: len(recv) must be Size × len(send).
 func Allgather[T Float](c *Comm, send, recv []T) error {
 	return c.do("allgather", func() error {
-		s, r := bufferOf(send), bufferOf(recv)
+		s, r := backend.BufferOf(send), backend.BufferOf(recv)
 		if err := checkPair(r, s, c.b.Size()); err != nil {
 			return err
 		}
@@ -158,7 +159,7 @@ func Allgather[T Float](c *Comm, send, recv []T) error {
 // leaves block Rank of the result in recv.
 func ReduceScatter[T Float](c *Comm, send, recv []T, op Op) error {
 	return c.do("reducescatter", func() error {
-		s, r := bufferOf(send), bufferOf(recv)
+		s, r := backend.BufferOf(send), backend.BufferOf(recv)
 		if err := checkOp(op); err != nil {
 			return err
 		}
@@ -189,7 +190,7 @@ func checkOp(op Op) error {
 // checkPair validates the buffers of a two-buffer collective: both non-empty,
 // len(big) = factor × len(small), and no partial overlap (only an identical
 // pair, an in-place allreduce, may share memory).
-func checkPair(big, small Buffer, factor int) error {
+func checkPair(big, small backend.Buffer, factor int) error {
 	switch {
 	case big.Len == 0 || small.Len == 0:
 		return fmt.Errorf("empty buffer (lengths %d and %d)", big.Len, small.Len)
@@ -199,10 +200,20 @@ func checkPair(big, small Buffer, factor int) error {
 		return fmt.Errorf("buffer lengths %d and %d: the larger must be %d × the smaller (one block per rank)", big.Len, small.Len, factor)
 	case factor == 1 && big.Same(small):
 		return nil
-	case big.overlaps(small):
+	case overlaps(big, small):
 		return errors.New("send and receive buffers overlap")
 	}
 	return nil
+}
+
+// overlaps reports whether two buffers share any byte.
+func overlaps(a, b backend.Buffer) bool {
+	if a.Len == 0 || b.Len == 0 {
+		return false
+	}
+	as, bs := uintptr(a.Ptr), uintptr(b.Ptr)
+	ae, be := as+uintptr(a.Len*a.Type.Size()), bs+uintptr(b.Len*b.Type.Size())
+	return as < be && bs < ae
 }
 
 // divide turns a sum into a mean. Every rank divides the identical sum by

@@ -7,9 +7,13 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/batchkit/batchkit/detect"
+	"github.com/batchkit/batchkit/internal/freeport"
 	"github.com/batchkit/batchkit/topology"
+	"github.com/batchkit/batchkit/trainer/collective/backend"
+	"github.com/batchkit/batchkit/trainer/collective/tcp"
 )
 
 // TestWorld runs the conformance suite as one rank of a real world: the
@@ -51,11 +55,13 @@ func TestWorld(t *testing.T) {
 	// On one host the TCP backend's neighbour links are shared memory
 	// unless BATCHKIT_TCP_SHM=0 (the launchers here all start their ranks
 	// on this machine, the local cluster's two nodes included).
-	if tb, ok := c.b.(*tcpBackend); ok && c.Size() > 1 {
+	// Only ring neighbours (ranks r±1) get shared memory (tcp/shm.go).
+	if tb, ok := c.b.(interface{ SharedMemory(rank int) bool }); ok && c.Size() > 1 {
 		wantShm := os.Getenv("BATCHKIT_TCP_SHM") != "0"
-		for _, p := range tb.peers {
-			if p != nil && shmNeighbour(c.Rank(), p.rank, c.Size()) && (p.shm != nil) != wantShm {
-				t.Fatalf("link to rank %d: shared memory %v, want %v", p.rank, p.shm != nil, wantShm)
+		n := c.Size()
+		for _, r := range []int{(c.Rank() + 1) % n, (c.Rank() + n - 1) % n} {
+			if got := tb.SharedMemory(r); got != wantShm {
+				t.Fatalf("link to rank %d: shared memory %v, want %v", r, got, wantShm)
 			}
 		}
 	}
@@ -103,17 +109,20 @@ func TestSelfWorld(t *testing.T) {
 
 // TestConformanceTCPInProcess runs the whole suite on in-process TCP worlds
 // (goroutines as ranks, real loopback sockets), natively and through the
-// fallbacks. Real multi-process worlds run it in integration/.
+// fallbacks, with the links between neighbours in shared memory (the
+// default on one host) and with every link on TCP (as between hosts). Real
+// multi-process worlds run it in integration/.
 func TestConformanceTCPInProcess(t *testing.T) {
 	sizes := []int{2, 3, 4}
 	if testing.Short() {
 		sizes = []int{3}
 	}
-	forTransports(t, func(t *testing.T, tweak func(o *tcpOptions)) {
+	for _, noShm := range []bool{false, true} {
+		transport := map[bool]string{false: "shm", true: "tcp"}[noShm]
 		for _, n := range sizes {
 			for _, fallback := range []bool{false, true} {
-				t.Run(fmt.Sprintf("%d ranks fallback %v", n, fallback), func(t *testing.T) {
-					bs := tcpWorld(t, n, tweak)
+				t.Run(fmt.Sprintf("%s/%d ranks fallback %v", transport, n, fallback), func(t *testing.T) {
+					bs := tcpWorld(t, n, noShm)
 					errs := make([][]error, n)
 					var wg sync.WaitGroup
 					for r, b := range bs {
@@ -132,5 +141,36 @@ func TestConformanceTCPInProcess(t *testing.T) {
 				})
 			}
 		}
+	}
+}
+
+// tcpWorld forms a world of size TCP ranks in this process.
+func tcpWorld(t *testing.T, size int, noShm bool) []backend.Backend {
+	t.Helper()
+	port, err := freeport.BelowEphemeral("127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bs, errs := make([]backend.Backend, size), make([]error, size)
+	var wg sync.WaitGroup
+	for r := range bs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			bs[r], errs[r] = tcp.New(tcp.Options{Rank: r, Size: size, MasterAddr: "127.0.0.1", MasterPort: port,
+				Token: "job-token-for-tests", Timeout: time.Minute, RendezvousTimeout: 20 * time.Second, NoShm: noShm})
+		}()
+	}
+	wg.Wait()
+	t.Cleanup(func() {
+		for _, b := range bs {
+			if b != nil {
+				b.Close()
+			}
+		}
 	})
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	return bs
 }

@@ -3,11 +3,10 @@ package collective
 import (
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"math"
-	"slices"
 	"time"
-	"unsafe"
+
+	"github.com/batchkit/batchkit/trainer/collective/internal/conform"
 )
 
 // The conformance suite: one table every backend must pass, run by every
@@ -103,69 +102,13 @@ func runConformance(c *Comm) []error {
 	return errs
 }
 
-// input is rank r's element i: small integers with both signs, so sums of a
-// few ranks are exact in float32 and float64 and every op has one right answer.
-func input(r, i int) float64 { return float64((i*31+r*17)%23 - 11) }
-
-func fillInput[T Float](s []T, r int) {
-	for i := range s {
-		s[i] = T(input(r, i))
-	}
-}
-
-// want is the expected reduction over n ranks of element i, in T's arithmetic.
-func want[T Float](op Op, n, i int) T {
-	acc := T(input(0, i))
-	for r := 1; r < n; r++ {
-		v := T(input(r, i))
-		switch op {
-		case Sum, Avg:
-			acc += v
-		case Max:
-			acc = max(acc, v)
-		case Min:
-			acc = min(acc, v)
-		}
-	}
-	if op == Avg {
-		acc /= T(n)
-	}
-	return acc
-}
-
-func compare[T Float](what string, got []T, wantAt func(i int) T) error {
-	for i, g := range got {
-		if w := wantAt(i); !sameBits(g, w) {
-			return fmt.Errorf("%s: element %d of %d = %v, want %v", what, i, len(got), g, w)
-		}
-	}
-	return nil
-}
-
-func sameBits[T Float](a, b T) bool {
-	if unsafe.Sizeof(a) == 4 {
-		return math.Float32bits(float32(a)) == math.Float32bits(float32(b))
-	}
-	return math.Float64bits(float64(a)) == math.Float64bits(float64(b))
-}
-
-// identical checks that every rank holds bit-identical s: the FNV-64 hash of
-// its bytes, split into four exactly representable 16-bit parts, is gathered.
+// identical checks that every rank holds bit-identical s.
 func identical[T Float](c *Comm, s []T) error {
-	h := fnv.New64a()
-	h.Write(bufferOf(s).Bytes())
-	sum := h.Sum64()
-	mine := []float64{float64(sum >> 48), float64(sum >> 32 & 0xffff), float64(sum >> 16 & 0xffff), float64(sum & 0xffff)}
 	all := make([]float64, 4*c.Size())
-	if err := Allgather(c, mine, all); err != nil {
+	if err := Allgather(c, conform.HashParts(s), all); err != nil {
 		return err
 	}
-	for r := 0; r < c.Size(); r++ {
-		if !slices.Equal(all[4*r:4*r+4], all[:4]) {
-			return fmt.Errorf("results differ between rank 0 and rank %d (hash parts %v vs %v)", r, all[:4], all[4*r:4*r+4])
-		}
-	}
-	return nil
+	return conform.SameEverywhere(all)
 }
 
 func checkIdentity(c *Comm) error {
@@ -187,7 +130,7 @@ func checkIdentity(c *Comm) error {
 
 func checkAllreduce[T Float](c *Comm, n int, op Op, inPlace bool) error {
 	send := make([]T, n)
-	fillInput(send, c.Rank())
+	conform.FillInput(send, c.Rank())
 	recv := send
 	if !inPlace {
 		recv = make([]T, n)
@@ -199,11 +142,11 @@ func checkAllreduce[T Float](c *Comm, n int, op Op, inPlace bool) error {
 		return err
 	}
 	if !inPlace {
-		if err := compare("send buffer changed", send, func(i int) T { return T(input(c.Rank(), i)) }); err != nil {
+		if err := conform.Compare("send buffer changed", send, func(i int) T { return T(conform.Input(c.Rank(), i)) }); err != nil {
 			return err
 		}
 	}
-	if err := compare("result", recv, func(i int) T { return want[T](op, c.Size(), i) }); err != nil {
+	if err := conform.Compare("result", recv, func(i int) T { return conform.Want[T](op, c.Size(), i) }); err != nil {
 		return err
 	}
 	return identical(c, recv)
@@ -213,25 +156,25 @@ func checkBroadcast[T Float](c *Comm, n int) error {
 	for root := 0; root < c.Size(); root++ {
 		buf := make([]T, n)
 		if c.Rank() == root {
-			fillInput(buf, root)
+			conform.FillInput(buf, root)
 			if n > 2 {
 				buf[1] = T(math.Copysign(0, -1)) // -0 must survive, bit for bit
 				buf[2] = T(math.Inf(1))
 			}
 		} else {
-			fillInput(buf, c.Rank()+100) // garbage that must be replaced
+			conform.FillInput(buf, c.Rank()+100) // garbage that must be replaced
 		}
 		if err := Broadcast(c, buf, root); err != nil {
 			return err
 		}
-		err := compare(fmt.Sprintf("root %d", root), buf, func(i int) T {
+		err := conform.Compare(fmt.Sprintf("root %d", root), buf, func(i int) T {
 			switch {
 			case n > 2 && i == 1:
 				return T(math.Copysign(0, -1))
 			case n > 2 && i == 2:
 				return T(math.Inf(1))
 			}
-			return T(input(root, i))
+			return T(conform.Input(root, i))
 		})
 		if err != nil {
 			return err
@@ -242,12 +185,12 @@ func checkBroadcast[T Float](c *Comm, n int) error {
 
 func checkAllgather[T Float](c *Comm, k int) error {
 	send := make([]T, k)
-	fillInput(send, c.Rank())
+	conform.FillInput(send, c.Rank())
 	recv := make([]T, k*c.Size())
 	if err := Allgather(c, send, recv); err != nil {
 		return err
 	}
-	if err := compare("result", recv, func(i int) T { return T(input(i/k, i%k)) }); err != nil {
+	if err := conform.Compare("result", recv, func(i int) T { return T(conform.Input(i/k, i%k)) }); err != nil {
 		return err
 	}
 	return identical(c, recv)
@@ -255,16 +198,16 @@ func checkAllgather[T Float](c *Comm, k int) error {
 
 func checkReduceScatter[T Float](c *Comm, k int, op Op) error {
 	send := make([]T, k*c.Size())
-	fillInput(send, c.Rank())
+	conform.FillInput(send, c.Rank())
 	recv := make([]T, k)
 	if err := ReduceScatter(c, send, recv, op); err != nil {
 		return err
 	}
-	if err := compare("send buffer changed", send, func(i int) T { return T(input(c.Rank(), i)) }); err != nil {
+	if err := conform.Compare("send buffer changed", send, func(i int) T { return T(conform.Input(c.Rank(), i)) }); err != nil {
 		return err
 	}
 	off := c.Rank() * k
-	return compare("result", recv, func(i int) T { return want[T](op, c.Size(), off+i) })
+	return conform.Compare("result", recv, func(i int) T { return conform.Want[T](op, c.Size(), off+i) })
 }
 
 // specials are rank r's value (of n ranks) in columns where Max and Min have
@@ -327,7 +270,7 @@ func checkSpecials[T Float](c *Comm, n int, op Op, reduceScatter bool) error {
 		if err := Allreduce(c, send, recv, op); err != nil {
 			return err
 		}
-		if err := compare("result", recv, wantAt); err != nil {
+		if err := conform.Compare("result", recv, wantAt); err != nil {
 			return err
 		}
 		return identical(c, recv)
@@ -339,7 +282,7 @@ func checkSpecials[T Float](c *Comm, n int, op Op, reduceScatter bool) error {
 	if err := ReduceScatter(c, send, recv, op); err != nil {
 		return err
 	}
-	if err := compare("result", recv, wantAt); err != nil {
+	if err := conform.Compare("result", recv, wantAt); err != nil {
 		return err
 	}
 	// Every block was the same: so is every rank's result.
@@ -358,7 +301,7 @@ func checkSumNaN[T Float](c *Comm, n int) error {
 	isNaNAt := func(i int) bool { return i%3 == 0 }
 	x := make([]T, n)
 	for i := range x {
-		x[i] = T(input(r, i))
+		x[i] = T(conform.Input(r, i))
 		if isNaNAt(i) {
 			x[i] = T(math.Float64frombits(0x7ff8_0000_0000_0000 | uint64(r+1)<<32))
 		}
@@ -373,11 +316,11 @@ func checkSumNaN[T Float](c *Comm, n int) error {
 			canon[i] = T(math.NaN())
 		}
 	}
-	err := compare("result", canon, func(i int) T {
+	err := conform.Compare("result", canon, func(i int) T {
 		if isNaNAt(i) {
 			return T(math.NaN())
 		}
-		return want[T](Sum, size, i)
+		return conform.Want[T](Sum, size, i)
 	})
 	if err != nil {
 		return err

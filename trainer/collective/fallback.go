@@ -1,6 +1,7 @@
 package collective
 
 import (
+	"github.com/batchkit/batchkit/trainer/collective/backend"
 	"math"
 	"unsafe"
 )
@@ -11,7 +12,7 @@ import (
 // copied values arrive unchanged.
 
 // broadcastViaAllreduce: non-roots contribute -0, root its data.
-func (c *Comm) broadcastViaAllreduce(buf Buffer, root int) error {
+func (c *Comm) broadcastViaAllreduce(buf backend.Buffer, root int) error {
 	if c.b.Rank() != root {
 		fillNegZero(buf)
 	}
@@ -20,7 +21,7 @@ func (c *Comm) broadcastViaAllreduce(buf Buffer, root int) error {
 
 // allgatherViaAllreduce: each rank writes its block at its offset in a
 // buffer of -0 and the sum assembles the whole.
-func (c *Comm) allgatherViaAllreduce(send, recv Buffer) error {
+func (c *Comm) allgatherViaAllreduce(send, recv backend.Buffer) error {
 	k := send.Len
 	fillNegZero(recv)
 	copy(recv.Slice(c.b.Rank()*k, (c.b.Rank()+1)*k).Bytes(), send.Bytes())
@@ -28,7 +29,7 @@ func (c *Comm) allgatherViaAllreduce(send, recv Buffer) error {
 }
 
 // reduceScatterViaAllreduce: reduce everything, keep our block.
-func (c *Comm) reduceScatterViaAllreduce(send, recv Buffer, op Op) error {
+func (c *Comm) reduceScatterViaAllreduce(send, recv backend.Buffer, op Op) error {
 	tmp := c.scratchBuffer(send.Len, send.Type)
 	if err := c.b.Allreduce(send, tmp, op); err != nil {
 		return err
@@ -48,16 +49,16 @@ func (c *Comm) barrierViaAllreduce() error {
 
 // scratchBuffer returns n elements of reusable memory, grown on demand.
 // float64-aligned because it backs both element types.
-func (c *Comm) scratchBuffer(n int, t DType) Buffer {
+func (c *Comm) scratchBuffer(n int, t DType) backend.Buffer {
 	need := n * t.Size()
 	if cap(c.scratch) < need {
 		words := make([]float64, (need+7)/8)
 		c.scratch = unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(words))), len(words)*8)
 	}
-	return Buffer{Ptr: unsafe.Pointer(unsafe.SliceData(c.scratch)), Len: n, Type: t}
+	return backend.Buffer{Ptr: unsafe.Pointer(unsafe.SliceData(c.scratch)), Len: n, Type: t}
 }
 
-func fillNegZero(b Buffer) {
+func fillNegZero(b backend.Buffer) {
 	switch b.Type {
 	case Float32:
 		nz := math.Float32frombits(1 << 31)

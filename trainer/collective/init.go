@@ -3,12 +3,15 @@ package collective
 import (
 	"errors"
 	"fmt"
+	"github.com/batchkit/batchkit/trainer/collective/backend"
 	"sync"
 	"time"
 
 	"github.com/batchkit/batchkit/envsetup/envvars"
 	"github.com/batchkit/batchkit/internal/closed"
 	"github.com/batchkit/batchkit/topology"
+	"github.com/batchkit/batchkit/trainer/collective/mpi"
+	"github.com/batchkit/batchkit/trainer/collective/tcp"
 )
 
 // Kind selects a backend. It is a closed set.
@@ -36,7 +39,7 @@ type Config struct {
 	Getenv topology.Getenv
 
 	// Token authenticates the TCP backend's peers. Empty means
-	// ResolveToken(Getenv, Topology), only when the TCP backend is chosen
+	// tcp.ResolveToken(Getenv, Topology), only when the TCP backend is chosen
 	// (MPI needs none: Hydra, for one, exposes no job id to derive it from).
 	Token string
 
@@ -56,8 +59,21 @@ type Config struct {
 }
 
 const (
-	DefaultTimeout           = 30 * time.Minute // PyTorch's default process-group timeout
-	DefaultRendezvousTimeout = 5 * time.Minute
+	DefaultTimeout           = tcp.DefaultTimeout // PyTorch's default process-group timeout
+	DefaultRendezvousTimeout = tcp.DefaultRendezvousTimeout
+)
+
+// What the mpi backend reports, under the names programs use.
+const MPIBuilt = mpi.Library // the MPI library this binary was built against, "" for none
+
+var ErrNoMPI = mpi.ErrNotBuilt // --backend mpi on a binary built without MPI
+
+type (
+	// MPIError is a failed MPI call.
+	MPIError = mpi.Error
+	// WorldError: the MPI library cannot join the world the launcher
+	// started. It is the user's setup, not a runtime failure.
+	WorldError = mpi.WorldError
 )
 
 // world is the process's one communicator: Init is idempotent.
@@ -127,7 +143,7 @@ func choose(cfg Config) (Kind, error) {
 	case "", Auto:
 		// MPI when the launcher offers this binary's library a way to
 		// join the world: not Open MPI under srun --mpi=pmi2, say.
-		if MPIBuilt != "" && mpiOffered(MPIBuilt, cfg.Topology, getenvOf(cfg)) {
+		if MPIBuilt != "" && mpi.Offered(MPIBuilt, cfg.Topology, getenvOf(cfg)) {
 			return MPI, nil
 		}
 		return TCP, nil
@@ -135,7 +151,7 @@ func choose(cfg Config) (Kind, error) {
 		if MPIBuilt == "" {
 			return "", ErrNoMPI
 		}
-		if err := checkMPIWireUp(MPIBuilt, cfg.Topology, getenvOf(cfg)); err != nil {
+		if err := mpi.CheckWireUp(MPIBuilt, cfg.Topology, getenvOf(cfg)); err != nil {
 			return "", fmt.Errorf("collective: mpi backend: %w", err)
 		}
 		return MPI, nil
@@ -159,18 +175,6 @@ type TokenError struct{ Err error }
 func (e *TokenError) Error() string { return "collective: tcp backend: " + e.Err.Error() }
 func (e *TokenError) Unwrap() error { return e.Err }
 
-// SetupError: the job is set up wrongly (ranks with different tokens or
-// world sizes, two processes with one rank, MASTER_ADDR that does not
-// resolve, MASTER_PORT taken), not a failure while it ran: retrying the
-// same job cannot succeed.
-type SetupError struct{ Err error }
-
-func (e *SetupError) Error() string { return e.Err.Error() }
-func (e *SetupError) Unwrap() error { return e.Err }
-
-// ErrNoMPI: --backend mpi on a binary built without MPI.
-var ErrNoMPI = errors.New("collective: this binary was built without MPI (build it with `make build-mpi MPI=openmpi` or `MPI=mpich`)")
-
 // backendName is the Name() the chosen kind produces.
 func backendName(k Kind, size int) string {
 	switch {
@@ -182,47 +186,47 @@ func backendName(k Kind, size int) string {
 	return "tcp"
 }
 
-func open(kind Kind, cfg Config) (Backend, error) {
-	t := cfg.Topology
-	if kind == MPI {
-		if world.mpiFinalized {
-			return nil, errors.New("collective: MPI was finalised in this process and cannot be initialised again")
-		}
-		b, err := newMPI(t, getenvOf(cfg))
-		if err != nil {
-			return nil, fmt.Errorf("collective: mpi backend: %w", err)
-		}
-		return b, nil
-	}
-	if t.WorldSize == 1 {
+func open(kind Kind, cfg Config) (backend.Backend, error) {
+	switch {
+	case kind == MPI:
+		return openMPI(cfg)
+	case cfg.Topology.WorldSize == 1:
 		return selfBackend{}, nil
 	}
+	return openTCP(cfg)
+}
+
+func openMPI(cfg Config) (backend.Backend, error) {
+	if world.mpiFinalized {
+		return nil, errors.New("collective: MPI was finalised in this process and cannot be initialised again")
+	}
+	b, err := mpi.New(cfg.Topology, getenvOf(cfg))
+	if err != nil {
+		return nil, fmt.Errorf("collective: mpi backend: %w", err)
+	}
+	return b, nil
+}
+
+// openTCP resolves the job token (tcp.ResolveToken) unless cfg has one and
+// joins the TCP world; tcp.New fills in the zero timeouts and Logf.
+func openTCP(cfg Config) (backend.Backend, error) {
+	t := cfg.Topology
 	token := cfg.Token
 	if token == "" {
 		var err error
-		if token, err = ResolveToken(getenvOf(cfg), t); err != nil {
+		if token, err = tcp.ResolveToken(getenvOf(cfg), t); err != nil {
 			return nil, &TokenError{Err: err}
 		}
 	}
-	opts := tcpOptions{
+	b, err := tcp.New(tcp.Options{
 		Rank: t.Rank, Size: t.WorldSize,
 		MasterAddr: t.MasterAddr, MasterPort: t.MasterPort,
 		Token:   token,
 		Timeout: cfg.Timeout, RendezvousTimeout: cfg.RendezvousTimeout,
-		Logf:  cfg.Logf,
-		NoShm: getenvOf(cfg)("BATCHKIT_TCP_SHM") == "0",
-	}
-	opts.NoMasterAddrCheck = getenvOf(cfg)(envvars.MasterAddrCheck) == "0"
-	if opts.Timeout <= 0 {
-		opts.Timeout = DefaultTimeout
-	}
-	if opts.RendezvousTimeout <= 0 {
-		opts.RendezvousTimeout = DefaultRendezvousTimeout
-	}
-	if opts.Logf == nil {
-		opts.Logf = func(string, ...any) {}
-	}
-	b, err := newTCP(opts)
+		Logf:              cfg.Logf,
+		NoShm:             getenvOf(cfg)("BATCHKIT_TCP_SHM") == "0",
+		NoMasterAddrCheck: getenvOf(cfg)(envvars.MasterAddrCheck) == "0",
+	})
 	if err != nil {
 		return nil, fmt.Errorf("collective: tcp backend: %w", err)
 	}
@@ -236,18 +240,18 @@ func (selfBackend) Name() string { return "self" }
 func (selfBackend) Rank() int    { return 0 }
 func (selfBackend) Size() int    { return 1 }
 func (selfBackend) Close() error { return nil }
-func (selfBackend) Allreduce(send, recv Buffer, _ Op) error {
+func (selfBackend) Allreduce(send, recv backend.Buffer, _ Op) error {
 	if !send.Same(recv) {
 		copy(recv.Bytes(), send.Bytes())
 	}
 	return nil
 }
-func (selfBackend) Broadcast(Buffer, int) error { return nil }
-func (selfBackend) Allgather(send, recv Buffer) error {
+func (selfBackend) Broadcast(backend.Buffer, int) error { return nil }
+func (selfBackend) Allgather(send, recv backend.Buffer) error {
 	copy(recv.Bytes(), send.Bytes())
 	return nil
 }
-func (selfBackend) ReduceScatter(send, recv Buffer, _ Op) error {
+func (selfBackend) ReduceScatter(send, recv backend.Buffer, _ Op) error {
 	copy(recv.Bytes(), send.Bytes())
 	return nil
 }

@@ -1,0 +1,6 @@
+//go:build mpi && !mpich
+
+package mpi
+
+// Library names the MPI library this binary was built against.
+const Library = "openmpi"

@@ -1,5 +1,0 @@
-//go:build race
-
-package collective
-
-const raceEnabled = true
