@@ -2,10 +2,11 @@ package mpi
 
 import (
 	"errors"
-	"github.com/batchkit/batchkit/trainer/collective/backend"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/batchkit/batchkit/trainer/collective/backend"
 )
 
 func TestMPIHandoffAt(t *testing.T) {

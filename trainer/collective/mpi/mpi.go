@@ -453,7 +453,8 @@ type mpiBackend struct {
 	comm       C.uintptr_t // our duplicate of MPI_COMM_WORLD
 	closed     bool        // under mpiState's lock
 	rank, size int
-	handoffAt  int // calls moving at least this many bytes run on the worker (mpiHandoffAt)
+	handoffAt  int       // calls moving at least this many bytes run on the worker (mpiHandoffAt)
+	lastYield  time.Time // under mpiState's lock
 }
 
 // New joins the MPI world: MPI initialised (unless the program did it),
@@ -672,10 +673,17 @@ func (m *mpiBackend) call(kind mpiKind, send, recv unsafe.Pointer, count int, t 
 	if callBytes(kind, count, t, m.size) >= m.handoffAt {
 		rc, handedOff = mpiHandoff(kind, m.comm, send, recv, count, t, op, arg, 1)
 	}
+	yield := false
 	if !handedOff {
 		rc = C.bk_call(C.int(kind), m.comm, (*C.char)(send), (*C.char)(recv), C.int64_t(count), C.int(t), C.int(op), C.int(arg), C.int64_t(mpiMaxCount))
+		if now := time.Now(); yieldDue(now, m.lastYield) {
+			m.lastYield, yield = now, true
+		}
 	}
 	mpiState.Unlock()
+	if yield {
+		runtime.Gosched()
+	}
 	if rc != C.MPI_SUCCESS {
 		return mpiError(mpiCallNames[kind], rc)
 	}
