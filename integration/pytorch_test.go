@@ -94,19 +94,33 @@ func sbatchOutput(t *testing.T, args ...string) string {
 	return string(b)
 }
 
-// torchrunOnEveryNode is the recipe for torchrun under batchkit: one task
-// per node runs torchrun, its node count, node rank and rendezvous from the
-// contract batchkit exec sets. --redirects 1 --tee 1: Debian's torch 1.13
-// on Python 3.11 fails in to_map without them (an upstream enum bug).
-const torchrunOnEveryNode = `exec "$0" -m torch.distributed.run --nnodes "$GROUP_WORLD_SIZE" --node_rank "$NODE_RANK" ` +
-	`--master_addr "$MASTER_ADDR" --master_port "$MASTER_PORT" --nproc_per_node 2 --redirects 1 --tee 1 "$@"`
+// torchrunOnEveryNode is the recipe for torchrun in a batch script of
+// one's own (what `batchkit sbatch --torchrun` generates): one task per node
+// runs torchrun, its node count, node rank and rendezvous from the contract
+// batchkit exec sets. --redirects 1 --tee 1: Debian's torch 1.13 on Python
+// 3.11 fails in to_map without them (an upstream enum bug).
+const torchrunOnEveryNode = `srun --ntasks-per-node=1 %s exec -- sh -c 'exec "$0" -m torch.distributed.run --nnodes "$GROUP_WORLD_SIZE" ` +
+	`--node_rank "$GROUP_RANK" --master_addr "$MASTER_ADDR" --master_port "$MASTER_PORT" --nproc_per_node 2 "$@"' ` +
+	`%s --redirects 1 --tee 1 %s
+`
+
+// pythonProfile writes a profile: the local one, training with python.
+func pythonProfile(t *testing.T) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "torch.toml")
+	if err := os.WriteFile(p, []byte(fmt.Sprintf("extends = \"local\"\n[env]\npython = %q\n", python)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
 
 // A plain PyTorch DDP script (examples/pytorch, env:// rendezvous, gloo)
 // trains under every launcher batchkit offers, every rank seeing the world
 // the launcher made: batchkit run and batchkit mpirun (both flavors) on this
 // host, srun, batchkit mpirun inside an allocation, batchkit sbatch with
 // srun, mpirun.openmpi and mpirun.mpich, and torchrun nested in a batch
-// script (one per node, 2 workers each).
+// script (one per node, 2 workers each): written by hand, and by batchkit
+// sbatch --torchrun under srun and mpirun.mpich.
 func TestPyTorchDDPEveryLauncher(t *testing.T) {
 	needTorch(t)
 	script := ddpScript(t)
@@ -148,9 +162,16 @@ func TestPyTorchDDPEveryLauncher(t *testing.T) {
 		{name: "batchkit sbatch mpich", tool: "mpirun.mpich", cluster: true, world: 4, perNode: 2, launch: func(t *testing.T) string {
 			return sbatchOutput(t, "--flavor", "mpich", "-N", "2", "--ntasks-per-node", "2", "--", python, script)
 		}},
-		{name: "torchrun in batchkit sbatch", cluster: true, world: 4, perNode: 2, launch: func(t *testing.T) string {
-			return sbatchOutput(t, "--launcher", "srun", "--flavor", "mpich", "-N", "2", "--ntasks-per-node", "1",
-				"--", "sh", "-c", torchrunOnEveryNode, python, script)
+		{name: "torchrun in a batch script", cluster: true, world: 4, perNode: 2, launch: func(t *testing.T) string {
+			return sbatchWait(t, fmt.Sprintf(torchrunOnEveryNode, bin, python, script), "-N2", "--ntasks-per-node=1")
+		}},
+		{name: "batchkit sbatch --torchrun srun", cluster: true, world: 4, perNode: 2, launch: func(t *testing.T) string {
+			return sbatchOutput(t, "--profile", pythonProfile(t), "--launcher", "srun", "--flavor", "mpich", "--torchrun", "2", "-N", "2",
+				"--", "--redirects", "1", "--tee", "1", script)
+		}},
+		{name: "batchkit sbatch --torchrun mpich", tool: "mpirun.mpich", cluster: true, world: 4, perNode: 2, launch: func(t *testing.T) string {
+			return sbatchOutput(t, "--profile", pythonProfile(t), "--flavor", "mpich", "--torchrun", "2", "-N", "2",
+				"--", "--redirects", "1", "--tee", "1", script)
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
