@@ -45,7 +45,7 @@ func needTorch(t *testing.T) {
 // ddpFinal rank 0's last line. Matched anywhere, not by line: Hydra's output
 // forwarding can join two ranks' lines, and torchrun prefixes them.
 var (
-	ddpRankLine = regexp.MustCompile(`\brank=(\d+) world_size=(\d+) local_rank=(\d+)`)
+	ddpRankLine = regexp.MustCompile(`rank=(\d+) world_size=(\d+) local_rank=(\d+)`)
 	ddpFinal    = regexp.MustCompile(`final test_accuracy=([0-9.]+) world_size=(\d+)`)
 )
 
@@ -94,15 +94,14 @@ func sbatchOutput(t *testing.T, args ...string) string {
 	return string(b)
 }
 
-// torchrunOnEveryNode is the recipe for torchrun in a batch script of
-// one's own (what `batchkit sbatch --torchrun` generates): one task per node
-// runs torchrun, its node count, node rank and rendezvous from the contract
-// batchkit exec sets. --redirects 1 --tee 1: Debian's torch 1.13 on Python
-// 3.11 fails in to_map without them (an upstream enum bug).
-const torchrunOnEveryNode = `srun --ntasks-per-node=1 %s exec -- sh -c 'exec "$0" -m torch.distributed.run --nnodes "$GROUP_WORLD_SIZE" ` +
-	`--node_rank "$GROUP_RANK" --master_addr "$MASTER_ADDR" --master_port "$MASTER_PORT" --nproc_per_node 2 "$@"' ` +
-	`%s --redirects 1 --tee 1 %s
-`
+// torchrunOnEveryNode is the recipe for torchrun under a launcher of one's
+// own (what `batchkit sbatch --torchrun` writes), with one task per node:
+// each runs torchrun, its node count, node rank and rendezvous from the
+// contract batchkit exec sets. "$0" is the python, "$@" torchrun's
+// arguments; Debian's torch 1.13 on Python 3.11 needs --redirects 1 --tee 1
+// among them (its to_map fails without: an upstream enum bug).
+const torchrunOnEveryNode = `exec "$0" -m torch.distributed.run --nnodes "$GROUP_WORLD_SIZE" --node_rank "$GROUP_RANK" ` +
+	`--master_addr "$MASTER_ADDR" --master_port "$MASTER_PORT" --nproc_per_node 2 "$@"`
 
 // pythonProfile writes a profile: the local one, training with python.
 func pythonProfile(t *testing.T) string {
@@ -118,9 +117,10 @@ func pythonProfile(t *testing.T) string {
 // trains under every launcher batchkit offers, every rank seeing the world
 // the launcher made: batchkit run and batchkit mpirun (both flavors) on this
 // host, srun, batchkit mpirun inside an allocation, batchkit sbatch with
-// srun, mpirun.openmpi and mpirun.mpich, and torchrun nested in a batch
-// script (one per node, 2 workers each): written by hand, and by batchkit
-// sbatch --torchrun under srun and mpirun.mpich.
+// srun, mpirun.openmpi and mpirun.mpich, and torchrun nested in an
+// srun step (one per node, 2 workers each) and in the batch script batchkit
+// sbatch --torchrun writes, under srun and mpirun.mpich. The cluster's
+// launches run in parallel.
 func TestPyTorchDDPEveryLauncher(t *testing.T) {
 	needTorch(t)
 	script := ddpScript(t)
@@ -162,8 +162,9 @@ func TestPyTorchDDPEveryLauncher(t *testing.T) {
 		{name: "batchkit sbatch mpich", tool: "mpirun.mpich", cluster: true, world: 4, perNode: 2, launch: func(t *testing.T) string {
 			return sbatchOutput(t, "--flavor", "mpich", "-N", "2", "--ntasks-per-node", "2", "--", python, script)
 		}},
-		{name: "torchrun in a batch script", cluster: true, world: 4, perNode: 2, launch: func(t *testing.T) string {
-			return sbatchWait(t, fmt.Sprintf(torchrunOnEveryNode, bin, python, script), "-N2", "--ntasks-per-node=1")
+		{name: "torchrun under srun batchkit exec", cluster: true, world: 4, perNode: 2, launch: func(t *testing.T) string {
+			return run(t, 2*time.Minute, "srun", "-N2", "--ntasks-per-node=1", "--time=5", bin, "exec", "--",
+				"sh", "-c", torchrunOnEveryNode, python, "--redirects", "1", "--tee", "1", script)
 		}},
 		{name: "batchkit sbatch --torchrun srun", cluster: true, world: 4, perNode: 2, launch: func(t *testing.T) string {
 			return sbatchOutput(t, "--profile", pythonProfile(t), "--launcher", "srun", "--flavor", "mpich", "--torchrun", "2", "-N", "2",
@@ -177,6 +178,9 @@ func TestPyTorchDDPEveryLauncher(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.cluster {
 				needCluster(t)
+				// sbatch --wait polls: a job of 10-20 s returns after ~40.
+				// Slurm queues what does not fit on the two nodes.
+				t.Parallel()
 			}
 			if tc.tool != "" {
 				needTool(t, tc.tool)
