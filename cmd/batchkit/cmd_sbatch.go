@@ -41,12 +41,17 @@ passes SIGUSR1 on to the launcher, which forwards it to the ranks. With --requeu
 slurm.requeue) an exit 75 of CMD (it stopped after a checkpoint, as batchkit train does) requeues
 the job, and CMD must resume from its checkpoint when run again; without, 75 ends the job.
 
+With --torchrun N every node runs one task, torchrun (the profile's env.python -m
+torch.distributed.run) with N workers, its --nnodes, --node_rank, --master_addr and --master_port
+from batchkit exec; CMD is torchrun's arguments: its own flags, then the script.
+
 Examples:
    batchkit sbatch --dry-run -N 2 --ntasks-per-node 4 -t 1:00:00 -- python3 train.py
    batchkit sbatch --profile intel-oneccl -N 4 --ntasks-per-node 2 -J train -- python3 train.py --epochs 3
    batchkit sbatch --write job.sh --launcher srun -N 2 -- ./bench
    batchkit sbatch --wait -N 2 --ntasks-per-node 2 -o out.txt -- batchkit env
-   batchkit sbatch --requeue --signal B:USR1@120 -N 2 -- batchkit train --checkpoint-dir ckpt`,
+   batchkit sbatch --requeue --signal B:USR1@120 -N 2 -- batchkit train --checkpoint-dir ckpt
+   batchkit sbatch --torchrun 2 --launcher srun -N 2 -- --redirects 1 --tee 1 train_ddp.py`,
 		Flags: append(profileFlags(),
 			&cli.StringFlag{Name: "nodes", Aliases: []string{"N"}, Usage: "number of nodes (N or MIN-MAX)"},
 			&cli.IntFlag{Name: "ntasks", Aliases: []string{"n"}, Usage: "total number of tasks (ranks)"},
@@ -76,6 +81,7 @@ Examples:
 			&cli.StringFlag{Name: "chdir", Aliases: []string{"D"}, Usage: "working directory of the batch script"},
 			&cli.StringFlag{Name: "mail-type", Usage: "mail on these events, e.g. END,FAIL"},
 			&cli.StringFlag{Name: "mail-user", Usage: "address for --mail-type's mail"},
+			&cli.IntFlag{Name: "torchrun", Usage: "one task per node running torchrun with `N` workers; CMD is torchrun's arguments"},
 			&cli.BoolFlag{Name: "requeue", Usage: "requeue the job when CMD exits 75 (checkpointed on SIGUSR1/SIGTERM; it must resume); --requeue=false overrides the profile (profile: slurm.requeue)"},
 			// Not a StringSliceFlag: that splits at commas, and
 			// --mail-type=END,FAIL is one directive.
@@ -228,7 +234,7 @@ func sbatchRequest(c *cli.Context, program []string) (sbatch.Request, error) {
 		Requeue: r.Profile.Slurm.Requeue, Extra: []string(*c.Generic("sbatch-arg").(*stringList)),
 	}
 	return sbatch.Request{ProfileName: r.Name, Profile: r.Profile, Job: job, Program: program, Batchkit: self,
-		Templates: set, Wait: c.Bool("wait"), SubmitTimeout: c.Duration("submit-timeout")}, nil
+		Templates: set, Wait: c.Bool("wait"), SubmitTimeout: c.Duration("submit-timeout"), Torchrun: c.Int("torchrun")}, nil
 }
 
 // writeNew writes a file that must not exist yet, unless force: a user's

@@ -34,6 +34,10 @@ type Request struct {
 	Wait bool
 	// SubmitTimeout bounds sbatch without Wait; 0: DefaultSubmitTimeout.
 	SubmitTimeout time.Duration
+	// Torchrun > 0 runs torchrun (the profile's python -m
+	// torch.distributed.run) on every node, one task per node, with this
+	// many workers each; Program is then torchrun's arguments.
+	Torchrun int
 }
 
 // Plan is a batch job decided but not submitted.
@@ -69,13 +73,17 @@ func NewPlan(req Request) (Plan, error) {
 // the profile under the flags, module loads, environment scripts and
 // variables, and the launch line for the profile's launcher and flavor.
 // With Requeue (the flag or slurm.requeue) the script requeues the job when
-// the program exits 75, having checkpointed.
+// the program exits 75, having checkpointed. With Torchrun the one task on
+// each node runs torchrun, which starts the program's workers.
 func Script(req Request) (slurm.Script, error) {
 	if len(req.Program) == 0 || req.Program[0] == "" {
 		return slurm.Script{}, fmt.Errorf("no program given: batchkit sbatch [flags] -- CMD [ARGS...]")
 	}
 	p := req.Profile
-	job := req.Job
+	job, program, err := withTorchrun(req.Torchrun, cmp.Or(p.Env.Python, "python3"), req.Job, req.Program)
+	if err != nil {
+		return slurm.Script{}, err
+	}
 	// The profile fills what the flags left open.
 	for _, f := range []struct {
 		dst *string
@@ -104,7 +112,7 @@ func Script(req Request) (slurm.Script, error) {
 	for _, s := range p.Env.Source {
 		sources = append(sources, slurm.Source{Path: s.Script, Args: s.Args})
 	}
-	launchLine, err := LaunchLine(p.MPI, job, append([]string{req.Batchkit, "exec", "--"}, req.Program...))
+	launchLine, err := LaunchLine(p.MPI, job, append([]string{req.Batchkit, "exec", "--"}, program...))
 	if err != nil {
 		return slurm.Script{}, err
 	}
