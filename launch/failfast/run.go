@@ -66,7 +66,10 @@ func Run(ctx context.Context, cfg Config, cmd *exec.Cmd, sigs <-chan os.Signal, 
 		se := launch.Started(err).(*launch.StartError)
 		return se.Code, se
 	}
-	go func() { code, _ := launch.WaitStatus(cmd.Wait()); w.send(input{ev: Event{Kind: ChildExited, Status: code}}) }()
+	go func() {
+		code, _ := launch.WaitStatus(cmd.Wait())
+		w.send(input{ev: Event{Kind: ChildExited, Status: code}})
+	}()
 	if cfg.Rank != 0 {
 		go w.dialLoop(ctx)
 	}

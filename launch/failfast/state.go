@@ -103,8 +103,8 @@ func (f Failure) Code() int {
 type peer int
 
 const (
-	joined peer = iota + 1
-	settled // done, failed or lost: nothing more to wait for
+	joined  peer = iota + 1
+	settled      // done, failed or lost: nothing more to wait for
 )
 
 // State is one wrapper's state machine. The zero value is not ready: use
@@ -113,8 +113,8 @@ type State struct {
 	Rank    int
 	Size    int
 	Phase   Phase
-	Failure *Failure // nil until some rank failed
-	Code    int      // the exit status, once Finished
+	Failure *Failure     // nil until some rank failed
+	Code    int          // the exit status, once Finished
 	peers   map[int]peer // the hub's peers; a peer's hub under key 0
 	// closed: see JoinClosed.
 	closed bool
