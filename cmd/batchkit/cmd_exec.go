@@ -14,6 +14,7 @@ import (
 	"github.com/batchkit/batchkit/launch"
 	"github.com/batchkit/batchkit/launch/failfast"
 	"github.com/batchkit/batchkit/topology"
+	"github.com/batchkit/batchkit/trainer/collective/tcp"
 )
 
 func execCommand() *cli.Command {
@@ -103,7 +104,8 @@ func execAction(c *cli.Context) error {
 		return err
 	}
 	env := envsetup.Merge(in.Environ, ch)
-	watch, on, err := failfast.FromEnv(topology.EnvironEnv(env), t)
+	getenv := topology.EnvironEnv(env)
+	watch, on, err := failfast.FromEnv(getenv, t, func() (string, error) { return tcp.ResolveToken(getenv, t) })
 	if err != nil {
 		return badInput(err)
 	}

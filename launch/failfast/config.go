@@ -48,10 +48,11 @@ func WatchPort(masterPort int) int {
 
 // FromEnv decides whether this rank watches and how. $BATCHKIT_FAIL_FAST
 // (envvars.FailFast): "0" never, "1" under any launcher, unset or empty
-// under the launchers that need it. One rank, or no job token (batchkit
-// mpirun passes one to every rank), means no watch; a forced watch
-// without a token is an error.
-func FromEnv(getenv topology.Getenv, t topology.Topology) (Config, bool, error) {
+// under the launchers that need it. One rank means no watch. token is the
+// job's token (batchkit mpirun gives every rank one; in a batch script the
+// ranks derive it from the job id, as the TCP collective does): without
+// one there is no watch, and a forced watch is an error.
+func FromEnv(getenv topology.Getenv, t topology.Topology, token func() (string, error)) (Config, bool, error) {
 	v := getenv(envvars.FailFast)
 	switch v {
 	case "0":
@@ -63,10 +64,13 @@ func FromEnv(getenv topology.Getenv, t topology.Topology) (Config, bool, error) 
 	if t.WorldSize < 2 || (v == "" && !needed[t.Launcher]) {
 		return Config{}, false, nil
 	}
-	tok := getenv(envvars.Token)
-	if tok == "" {
+	tok, err := token()
+	if err == nil && tok == "" {
+		err = fmt.Errorf("no job token (%s)", envvars.Token)
+	}
+	if err != nil {
 		if v == "1" {
-			return Config{}, false, fmt.Errorf("%s=1 needs %s, the job token every rank shares (batchkit mpirun sets it)", envvars.FailFast, envvars.Token)
+			return Config{}, false, fmt.Errorf("%s=1: %w", envvars.FailFast, err)
 		}
 		return Config{}, false, nil
 	}

@@ -1,6 +1,7 @@
 package failfast
 
 import (
+	"errors"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -35,7 +36,13 @@ func TestFromEnv(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, gotOn, err := FromEnv(func(k string) string { return tt.env[k] }, tt.top)
+			token := func() (string, error) {
+				if tok := tt.env["BATCHKIT_JOB_TOKEN"]; tok != "" {
+					return tok, nil
+				}
+				return "", errors.New("no job id")
+			}
+			got, gotOn, err := FromEnv(func(k string) string { return tt.env[k] }, tt.top, token)
 			if (err != nil) != tt.wantErr || gotOn != tt.wantOn {
 				t.Fatalf("on %v err %v, want on %v err %v", gotOn, err, tt.wantOn, tt.wantErr)
 			}
