@@ -216,8 +216,7 @@ func (w *watcher) dialLoop(ctx context.Context) {
 			}
 			c.Close()
 		}
-		var ae *AuthError
-		if errors.As(err, &ae) || time.Now().After(deadline) || ctx.Err() != nil {
+		if errors.Is(err, ErrRefused) || time.Now().After(deadline) || ctx.Err() != nil {
 			w.warn("cannot join rank 0's watcher at %s: %v", addr, err)
 			w.send(input{ev: Event{Kind: JoinClosed}})
 			return

@@ -83,22 +83,23 @@ func parseHello(b []byte) (hello, error) {
 	return h, nil
 }
 
-func mac(token string, label, helloD, helloA []byte) []byte {
+// mac is the proof of knowing token over parts (a label, then both hellos).
+func mac(token string, parts ...[]byte) []byte {
 	m := hmac.New(sha256.New, []byte(token))
-	m.Write(label)
-	m.Write(helloD)
-	m.Write(helloA)
+	for _, p := range parts {
+		m.Write(p)
+	}
 	return m.Sum(nil)
 }
 
-// AuthError is a handshake refused on its content (wrong token, another
-// world), as opposed to one that broke off.
-type AuthError struct{ Err error }
+// ErrRefused marks a handshake refused on its content (wrong token,
+// another world), which retrying cannot fix, as opposed to one that broke
+// off.
+var ErrRefused = errors.New("refused")
 
-func (e *AuthError) Error() string { return e.Err.Error() }
-func (e *AuthError) Unwrap() error { return e.Err }
-
-func authErrorf(format string, a ...any) error { return &AuthError{fmt.Errorf(format, a...)} }
+func refusedf(format string, a ...any) error {
+	return fmt.Errorf("%w: %s", ErrRefused, fmt.Sprintf(format, a...))
+}
 
 // dial is the dialer's side: nil once the hub has said ok.
 func dial(c net.Conn, token string, rank, size int) error {
@@ -118,17 +119,17 @@ func dial(c net.Conn, token string, rank, size int) error {
 	}
 	ha := in[:helloLen]
 	if _, err := parseHello(ha); err != nil {
-		return &AuthError{err}
+		return fmt.Errorf("%w: %w", ErrRefused, err)
 	}
 	if !hmac.Equal(in[helloLen:], mac(token, labelAcceptor, hd, ha)) {
-		return authErrorf("%s does not know this job's token", c.RemoteAddr())
+		return refusedf("%s does not know this job's token", c.RemoteAddr())
 	}
 	if _, err := c.Write(mac(token, labelDialer, hd, ha)); err != nil {
 		return err
 	}
 	var ok [1]byte
 	if _, err := io.ReadFull(c, ok[:]); err != nil || ok[0] != okByte {
-		return authErrorf("rank 0 refused this rank (another job's world size or rank?)")
+		return refusedf("rank 0 refused this rank (another job's world size or rank?)")
 	}
 	return nil
 }
@@ -144,7 +145,7 @@ func accept(c net.Conn, token string, size int) (int, error) {
 	}
 	them, err := parseHello(hd)
 	if err != nil {
-		return 0, &AuthError{err}
+		return 0, fmt.Errorf("%w: %w", ErrRefused, err)
 	}
 	me, err := newHello(0, size)
 	if err != nil {
@@ -160,9 +161,9 @@ func accept(c net.Conn, token string, size int) (int, error) {
 	}
 	switch {
 	case !hmac.Equal(proof, mac(token, labelDialer, hd, ha)):
-		return 0, authErrorf("bad job token")
+		return 0, refusedf("bad job token")
 	case int(them.size) != size || them.rank == 0 || int(them.rank) >= size:
-		return 0, authErrorf("rank %d of %d does not fit this world of %d", them.rank, them.size, size)
+		return 0, refusedf("rank %d of %d does not fit this world of %d", them.rank, them.size, size)
 	}
 	_, err = c.Write([]byte{okByte})
 	return int(them.rank), err
