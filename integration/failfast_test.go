@@ -31,14 +31,18 @@ func TestFailFast(t *testing.T) {
 	}
 	launchers := []struct {
 		name, tool string
+		cluster    bool
 		argv       []string
 		shows      string // the failing rank's status, %s its value
 	}{
-		{"mpich", "mpirun.mpich", []string{bin, "mpirun", "--flavor", "mpich", "-n", "3", "--"},
+		{"mpich", "mpirun.mpich", false, []string{bin, "mpirun", "--flavor", "mpich", "-n", "3", "--"},
 			`batchkit: rank 1 exited with status %s; stopping the other ranks`},
-		{"openmpi", "mpirun.openmpi", []string{bin, "mpirun", "--flavor", "openmpi", "-n", "3", "--allow-run-as-root", "--oversubscribe", "--"},
+		{"openmpi", "mpirun.openmpi", false, []string{bin, "mpirun", "--flavor", "openmpi", "-n", "3", "--allow-run-as-root", "--oversubscribe", "--"},
 			`(?i)rank 1|exit(ed)? .*code|signal`},
-		{"batchkit run", "", []string{bin, "run", "-n", "3", "--"}, `rank 1 (exited with code|was killed by)`},
+		{"batchkit run", "", false, []string{bin, "run", "-n", "3", "--"}, `rank 1 (exited with code|was killed by)`},
+		// srun with --kill-on-bad-exit=1, which batchkit passes.
+		{"srun", "srun", true, []string{bin, "mpirun", "--launcher", "srun", "--flavor", "mpich", "-n", "3", "--"},
+			`task 1: (Exited with exit code %s|Killed)`},
 	}
 	for _, l := range launchers {
 		for _, s := range failFastScripts {
@@ -46,7 +50,14 @@ func TestFailFast(t *testing.T) {
 				if l.tool != "" {
 					needTool(t, l.tool)
 				}
-				code, took, out := runExit(t, localEnv(), append(append([]string{}, l.argv...), "sh", "-c", s.script))
+				if l.cluster {
+					needCluster(t)
+				}
+				env := localEnv()
+				if l.cluster {
+					env = os.Environ()
+				}
+				code, took, out := runExit(t, env, append(append([]string{}, l.argv...), "sh", "-c", s.script))
 				t.Logf("exit %d after %v", code, took.Round(10*time.Millisecond))
 				checkFailFast(t, code, took, out, s.fails, regexp.MustCompile(sprintfStatus(l.shows, s.status)))
 			})
