@@ -119,16 +119,13 @@ func execAction(c *cli.Context) error {
 // watch with this one (launch/failfast), where the launcher would not stop
 // the job when a rank fails.
 func execWatched(c *cli.Context, watch failfast.Config, args, env []string) error {
-	path, err := exec.LookPath(args[0])
-	if err != nil {
-		return cli.Exit(fmt.Sprintf("%s: %v", args[0], err), launch.StartCode(err))
-	}
 	sigs, stop := catchSignals()
 	defer stop()
-	cmd := &exec.Cmd{Path: path, Args: args, Env: env, Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr}
+	cmd := exec.Command(args[0], args[1:]...) // looked up on the PATH the profile set, as execve does
+	cmd.Env, cmd.Stdin, cmd.Stdout, cmd.Stderr = env, os.Stdin, os.Stdout, os.Stderr
 	code, err := failfast.Run(c.Context, watch, cmd, sigs, c.App.ErrWriter)
 	if err != nil {
-		return cli.Exit(fmt.Sprintf("exec %s: %v%s", path, err, launch.ExecHint(err)), code)
+		return cli.Exit(fmt.Sprintf("%v%s", err, launch.ExecHint(err)), code) // err names the program
 	}
 	return launchExit(code, nil)
 }

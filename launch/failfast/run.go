@@ -40,7 +40,8 @@ type watcher struct {
 // cmd gets a process group of its own, which signals from sigs and a stop
 // reach whole (a shell's children too). The code is the child's status
 // (128+S for signal S), or the failing rank's when this one was stopped;
-// err is non-nil only when the child could not be started. Problems with
+// err is non-nil only when the child could not be started (the others
+// are stopped then too, and code is 127 or 126). Problems with
 // the watch itself are printed to stderr and leave the child running
 // unwatched: fail-fast must never be the reason a job fails.
 func Run(ctx context.Context, cfg Config, cmd *exec.Cmd, sigs <-chan os.Signal, stderr io.Writer) (int, error) {
@@ -62,18 +63,22 @@ func Run(ctx context.Context, cfg Config, cmd *exec.Cmd, sigs <-chan os.Signal, 
 		time.AfterFunc(cfg.JoinTimeout, func() { w.send(input{ev: Event{Kind: JoinClosed}}) })
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	var startErr error
 	if err := cmd.Start(); err != nil {
+		// Not started (not found, say) is a failure the others must hear of.
 		se := launch.Started(err).(*launch.StartError)
-		return se.Code, se
+		startErr = se
+		w.events <- input{ev: Event{Kind: ChildExited, Status: se.Code}}
+	} else {
+		go func() {
+			code, _ := launch.WaitStatus(cmd.Wait())
+			w.send(input{ev: Event{Kind: ChildExited, Status: code}})
+		}()
 	}
-	go func() {
-		code, _ := launch.WaitStatus(cmd.Wait())
-		w.send(input{ev: Event{Kind: ChildExited, Status: code}})
-	}()
 	if cfg.Rank != 0 {
 		go w.dialLoop(ctx)
 	}
-	return w.loop(ctx, sigs), nil
+	return w.loop(ctx, sigs), startErr
 }
 
 // loop feeds events to the state machine and carries out its actions.
@@ -114,7 +119,7 @@ func (w *watcher) do(acts []Action) (code int, exit bool) {
 			f := w.st.Failure
 			w.write(a.Rank, frame{msgStop, int32(f.Rank), int32(f.Status)})
 		case Announce:
-			if len(w.conns) > 0 { // no one to stop otherwise
+			if w.ln != nil || w.conns[0] != nil { // no one to stop otherwise
 				fmt.Fprintln(w.stderr, w.st.Failure.Line(true))
 			}
 		case KillChild:
@@ -146,7 +151,9 @@ func (w *watcher) stopChild() {
 
 // signal signals the child's process group.
 func (w *watcher) signal(s syscall.Signal) {
-	_ = syscall.Kill(-w.cmd.Process.Pid, s)
+	if w.cmd.Process != nil { // nil: never started
+		_ = syscall.Kill(-w.cmd.Process.Pid, s)
+	}
 }
 
 func (w *watcher) write(rank int, f frame) {

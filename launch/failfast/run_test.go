@@ -224,3 +224,22 @@ func TestHandshake(t *testing.T) {
 		})
 	}
 }
+
+// A rank whose program cannot be started stops the others too.
+func TestRunNotStarted(t *testing.T) {
+	port := freePort(t)
+	var stderr lockedBuffer
+	var code int
+	var err error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		cfg := Config{Rank: 1, Size: 2, Addr: "127.0.0.1", Port: port, Token: "tok", Grace: time.Second, JoinTimeout: 2 * time.Second, ExitWait: time.Second}
+		code, err = Run(context.Background(), cfg, exec.Command("/nonexistent/prog"), nil, &stderr)
+	}()
+	res := runRanks(t, port, same("tok", 2), []string{"sleep 30", ""})
+	<-done
+	if code != 127 || err == nil || res[0].code != 127 {
+		t.Errorf("rank 1: %d, %v; rank 0: %d; want 127, an error, 127", code, err, res[0].code)
+	}
+}

@@ -151,8 +151,8 @@ func (s *State) childExited(status int) []Action {
 		code = s.Failure.Code() // stopped: the failing rank's status
 	case status != 0:
 		s.Failure = &Failure{Rank: s.Rank, Status: status}
-		acts = append(acts, Action{Kind: Announce, Rank: s.Rank, Status: status})
-		if s.hub() {
+		if s.hub() { // a peer announces when it reports
+			acts = append(acts, Action{Kind: Announce, Rank: s.Rank, Status: status})
 			acts = append(acts, s.tellAll(-1)...)
 		}
 	}
@@ -173,6 +173,9 @@ func (s *State) peerFinish() []Action {
 		return nil
 	}
 	var acts []Action
+	if own {
+		acts = append(acts, Action{Kind: Announce, Rank: s.Rank, Status: s.Code})
+	}
 	if s.Failure == nil || own {
 		acts = append(acts, Action{Kind: Report, Rank: s.Rank, Status: s.Code})
 	}
