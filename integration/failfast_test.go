@@ -2,6 +2,7 @@ package integration
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"testing"
@@ -128,3 +129,30 @@ func TestFailFastSbatchMPICH(t *testing.T) {
 		t.Errorf("job output lacks %q:\n%s", want, b)
 	}
 }
+
+// torchFailing is a PyTorch program whose rank 1 raises while the others
+// wait for it in init_process_group (gloo, env://): without fail-fast they
+// would wait there for the default 30 minutes.
+const torchFailing = `import os, time, torch.distributed as dist
+if os.environ["RANK"] == "1":
+    time.sleep(1)
+    raise RuntimeError("rank 1 last words")
+dist.init_process_group("gloo", init_method="env://")
+`
+
+// The issue's case, under MPICH: a Python rank raises while the others
+// wait in init_process_group. Debian's python3-torch, which another
+// python3 earlier on PATH may not see.
+func TestFailFastTorch(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real MPI launchers")
+	}
+	needTool(t, "mpirun.mpich")
+	if exec.Command("/usr/bin/python3", "-c", "import torch.distributed").Run() != nil {
+		requireOrSkip(t, "/usr/bin/python3 cannot import torch (apt-get install python3-torch)")
+	}
+	code, took, out := runExit(t, localEnv(), []string{bin, "mpirun", "--flavor", "mpich", "-n", "3", "--", "/usr/bin/python3", "-c", torchFailing})
+	t.Logf("exit %d after %v", code, took.Round(10*time.Millisecond))
+	checkFailFast(t, code, took, out, true, regexp.MustCompile(`batchkit: rank 1 exited with status 1; stopping the other ranks`))
+}
+
