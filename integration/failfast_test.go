@@ -155,4 +155,3 @@ func TestFailFastTorch(t *testing.T) {
 	t.Logf("exit %d after %v", code, took.Round(10*time.Millisecond))
 	checkFailFast(t, code, took, out, true, regexp.MustCompile(`batchkit: rank 1 exited with status 1; stopping the other ranks`))
 }
-
