@@ -227,7 +227,9 @@ var (
 	// (a --export=ALL,K=V list would break on commas in values), which
 	// also carries every forwarded name; a later --export in ExtraArgs
 	// wins, so it must keep them. No hostfile; per-host slots do not exist
-	// (the allocation decides).
+	// (the allocation decides). --kill-on-bad-exit: a rank that fails ends
+	// the step, as Open MPI's mpirun does (Slurm's default lets the others
+	// run on); a later --kill-on-bad-exit=0 in ExtraArgs wins.
 	srunSyntax = syntax{
 		name:       "srun",
 		np:         "-n {N}",
@@ -238,7 +240,7 @@ var (
 		inherits:   true,
 		envFilters: []envFilter{{"--export", true, "ALL"}},
 		srunMPI:    "--mpi={P}",
-		fixed:      "--export=ALL",
+		fixed:      "--kill-on-bad-exit=1 --export=ALL",
 	}
 )
 

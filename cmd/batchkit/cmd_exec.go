@@ -12,7 +12,9 @@ import (
 	"github.com/batchkit/batchkit/envsetup"
 	"github.com/batchkit/batchkit/envsetup/envvars"
 	"github.com/batchkit/batchkit/launch"
+	"github.com/batchkit/batchkit/launch/failfast"
 	"github.com/batchkit/batchkit/topology"
+	"github.com/batchkit/batchkit/trainer/collective/tcp"
 )
 
 func execCommand() *cli.Command {
@@ -25,6 +27,12 @@ NODE_RANK, GROUP_RANK, GROUP_WORLD_SIZE, MASTER_ADDR and MASTER_PORT on top of t
 environment, and replaces itself with CMD: signals reach CMD directly and its exit code is the
 exit code. This makes torch.distributed.init_process_group(init_method="env://") work under
 srun and any mpirun.
+
+Under MPICH's or Intel MPI's Hydra (batchkit mpirun), which let the other ranks run on when one
+fails, CMD runs as a child instead, watched: when any rank's CMD exits non-zero or dies by a
+signal, every other rank's CMD is stopped (SIGTERM, SIGKILL 5 s later) and exits with that
+status. BATCHKIT_FAIL_FAST=0 turns this off (Hydra's own behaviour); =1 turns it on under any
+launcher that gives every rank BATCHKIT_JOB_TOKEN.
 
 With --profile, the profile's environment comes first, as 'batchkit envsetup' prints it: its
 source scripts (oneAPI setvars.sh ...) sourced by real bash, then its [env] variables (a value you
@@ -95,7 +103,31 @@ func execAction(c *cli.Context) error {
 	if err := applyToProcess(ch); err != nil {
 		return err
 	}
-	return execve(args, envsetup.Merge(in.Environ, ch))
+	env := envsetup.Merge(in.Environ, ch)
+	getenv := topology.EnvironEnv(env)
+	watch, on, err := failfast.FromEnv(getenv, t, func() (string, error) { return tcp.ResolveToken(getenv, t) })
+	if err != nil {
+		return badInput(err)
+	}
+	if on {
+		return execWatched(c, watch, args, env)
+	}
+	return execve(args, env)
+}
+
+// execWatched runs args as a child that the other ranks' batchkit exec
+// watch with this one (launch/failfast), where the launcher would not stop
+// the job when a rank fails.
+func execWatched(c *cli.Context, watch failfast.Config, args, env []string) error {
+	sigs, stop := catchSignals()
+	defer stop()
+	cmd := exec.Command(args[0], args[1:]...) // looked up on the PATH the profile set, as execve does
+	cmd.Env, cmd.Stdin, cmd.Stdout, cmd.Stderr = env, os.Stdin, os.Stdout, os.Stderr
+	code, err := failfast.Run(c.Context, watch, cmd, sigs, c.App.ErrWriter)
+	if err != nil {
+		return cli.Exit(fmt.Sprintf("%v%s", err, launch.ExecHint(err)), code) // err names the program
+	}
+	return launchExit(code, nil)
 }
 
 // execProfile sources the profile's scripts (real bash, the edge) and

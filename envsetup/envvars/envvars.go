@@ -71,3 +71,9 @@ const Pin = "BATCHKIT_PIN"
 // containerised setups where the address the other ranks dial is on no
 // interface of rank 0's host.
 const MasterAddrCheck = "BATCHKIT_MASTER_ADDR_CHECK"
+
+// FailFast set to 0 stops batchkit exec from watching the other ranks
+// (launch/failfast), leaving a failed rank to the launcher as before; 1
+// makes it watch under any launcher. Unset, it watches where the launcher
+// does not stop the job itself (Hydra).
+const FailFast = "BATCHKIT_FAIL_FAST"

@@ -182,7 +182,7 @@ func TestNewPlan(t *testing.T) {
 		wantErr string   // a launch.ErrInvalid error's text
 	}{
 		{"srun, built-in templates", Request{Profile: prof, Program: []string{"prog"}, Batchkit: "/bk", Wait: true},
-			[]string{"srun", "--mpi=pmix", "--export=ALL", "/bk", "exec", "--", "prog"}, ""},
+			[]string{"srun", "--mpi=pmix", "--kill-on-bad-exit=1", "--export=ALL", "/bk", "exec", "--", "prog"}, ""},
 		{"no program", Request{Profile: prof}, nil, "no program given: batchkit sbatch [flags] -- CMD [ARGS...]"},
 		{"bad nodes", Request{Profile: prof, Program: []string{"prog"}, Job: slurm.JobOptions{Nodes: "0"}}, nil,
 			`--nodes "0": want a number of nodes N or a range MIN-MAX, at least 1`},
@@ -202,7 +202,7 @@ func TestNewPlan(t *testing.T) {
 			if diff := cmp.Diff(tt.want, p.Script.Launch); diff != "" {
 				t.Errorf("launch line (-want +got):\n%s", diff)
 			}
-			if !strings.Contains(p.Text, "\nsrun --mpi=pmix --export=ALL /bk exec -- prog &\n") || p.Wait != tt.req.Wait {
+			if !strings.Contains(p.Text, "\nsrun --mpi=pmix --kill-on-bad-exit=1 --export=ALL /bk exec -- prog &\n") || p.Wait != tt.req.Wait {
 				t.Errorf("text %q, wait %v", p.Text, p.Wait)
 			}
 		})

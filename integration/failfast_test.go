@@ -1,0 +1,157 @@
+package integration
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"testing"
+	"time"
+)
+
+// failFastScripts are the ranks' programs (issue 22 §2): rank 1 fails,
+// or dies by a signal, or exits 0 early, while ranks 0 and 2 sleep. Output
+// goes to stderr, which runExit returns.
+var failFastScripts = []struct {
+	name, script string
+	fails        bool
+	status       string // what the status shows as, for the MPICH watcher's line
+}{
+	{"exit 3", `if [ "$RANK" = 1 ]; then sleep 1; echo "rank 1 last words" >&2; exit 3; fi; exec sleep 300`, true, "3"},
+	{"SIGKILL", `if [ "$RANK" = 1 ]; then sleep 1; echo "rank 1 last words" >&2; kill -9 $$; fi; exec sleep 300`, true, "137"},
+	{"exit 0 early", `if [ "$RANK" = 1 ]; then exit 0; fi; sleep 3; echo "rank $RANK done" >&2`, false, ""},
+}
+
+// A failing rank ends the whole job within seconds, non-zero, its last
+// output and status shown; a rank exiting 0 early stops nobody. MPICH's
+// Hydra needs batchkit exec's watcher (launch/failfast); Open MPI and
+// batchkit run stop the job themselves and are here for comparison.
+func TestFailFast(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real MPI launchers")
+	}
+	launchers := []struct {
+		name, tool string
+		cluster    bool
+		argv       []string
+		shows      string // the failing rank's status, %s its value
+	}{
+		{"mpich", "mpirun.mpich", false, []string{bin, "mpirun", "--flavor", "mpich", "-n", "3", "--"},
+			`batchkit: rank 1 exited with status %s; stopping the other ranks`},
+		{"openmpi", "mpirun.openmpi", false, []string{bin, "mpirun", "--flavor", "openmpi", "-n", "3", "--allow-run-as-root", "--oversubscribe", "--"},
+			`(?i)rank 1|exit(ed)? .*code|signal`},
+		{"batchkit run", "", false, []string{bin, "run", "-n", "3", "--"}, `rank 1 (exited with code|was killed by)`},
+		// srun with --kill-on-bad-exit=1, which batchkit passes.
+		{"srun", "srun", true, []string{bin, "mpirun", "--launcher", "srun", "--flavor", "mpich", "-n", "3", "--"},
+			`task 1: (Exited with exit code %s|Killed)`},
+	}
+	for _, l := range launchers {
+		for _, s := range failFastScripts {
+			t.Run(l.name+"/"+s.name, func(t *testing.T) {
+				if l.tool != "" {
+					needTool(t, l.tool)
+				}
+				if l.cluster {
+					needCluster(t)
+				}
+				env := localEnv()
+				if l.cluster {
+					env = os.Environ()
+				}
+				code, took, out := runExit(t, env, append(append([]string{}, l.argv...), "sh", "-c", s.script))
+				t.Logf("exit %d after %v", code, took.Round(10*time.Millisecond))
+				checkFailFast(t, code, took, out, s.fails, regexp.MustCompile(sprintfStatus(l.shows, s.status)))
+			})
+		}
+	}
+}
+
+// sprintfStatus puts status into a pattern that may not mention it.
+func sprintfStatus(pattern, status string) string {
+	return regexp.MustCompile(`%s`).ReplaceAllLiteralString(pattern, regexp.QuoteMeta(status))
+}
+
+func checkFailFast(t *testing.T, code int, took time.Duration, out string, fails bool, shows *regexp.Regexp) {
+	t.Helper()
+	if !fails {
+		if code != 0 || took < 3*time.Second {
+			t.Errorf("exit %d after %v, want 0 after the others' 3 s\n%s", code, took, out)
+		}
+		for _, want := range []string{"rank 0 done", "rank 2 done"} {
+			if !regexp.MustCompile(want).MatchString(out) {
+				t.Errorf("output lacks %q:\n%s", want, out)
+			}
+		}
+		return
+	}
+	if code == 0 || took > 10*time.Second {
+		t.Errorf("exit %d after %v, want non-zero within 10 s\n%s", code, took, out)
+	}
+	if !regexp.MustCompile("rank 1 last words").MatchString(out) || !shows.MatchString(out) {
+		t.Errorf("output lacks rank 1's last words or %q:\n%s", shows, out)
+	}
+}
+
+// BATCHKIT_FAIL_FAST=0 gives Hydra its own behaviour back: the others run
+// on to their end.
+func TestFailFastOff(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real MPI launchers")
+	}
+	needTool(t, "mpirun.mpich")
+	env := append(localEnv(), "BATCHKIT_FAIL_FAST=0")
+	code, took, out := runExit(t, env, []string{bin, "mpirun", "--flavor", "mpich", "-n", "3", "--", "sh", "-c",
+		`if [ "$RANK" = 1 ]; then exit 3; fi; sleep 3`})
+	if code == 0 || took < 3*time.Second || regexp.MustCompile("stopping").MatchString(out) {
+		t.Errorf("exit %d after %v, want non-zero after the others' 3 s, nobody stopped\n%s", code, took, out)
+	}
+}
+
+// Inside a batch script on the two-node cluster, MPICH's ranks derive the
+// job token from the job id, as the TCP collective does, and still stop
+// each other.
+func TestFailFastSbatchMPICH(t *testing.T) {
+	needCluster(t)
+	needTool(t, "mpirun.mpich")
+	dir := t.TempDir()
+	os.Chmod(dir, 0o777)
+	out := filepath.Join(dir, "job.out")
+	start := time.Now()
+	code, _, stderr := runExit(t, os.Environ(), []string{bin, "sbatch", "--wait", "-N", "2", "--ntasks-per-node", "2",
+		"--flavor", "mpich", "--launcher", "mpirun", "-o", out, "--", "sh", "-c", failFastScripts[0].script})
+	took := time.Since(start)
+	b, _ := os.ReadFile(out)
+	t.Logf("exit %d after %v (submission and scheduling included)", code, took.Round(10*time.Millisecond))
+	if code == 0 || took > 40*time.Second {
+		t.Errorf("exit %d after %v, want non-zero well before the ranks' 300 s\n%s\njob output:\n%s", code, took, stderr, b)
+	}
+	if want := "batchkit: rank 1 exited with status 3; stopping the other ranks"; !regexp.MustCompile(regexp.QuoteMeta(want)).Match(b) {
+		t.Errorf("job output lacks %q:\n%s", want, b)
+	}
+}
+
+// torchFailing is a PyTorch program whose rank 1 raises while the others
+// wait for it in init_process_group (gloo, env://): without fail-fast they
+// would wait there for the default 30 minutes.
+const torchFailing = `import os, time, torch.distributed as dist
+if os.environ["RANK"] == "1":
+    time.sleep(1)
+    raise RuntimeError("rank 1 last words")
+dist.init_process_group("gloo", init_method="env://")
+`
+
+// The issue's case, under MPICH: a Python rank raises while the others
+// wait in init_process_group. Debian's python3-torch, which another
+// python3 earlier on PATH may not see.
+func TestFailFastTorch(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real MPI launchers")
+	}
+	needTool(t, "mpirun.mpich")
+	if exec.Command("/usr/bin/python3", "-c", "import torch.distributed").Run() != nil {
+		requireOrSkip(t, "/usr/bin/python3 cannot import torch (apt-get install python3-torch)")
+	}
+	code, took, out := runExit(t, localEnv(), []string{bin, "mpirun", "--flavor", "mpich", "-n", "3", "--", "/usr/bin/python3", "-c", torchFailing})
+	t.Logf("exit %d after %v", code, took.Round(10*time.Millisecond))
+	checkFailFast(t, code, took, out, true, regexp.MustCompile(`batchkit: rank 1 exited with status 1; stopping the other ranks`))
+}

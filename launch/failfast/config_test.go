@@ -1,0 +1,61 @@
+package failfast
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/batchkit/batchkit/topology"
+)
+
+func TestFromEnv(t *testing.T) {
+	hydra := topology.Topology{Launcher: topology.Hydra, Rank: 2, WorldSize: 3, MasterAddr: "node1", MasterPort: 29500}
+	openmpi := hydra
+	openmpi.Launcher = topology.OpenMPI
+	one := hydra
+	one.WorldSize, one.Rank = 1, 0
+	on := Config{Rank: 2, Size: 3, Addr: "node1", Port: 29501, Token: "tok",
+		Grace: DefaultGrace, JoinTimeout: DefaultJoinTimeout, ExitWait: DefaultExitWait}
+	tests := []struct {
+		name    string
+		env     map[string]string
+		top     topology.Topology
+		want    Config
+		wantOn  bool
+		wantErr bool
+	}{
+		{"hydra with a token", map[string]string{"BATCHKIT_JOB_TOKEN": "tok"}, hydra, on, true, false},
+		{"hydra, turned off", map[string]string{"BATCHKIT_JOB_TOKEN": "tok", "BATCHKIT_FAIL_FAST": "0"}, hydra, Config{}, false, false},
+		{"hydra without a token", nil, hydra, Config{}, false, false},
+		{"open mpi stops the job itself", map[string]string{"BATCHKIT_JOB_TOKEN": "tok"}, openmpi, Config{}, false, false},
+		{"forced under open mpi", map[string]string{"BATCHKIT_JOB_TOKEN": "tok", "BATCHKIT_FAIL_FAST": "1"}, openmpi, on, true, false},
+		{"forced without a token", map[string]string{"BATCHKIT_FAIL_FAST": "1"}, hydra, Config{}, false, true},
+		{"one rank", map[string]string{"BATCHKIT_JOB_TOKEN": "tok", "BATCHKIT_FAIL_FAST": "1"}, one, Config{}, false, false},
+		{"bad value", map[string]string{"BATCHKIT_FAIL_FAST": "yes"}, hydra, Config{}, false, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			token := func() (string, error) {
+				if tok := tt.env["BATCHKIT_JOB_TOKEN"]; tok != "" {
+					return tok, nil
+				}
+				return "", errors.New("no job id")
+			}
+			got, gotOn, err := FromEnv(func(k string) string { return tt.env[k] }, tt.top, token)
+			if (err != nil) != tt.wantErr || gotOn != tt.wantOn {
+				t.Fatalf("on %v err %v, want on %v err %v", gotOn, err, tt.wantOn, tt.wantErr)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("config (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestWatchPort(t *testing.T) {
+	got := []int{WatchPort(29500), WatchPort(65535)}
+	if diff := cmp.Diff([]int{29501, 65534}, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
