@@ -6,7 +6,11 @@ export PATH := /usr/local/go/bin:$(PATH)
 
 BIN      := bin/batchkit
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-LDFLAGS  := -X main.version=$(VERSION)
+# The commit is stamped by the Go toolchain too; COMMIT= also serves a
+# build from a tarball, which has no .git.
+# The full hash, -dirty for a modified tree (--exclude: never a tag name).
+COMMIT   ?= $(shell git describe --always --dirty --abbrev=40 --exclude='*' 2>/dev/null)
+LDFLAGS  := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 GO       ?= go
 FUZZTIME ?= 20s
 
