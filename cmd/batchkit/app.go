@@ -28,7 +28,13 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 		Version: version,
 		Description: "batchkit reads the rank and topology of a process from Slurm, every MPI launcher or torchrun,\n" +
 			"exports the torchrun contract (RANK, WORLD_SIZE, MASTER_ADDR ...) to any program, and expands\n" +
-			"Slurm host lists.",
+			"Slurm host lists.\n\n" +
+			"Examples:\n" +
+			"   batchkit run -n 2 -- python3 train.py\n" +
+			"   batchkit sbatch -N 2 --ntasks-per-node 4 --dry-run -- python3 train.py\n" +
+			"   srun -N2 -n8 batchkit exec -- python3 train.py\n" +
+			"   batchkit doctor\n" +
+			"   batchkit help COMMAND",
 		Writer:    stdout,
 		ErrWriter: stderr,
 		// Completion is answered by Main (complete.go), never by urfave/cli,

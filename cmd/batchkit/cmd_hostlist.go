@@ -15,6 +15,12 @@ func hostlistCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "hostlist",
 		Usage: "expand and compress Slurm host lists",
+		Description: `Host lists as Slurm writes them (SLURM_JOB_NODELIST, scontrol), without Slurm installed.
+
+Examples:
+   batchkit hostlist expand 'node[001-003],gpu[1,3]'
+   batchkit hostlist compress node1 node2 node3
+   batchkit hostlist tasks-per-node "$SLURM_TASKS_PER_NODE"`,
 		Subcommands: []*cli.Command{
 			{
 				Name:      "expand",

@@ -25,7 +25,13 @@ set up (scripts to source, variables) and rendezvous defaults. NAME.toml is sear
 directory of $BATCHKIT_PROFILE_PATH (colon-separated), then ~/.config/batchkit/profiles, then
 /etc/batchkit/profiles, then the profiles built into batchkit (local, generic-openmpi,
 intel-oneccl, mpich). A NAME containing / or ending in .toml is a file path. Without NAME:
-$BATCHKIT_PROFILE, else local. The schema is in site-configs/README.md.`,
+$BATCHKIT_PROFILE, else local. The schema is in site-configs/README.md.
+
+Examples:
+   batchkit profile list
+   batchkit profile show intel-oneccl
+   batchkit profile explain --set slurm.partition=gpu
+   batchkit profile check /etc/batchkit/profiles/*.toml`,
 		Subcommands: []*cli.Command{
 			profileListCommand(),
 			profileShowCommand(),
