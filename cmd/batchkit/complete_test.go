@@ -17,7 +17,7 @@ func TestCompletions(t *testing.T) {
 		words []string
 		want  []string
 	}{
-		{"nothing typed", nil, []string{"env", "exec", "run", "sbatch", "hostlist", "profile", "mpirun", "envsetup", "bench", "doctor", "train", "completion"}},
+		{"nothing typed", nil, []string{"env", "exec", "run", "sbatch", "hostlist", "profile", "mpirun", "envsetup", "bench", "doctor", "train", "completion", "version"}},
 		{"a command's prefix", []string{"pro"}, []string{"profile"}},
 		{"a subcommand", []string{"hostlist", "t"}, []string{"tasks-per-node"}},
 		{"flags", []string{"env", "-"}, []string{"--format", "-f", "--allocation", "--help", "-h"}},
