@@ -47,7 +47,7 @@ fi
 // fish tokenizes the line itself (commandline -opc: the words before the
 // cursor, unquoted; -ct: the one being completed, "" quoted so that an
 // empty word is still passed). complete -f: the script falls back to file
-// names itself, as the others do.
+// names itself, as the others do; -k keeps batchkit's order (the help's).
 const fishCompletion = `function __batchkit_complete
     set -l words (commandline -opc)
     set -l cur (commandline -ct)
@@ -58,7 +58,7 @@ const fishCompletion = `function __batchkit_complete
         __fish_complete_path "$cur"
     end
 end
-complete -c batchkit -f -a '(__batchkit_complete)'
+complete -c batchkit -f -k -a '(__batchkit_complete)'
 `
 
 // completionScripts are the shells 'batchkit completion' knows.
