@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -129,29 +130,40 @@ var readmeExitCodes = map[string]int{
 	"127": launch.StartCode(exec.ErrNotFound),
 }
 
-// The README's table names exactly the codes the program has, and each row
-// has a case above whose code is that row's.
+// README.md's table is exitStatuses, row for row; its numbered statuses
+// are the code's constants; and each row has a case above with its code.
 func TestExitCodesCoverREADME(t *testing.T) {
-	rows, err := readmeExitTable()
+	got, err := readmeExitTable()
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"CMD's", "128+S"}
-	for k := range readmeExitCodes {
-		want = append(want, k)
+	var want [][3]string
+	var rows []string
+	for _, e := range exitStatuses {
+		want = append(want, [3]string{e.Status, e.Meaning, e.From})
+		rows = append(rows, e.Status)
 	}
-	slices.Sort(want)
-	got := slices.Sorted(slices.Values(rows))
 	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("README.md's exit status rows (+) differ from the code's (-):\n%s", diff)
+		t.Errorf("README.md's exit status table (+) differs from exitStatuses (-):\n%s", diff)
+	}
+	var numbered []string
+	for _, row := range rows {
+		n, err := strconv.Atoi(row)
+		if err != nil {
+			continue
+		}
+		numbered = append(numbered, row)
+		if code, ok := readmeExitCodes[row]; ok && code != n {
+			t.Errorf("exit status %d is documented, the code's constant is %d", n, code)
+		}
+	}
+	if diff := cmp.Diff(slices.Sorted(maps.Keys(readmeExitCodes)), slices.Sorted(slices.Values(numbered))); diff != "" {
+		t.Errorf("documented exit statuses (+) differ from the code's constants (-):\n%s", diff)
 	}
 	for _, row := range rows {
-		if n, err := strconv.Atoi(row); err == nil && readmeExitCodes[row] != n && slices.Contains(want, row) {
-			t.Errorf("README.md documents %d, the code's constant is %d", n, readmeExitCodes[row])
-		}
 		i := slices.IndexFunc(exitCases, func(c exitCase) bool { return c.row == row })
 		if i < 0 {
-			t.Errorf("README.md's exit status %q has no case in exitCases", row)
+			t.Errorf("exit status %q has no case in exitCases", row)
 			continue
 		}
 		if code, ok := readmeExitCodes[row]; ok && exitCases[i].code != code {
@@ -160,13 +172,14 @@ func TestExitCodesCoverREADME(t *testing.T) {
 	}
 	for _, c := range exitCases {
 		if !slices.Contains(rows, c.row) {
-			t.Errorf("case %q names exit status %q, which README.md does not document", c.name, c.row)
+			t.Errorf("case %q names exit status %q, which is not documented", c.name, c.row)
 		}
 	}
 }
 
-// readmeExitTable is the status column of the table under "### Exit status".
-func readmeExitTable() ([]string, error) {
+// readmeExitTable is the table under "### Exit status": status, meaning,
+// from.
+func readmeExitTable() ([][3]string, error) {
 	b, err := os.ReadFile("../../README.md")
 	if err != nil {
 		return nil, err
@@ -175,7 +188,7 @@ func readmeExitTable() ([]string, error) {
 	if !ok {
 		return nil, errors.New(`README.md has no "### Exit status"`)
 	}
-	var rows []string
+	var rows [][3]string
 	for _, line := range strings.Split(section, "\n") {
 		if !strings.HasPrefix(line, "|") {
 			if len(rows) > 0 {
@@ -191,7 +204,7 @@ func readmeExitTable() ([]string, error) {
 		if status == "status" || strings.HasPrefix(status, "-") {
 			continue // the header and its rule
 		}
-		rows = append(rows, status)
+		rows = append(rows, [3]string{status, strings.TrimSpace(c[1]), strings.TrimSpace(c[2])})
 	}
 	if len(rows) == 0 {
 		return nil, errors.New(`README.md: no table under "### Exit status"`)
