@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"runtime"
@@ -87,14 +86,7 @@ var versionFormats = map[string]func(io.Writer, versionInfo) error{
 			v.Version, v.Commit, v.Go, v.OS, v.Arch, v.backendsText())
 		return err
 	},
-	"json": func(w io.Writer, v versionInfo) error {
-		b, err := json.Marshal(v)
-		if err != nil {
-			return err
-		}
-		_, err = fmt.Fprintf(w, "%s\n", b)
-		return err
-	},
+	"json": func(w io.Writer, v versionInfo) error { return writeJSONLine(w, v) },
 }
 
 func versionCommand() *cli.Command {
@@ -108,9 +100,7 @@ commit, go, os, arch, backends and mpi_library. 'batchkit --version' prints the 
 Examples:
    batchkit version
    batchkit version --format json | jq -r .mpi_library`,
-		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "format", Aliases: []string{"f"}, Value: "text", Usage: "text or json"},
-		},
+		Flags: []cli.Flag{formatFlag()},
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
 				return usagef("version takes no arguments, got %q", c.Args().First())
