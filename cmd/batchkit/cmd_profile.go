@@ -9,6 +9,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/BurntSushi/toml"
 	"github.com/urfave/cli/v2"
 
 	"github.com/batchkit/batchkit/launch/sbatch"
@@ -48,10 +49,19 @@ func profileListCommand() *cli.Command {
 		Description: `A profile found earlier in the search path shadows those of the same name after it;
 'batchkit profile list' marks those (shadowed).
 
+With --format json: an array of objects with the keys name, source, shadowed, description and
+problems (an invalid profile's, as profile check prints them; [] for a valid one).
+
 Examples:
    batchkit profile list
-   BATCHKIT_PROFILE_PATH=$HOME/profiles batchkit profile list`,
+   BATCHKIT_PROFILE_PATH=$HOME/profiles batchkit profile list
+   batchkit profile list --format json | jq -r '.[] | select(.shadowed | not) | .name'`,
+		Flags: []cli.Flag{formatFlag()},
 		Action: func(c *cli.Context) error {
+			asJSON, err := wantJSON(c)
+			if err != nil {
+				return err
+			}
 			if c.NArg() > 0 {
 				return usagef("profile list takes no arguments, got %q", c.Args().First())
 			}
@@ -59,23 +69,51 @@ Examples:
 			if err != nil {
 				return badInput(err)
 			}
-			tw := tabwriter.NewWriter(c.App.Writer, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "NAME\tSOURCE\tDESCRIPTION")
-			for _, e := range entries {
-				src := e.Path
-				if e.Shadowed {
-					src += " (shadowed)"
-				}
-				desc := e.Description
-				if e.Err != nil {
-					n := len(profile.Problems(e.Err))
-					desc = fmt.Sprintf("(invalid: %d %s; batchkit profile check %s)", n, plural(n, "problem"), e.Path)
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\n", e.Name, src, desc)
+			rows := profileRows(entries)
+			if asJSON {
+				return writeJSONLine(c.App.Writer, rows)
 			}
-			return tw.Flush()
+			return writeProfileList(c.App.Writer, rows)
 		},
 	}
+}
+
+// profileRow is one profile of 'profile list'; the JSON keys are the
+// interface for scripts.
+type profileRow struct {
+	Name        string   `json:"name"`
+	Source      string   `json:"source"` // a path, or embedded:NAME.toml
+	Shadowed    bool     `json:"shadowed"`
+	Description string   `json:"description"`
+	Problems    []string `json:"problems"` // an invalid profile's, one a line of profile check
+}
+
+func profileRows(entries []profile.Entry) []profileRow {
+	rows := make([]profileRow, len(entries))
+	for i, e := range entries {
+		rows[i] = profileRow{Name: e.Name, Source: e.Path, Shadowed: e.Shadowed, Description: e.Description, Problems: []string{}}
+		for _, p := range profile.Problems(e.Err) {
+			rows[i].Problems = append(rows[i].Problems, p.Error())
+		}
+	}
+	return rows
+}
+
+func writeProfileList(w io.Writer, rows []profileRow) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tSOURCE\tDESCRIPTION")
+	for _, r := range rows {
+		src := r.Source
+		if r.Shadowed {
+			src += " (shadowed)"
+		}
+		desc := r.Description
+		if n := len(r.Problems); n > 0 {
+			desc = fmt.Sprintf("(invalid: %d %s; batchkit profile check %s)", n, plural(n, "problem"), r.Source)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", r.Name, src, desc)
+	}
+	return tw.Flush()
 }
 
 // setFlag collects --set KEY=VALUE flags verbatim (a StringSliceFlag would
@@ -169,14 +207,25 @@ func profileExplainCommand() *cli.Command {
 (extends = "NAME"), the profile itself and the command line (--set). A list from a higher
 layer replaces the lower one; env.vars are merged variable by variable.
 
+With --format json: an array of objects with the keys key, from (FILE:LINE:COL, or where else
+the value comes from) and value (as JSON: a string, number, boolean or list).
+
 Examples:
    batchkit profile explain
-   batchkit profile explain --set slurm.partition=gpu ~/.config/batchkit/profiles/mine.toml`,
-		Flags: []cli.Flag{setFlagOf(sets)},
+   batchkit profile explain --set slurm.partition=gpu ~/.config/batchkit/profiles/mine.toml
+   batchkit profile explain --format json intel-oneccl | jq -r '.[] | select(.key == "mpi.flavor") | .from'`,
+		Flags: []cli.Flag{setFlagOf(sets), formatFlag()},
 		Action: func(c *cli.Context) error {
+			asJSON, err := wantJSON(c)
+			if err != nil {
+				return err
+			}
 			r, err := resolveProfile(c, sets)
 			if err != nil {
 				return err
+			}
+			if asJSON {
+				return writeExplainJSON(c.App.Writer, r)
 			}
 			return writeExplain(c.App.Writer, r)
 		},
@@ -190,6 +239,34 @@ func writeExplain(w io.Writer, r *profile.Resolved) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", s.Key, s.Origin, s.Value)
 	}
 	return tw.Flush()
+}
+
+// explainRow is one value of 'profile explain --format json'.
+type explainRow struct {
+	Key   string `json:"key"`
+	From  string `json:"from"`
+	Value any    `json:"value"`
+}
+
+func writeExplainJSON(w io.Writer, r *profile.Resolved) error {
+	rows := []explainRow{}
+	for _, s := range r.Settings() {
+		v, err := tomlValue(s.Value)
+		if err != nil {
+			return fmt.Errorf("profile explain: %s: %w", s.Key, err)
+		}
+		rows = append(rows, explainRow{Key: s.Key, From: s.Origin.String(), Value: v})
+	}
+	return writeJSONLine(w, rows)
+}
+
+// tomlValue decodes a Setting's value, which is TOML, to what JSON writes.
+func tomlValue(text string) (any, error) {
+	var doc struct{ V any }
+	if _, err := toml.Decode("V = "+text, &doc); err != nil {
+		return nil, err
+	}
+	return doc.V, nil
 }
 
 func profileCheckCommand() *cli.Command {
