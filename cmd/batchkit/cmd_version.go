@@ -80,13 +80,10 @@ func (v versionInfo) backendsText() string {
 	return strings.Join(parts, ", ")
 }
 
-var versionFormats = map[string]func(io.Writer, versionInfo) error{
-	"text": func(w io.Writer, v versionInfo) error {
-		_, err := fmt.Fprintf(w, "batchkit %s\ncommit:   %s\ngo:       %s %s/%s\nbackends: %s\n",
-			v.Version, v.Commit, v.Go, v.OS, v.Arch, v.backendsText())
-		return err
-	},
-	"json": func(w io.Writer, v versionInfo) error { return writeJSONLine(w, v) },
+func (v versionInfo) writeText(w io.Writer) error {
+	_, err := fmt.Fprintf(w, "batchkit %s\ncommit:   %s\ngo:       %s %s/%s\nbackends: %s\n",
+		v.Version, v.Commit, v.Go, v.OS, v.Arch, v.backendsText())
+	return err
 }
 
 func versionCommand() *cli.Command {
@@ -102,15 +99,19 @@ Examples:
    batchkit version --format json | jq -r .mpi_library`,
 		Flags: []cli.Flag{formatFlag()},
 		Action: func(c *cli.Context) error {
+			asJSON, err := wantJSON(c)
+			if err != nil {
+				return err
+			}
 			if c.NArg() > 0 {
 				return usagef("version takes no arguments, got %q", c.Args().First())
 			}
-			write, ok := versionFormats[c.String("format")]
-			if !ok {
-				return usagef("invalid --format %q: want text or json", c.String("format"))
-			}
 			bi, _ := debug.ReadBuildInfo()
-			return write(c.App.Writer, buildVersion(version, commit, bi, collective.MPIBuilt))
+			v := buildVersion(version, commit, bi, collective.MPIBuilt)
+			if asJSON {
+				return writeJSONLine(c.App.Writer, v)
+			}
+			return v.writeText(c.App.Writer)
 		},
 	}
 }
