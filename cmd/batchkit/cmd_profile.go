@@ -58,12 +58,9 @@ Examples:
    batchkit profile list --format json | jq -r '.[] | select(.shadowed | not) | .name'`,
 		Flags: []cli.Flag{formatFlag()},
 		Action: func(c *cli.Context) error {
-			asJSON, err := wantJSON(c)
+			asJSON, err := jsonNoArgs(c)
 			if err != nil {
 				return err
-			}
-			if c.NArg() > 0 {
-				return usagef("profile list takes no arguments, got %q", c.Args().First())
 			}
 			entries, err := profile.NewLoader(os.Getenv).List()
 			if err != nil {

@@ -99,12 +99,9 @@ Examples:
    batchkit version --format json | jq -r .mpi_library`,
 		Flags: []cli.Flag{formatFlag()},
 		Action: func(c *cli.Context) error {
-			asJSON, err := wantJSON(c)
+			asJSON, err := jsonNoArgs(c)
 			if err != nil {
 				return err
-			}
-			if c.NArg() > 0 {
-				return usagef("version takes no arguments, got %q", c.Args().First())
 			}
 			bi, _ := debug.ReadBuildInfo()
 			v := buildVersion(version, commit, bi, collective.MPIBuilt)

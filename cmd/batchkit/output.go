@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 )
@@ -26,6 +27,15 @@ func wantJSON(c *cli.Context) (bool, error) {
 	default:
 		return false, usagef("invalid --format %q: want text or json", f)
 	}
+}
+
+// jsonNoArgs is wantJSON for a command that takes no arguments.
+func jsonNoArgs(c *cli.Context) (bool, error) {
+	if c.NArg() > 0 {
+		name := strings.TrimPrefix(c.Command.HelpName, c.App.Name+" ") // "profile list"
+		return false, usagef("%s takes no arguments, got %q", name, c.Args().First())
+	}
+	return wantJSON(c)
 }
 
 // writeJSONLine writes v as JSON on one line.
