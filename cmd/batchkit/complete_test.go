@@ -32,7 +32,7 @@ func TestCompletions(t *testing.T) {
 		{"after a switch", []string{"sbatch", "--force", "--dry"}, []string{"--dry-run"}},
 		{"after --", []string{"sbatch", "-N", "1", "--", ""}, nil},
 		{"flags after --", []string{"run", "-n", "1", "--", "sh", "--"}, nil},
-		{"-- itself is a prefix", []string{"hostlist", "expand", "--"}, []string{"--help"}},
+		{"-- itself is a prefix", []string{"hostlist", "expand", "--"}, []string{"--format", "--help"}},
 		{"after an argument", []string{"exec", "python3", "-"}, nil},
 		{"an unknown command", []string{"nosuch", "-"}, nil},
 		{"an unknown subcommand", []string{"profile", "nosuch", ""}, nil},
