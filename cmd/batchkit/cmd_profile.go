@@ -275,43 +275,104 @@ func profileCheckCommand() *cli.Command {
 FILE:LINE:COL: message, on stderr; exit status 2 if there is any problem. A FILE may also be a
 profile name.
 
+With --format json: one array on stdout of objects with the keys file, ok, note and problems (all
+of each profile's, those of a base it extends included); the exit status is the same.
+
 Examples:
    batchkit profile check /etc/batchkit/profiles/*.toml
-   BATCHKIT_PROFILE_PATH=. batchkit profile check mysite.toml`,
+   BATCHKIT_PROFILE_PATH=. batchkit profile check mysite.toml
+   batchkit profile check --format json site/*.toml | jq -r '.[] | select(.ok | not) | .file'`,
+		Flags: []cli.Flag{formatFlag()},
 		Action: func(c *cli.Context) error {
+			asJSON, err := wantJSON(c)
+			if err != nil {
+				return err
+			}
 			if c.NArg() == 0 {
 				return usagef("profile check needs profile files, e.g. batchkit profile check mysite.toml")
 			}
-			loader := profile.NewLoader(os.Getenv)
-			said := profile.Said{} // a base's problems once, not once per profile extending it
-			var nBad, nProblems int
-			for _, arg := range c.Args().Slice() {
-				r, err := loader.Resolve(arg)
-				if err == nil {
-					note, terr := checkTemplates(r)
-					if terr == nil {
-						fmt.Fprintf(c.App.Writer, "%s: ok%s\n", arg, note)
-						continue
-					}
-					err = terr
-				}
-				nBad++
-				fresh := said.Fresh(err)
-				if len(fresh) == 0 {
-					fmt.Fprintf(c.App.ErrWriter, "%s: not ok: its problems are above\n", arg)
-				}
-				for _, e := range fresh {
-					fmt.Fprintln(c.App.ErrWriter, e)
-					nProblems++
-				}
+			rows := checkProfiles(profile.NewLoader(os.Getenv), c.Args().Slice())
+			if asJSON {
+				err = writeJSONLine(c.App.Writer, rows)
+			} else {
+				writeCheckText(c.App.Writer, c.App.ErrWriter, rows)
 			}
-			if nBad > 0 {
-				return badInput(fmt.Errorf("%d %s in %d of %d %s", nProblems, plural(nProblems, "problem"),
-					nBad, c.NArg(), plural(c.NArg(), "profile")))
+			if err != nil {
+				return err
 			}
-			return nil
+			return checkSummary(rows)
 		},
 	}
+}
+
+// checkedProfile is one argument of 'profile check'; the JSON keys are the
+// interface for scripts.
+type checkedProfile struct {
+	File     string   `json:"file"`
+	OK       bool     `json:"ok"`
+	Note     string   `json:"note"` // why something was not checked
+	Problems []string `json:"problems"`
+	fresh    []error  // the problems not said for an argument before (profile.Said)
+}
+
+// checkProfiles resolves each argument and checks its templates; a base's
+// problems are fresh once, not once per profile extending it.
+func checkProfiles(loader *profile.Loader, args []string) []checkedProfile {
+	said := profile.Said{}
+	rows := make([]checkedProfile, len(args))
+	for i, arg := range args {
+		rows[i] = checkedProfile{File: arg, OK: true, Problems: []string{}}
+		r, err := loader.Resolve(arg)
+		if err == nil {
+			var note string
+			note, err = checkTemplates(r)
+			rows[i].Note = strings.TrimSuffix(strings.TrimPrefix(note, " ("), ")")
+		}
+		if err == nil {
+			continue
+		}
+		rows[i].OK = false
+		for _, p := range profile.Problems(err) {
+			rows[i].Problems = append(rows[i].Problems, p.Error())
+		}
+		rows[i].fresh = said.Fresh(err)
+	}
+	return rows
+}
+
+// writeCheckText prints "FILE: ok" on stdout, each fresh problem on
+// stderr.
+func writeCheckText(stdout, stderr io.Writer, rows []checkedProfile) {
+	for _, r := range rows {
+		switch {
+		case r.OK && r.Note != "":
+			fmt.Fprintf(stdout, "%s: ok (%s)\n", r.File, r.Note)
+		case r.OK:
+			fmt.Fprintf(stdout, "%s: ok\n", r.File)
+		case len(r.fresh) == 0:
+			fmt.Fprintf(stderr, "%s: not ok: its problems are above\n", r.File)
+		}
+		for _, e := range r.fresh {
+			fmt.Fprintln(stderr, e)
+		}
+	}
+}
+
+// checkSummary is the exit of 'profile check': a usage error counting the
+// distinct problems when any profile has one.
+func checkSummary(rows []checkedProfile) error {
+	var nBad, nProblems int
+	for _, r := range rows {
+		if !r.OK {
+			nBad++
+		}
+		nProblems += len(r.fresh)
+	}
+	if nBad == 0 {
+		return nil
+	}
+	return badInput(fmt.Errorf("%d %s in %d of %d %s", nProblems, plural(nProblems, "problem"),
+		nBad, len(rows), plural(len(rows), "profile")))
 }
 
 // checkTemplates loads the profile's template directory as sbatch would
