@@ -29,7 +29,8 @@ type exitCase struct {
 	args []string
 	code int
 	// signal, when set, is sent to this process until Main returns (train
-	// stops on it); the test catches it too, so that it never kills.
+	// stops on it); the test catches it too, so that one sent before train
+	// watches for it cannot kill the test (SIGTERM would).
 	signal os.Signal
 }
 
