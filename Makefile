@@ -6,16 +6,45 @@ export PATH := /usr/local/go/bin:$(PATH)
 
 BIN      := bin/batchkit
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-LDFLAGS  := -X main.version=$(VERSION)
+# The commit is stamped by the Go toolchain too; COMMIT= also serves a
+# build from a tarball, which has no .git.
+# The full hash, -dirty for a modified tree (--exclude: never a tag name).
+COMMIT   ?= $(shell git describe --always --dirty --abbrev=40 --exclude='*' 2>/dev/null)
+LDFLAGS  := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 GO       ?= go
 FUZZTIME ?= 20s
 
-.PHONY: all build build-mpi demo bench bench-ab bench-train test vet unit integration fuzz cluster-up cluster-down cluster-status clean
+.PHONY: all build build-mpi man install demo bench bench-ab bench-train test vet unit integration fuzz cluster-up cluster-down cluster-status clean
 
 all: build
 
 build:
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/batchkit
+
+# The man page batchkit(1), generated from the commands' help (batchkit man),
+# so it is never out of date with the binary; not kept in git.
+MAN ?= man/batchkit.1
+man: build
+	@mkdir -p $(dir $(MAN))
+	$(BIN) man > $(MAN)
+
+# Where packagers expect them: the binary, the man page and the completion
+# scripts of bash, zsh and fish (each loads it from these directories by
+# itself), under $(DESTDIR)$(PREFIX). The scripts are generated next to the
+# binary first.
+PREFIX  ?= /usr/local
+DESTDIR ?=
+COMPLETIONS = $(dir $(BIN))completion
+install: build man
+	@mkdir -p $(COMPLETIONS)
+	$(BIN) completion bash > $(COMPLETIONS)/batchkit
+	$(BIN) completion zsh > $(COMPLETIONS)/_batchkit
+	$(BIN) completion fish > $(COMPLETIONS)/batchkit.fish
+	install -Dm755 $(BIN) $(DESTDIR)$(PREFIX)/bin/batchkit
+	install -Dm644 $(MAN) $(DESTDIR)$(PREFIX)/share/man/man1/batchkit.1
+	install -Dm644 $(COMPLETIONS)/batchkit $(DESTDIR)$(PREFIX)/share/bash-completion/completions/batchkit
+	install -Dm644 $(COMPLETIONS)/_batchkit $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_batchkit
+	install -Dm644 $(COMPLETIONS)/batchkit.fish $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/batchkit.fish
 
 # The binary with the cgo MPI backend: MPI=openmpi (build tag mpi) or
 # MPI=mpich (tag mpich). Written to bin/batchkit-$(MPI).
@@ -108,4 +137,4 @@ cluster-status:
 	scripts/local-cluster.sh status
 
 clean:
-	rm -rf bin
+	rm -rf bin $(MAN)

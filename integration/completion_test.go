@@ -43,6 +43,18 @@ compdef() { :; }
 source "$1"; shift
 words=("$@"); CURRENT=$#
 _batchkit`},
+	// fish completes a command line given as a string (complete -C), with
+	// its real file-name completion, and prints "candidate<TAB>description";
+	// $argv[1] is "fish", then the script. An empty last word is a line
+	// ending in a blank.
+	{name: "fish", driver: `source $argv[2]
+set -l words $argv[3..-1]
+set -l line (string join ' ' -- (string escape -- $words[1..-2]))' '
+if test -n "$words[-1]"
+    set line "$line"(string escape -- $words[-1])
+end
+complete -C "$line" | string replace -r '\t.*' ''
+true # string replace's status is 1 when no candidate had a description`},
 }
 
 // TestCompletionRunsNothing types TAB at the end of lines for every
@@ -152,7 +164,7 @@ func (w *completionWorld) checkNothingRan(t *testing.T) {
 	}
 }
 
-// TestCompletionCandidates checks what TAB offers in both shells: commands,
+// TestCompletionCandidates checks what TAB offers in every shell: commands,
 // flags, and file names after "--" and in arguments.
 func TestCompletionCandidates(t *testing.T) {
 	dir := t.TempDir()

@@ -33,8 +33,8 @@ readonly NODES=(node1 node2)
 readonly NODE_PORTS=(17001 17002)
 readonly NODE_CPUS=4
 readonly TIMEOUT="${LOCAL_CLUSTER_TIMEOUT:-60}"
-# zsh: the shell-quoting and completion tests run real dash, bash and zsh.
-readonly BASE_PACKAGES=(slurm-wlm munge openmpi-bin libopenmpi-dev mpich libmpich-dev patchelf zsh)
+# zsh, fish: the shell-quoting and completion tests run real dash, bash, zsh and fish.
+readonly BASE_PACKAGES=(slurm-wlm munge openmpi-bin libopenmpi-dev mpich libmpich-dev patchelf zsh fish)
 read -r -a EXTRA_PACKAGES <<<"${LOCAL_CLUSTER_EXTRA_PACKAGES-python3-torch}"
 
 log() { printf '%s: %s\n' "$PROG" "$*"; }

@@ -21,6 +21,21 @@ const (
 	exitUsage   = 2 // bad usage, configuration or input
 )
 
+// exitStatuses is the exit status table of README.md ("### Exit status")
+// and of the man page: every code batchkit exits with. TestExitCodesCoverREADME
+// keeps the README's copy the same, the numbers the constants', and a case
+// in TestExitCodes for each row.
+var exitStatuses = []struct{ Status, Meaning, From string }{
+	{"0", "success", "every command"},
+	{"1", "a runtime failure: a `doctor` check failed, a `bench` result was wrong, a sourced script failed or timed out, a launcher or `sbatch` did not answer", "every command"},
+	{"2", "bad usage, configuration or input: an unknown command or flag, a bad flag value, a bad profile or host list, launcher variables that disagree; one `batchkit: ` line on stderr", "every command"},
+	{"75", "stopped on purpose after writing a checkpoint (SIGTERM or SIGUSR1; EX_TEMPFAIL): run the same command again to continue; `run --max-restarts` does not restart it, `sbatch --requeue` requeues it", "`train`"},
+	{"126", "the command was found but cannot be run (no permission, a directory, a script without `#!`)", "`exec`, `run`"},
+	{"127", "the command (or the MPI launcher) was not found", "`exec`, `run`, `mpirun`"},
+	{"128+S", "a rank was killed by signal S (137 for SIGKILL)", "`run`"},
+	{"CMD's", "the program's own status, passed through without a message of batchkit's", "`exec`, `run`, `mpirun`, `sbatch --wait`"},
+}
+
 func newApp(stdout, stderr io.Writer) *cli.App {
 	return &cli.App{
 		Name:    "batchkit",
@@ -28,7 +43,13 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 		Version: version,
 		Description: "batchkit reads the rank and topology of a process from Slurm, every MPI launcher or torchrun,\n" +
 			"exports the torchrun contract (RANK, WORLD_SIZE, MASTER_ADDR ...) to any program, and expands\n" +
-			"Slurm host lists.",
+			"Slurm host lists.\n\n" +
+			"Examples:\n" +
+			"   batchkit run -n 2 -- python3 train.py\n" +
+			"   batchkit sbatch -N 2 --ntasks-per-node 4 --dry-run -- python3 train.py\n" +
+			"   srun -N2 -n8 batchkit exec -- python3 train.py\n" +
+			"   batchkit doctor\n" +
+			"   batchkit help COMMAND",
 		Writer:    stdout,
 		ErrWriter: stderr,
 		// Completion is answered by Main (complete.go), never by urfave/cli,
@@ -51,6 +72,8 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			doctorCommand(),
 			trainCommand(),
 			completionCommand(),
+			versionCommand(),
+			manCommand(),
 		},
 	}
 }

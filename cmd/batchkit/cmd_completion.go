@@ -44,27 +44,45 @@ else
 fi
 `
 
+// fish tokenizes the line itself (commandline -opc: the words before the
+// cursor, unquoted; -ct: the one being completed, "" quoted so that an
+// empty word is still passed). complete -f: the script falls back to file
+// names itself, as the others do; -k keeps batchkit's order (the help's).
+const fishCompletion = `function __batchkit_complete
+    set -l words (commandline -opc)
+    set -l cur (commandline -ct)
+    set -l out ($words[1] $words[2..-1] "$cur" --generate-bash-completion 2>/dev/null </dev/null)
+    if set -q out[1]
+        printf '%s\n' $out
+    else
+        __fish_complete_path "$cur"
+    end
+end
+complete -c batchkit -f -k -a '(__batchkit_complete)'
+`
+
+// completionScripts are the shells 'batchkit completion' knows.
+var completionScripts = map[string]string{"bash": bashCompletion, "zsh": zshCompletion, "fish": fishCompletion}
+
 func completionCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "completion",
-		Usage:     "print a shell completion script (bash or zsh)",
-		ArgsUsage: "bash|zsh",
+		Usage:     "print a shell completion script (bash, zsh or fish)",
+		ArgsUsage: "bash|zsh|fish",
 		Description: `Examples:
    source <(batchkit completion bash)
-   batchkit completion zsh > "${fpath[1]}/_batchkit"`,
+   batchkit completion zsh > "${fpath[1]}/_batchkit"
+   batchkit completion fish > ~/.config/fish/completions/batchkit.fish`,
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 1 {
-				return usagef("completion takes one shell, bash or zsh, got %d arguments", c.NArg())
+				return usagef("completion takes one shell, bash, zsh or fish, got %d arguments", c.NArg())
 			}
-			switch c.Args().First() {
-			case "bash":
-				fmt.Fprint(c.App.Writer, bashCompletion)
-			case "zsh":
-				fmt.Fprint(c.App.Writer, zshCompletion)
-			default:
-				return usagef("completion needs a shell: bash or zsh, got %q", c.Args().First())
+			script, ok := completionScripts[c.Args().First()]
+			if !ok {
+				return usagef("completion needs a shell: bash, zsh or fish, got %q", c.Args().First())
 			}
-			return nil
+			_, err := fmt.Fprint(c.App.Writer, script)
+			return err
 		},
 	}
 }

@@ -16,7 +16,8 @@ func doctorCommand() *cli.Command {
 		Usage: "check this node before a launch: profile, Slurm, mpirun, scripts, Python stack, topology, ports, cores",
 		Description: `Each check answers OK, WARN, FAIL or SKIP with a fix. Runs on a login node or inside a job;
 independent checks run at once and every external command has a timeout, so doctor never hangs.
-Exit status 0 without FAIL, 1 with one, 2 for bad usage.
+Exit status 0 without FAIL, 1 with one, 2 for bad usage. The statuses are coloured on a terminal
+unless NO_COLOR is set; --format json is for scripts.
 
 Examples:
    batchkit doctor
@@ -62,7 +63,7 @@ func runDoctor(c *cli.Context) error {
 	if format == "json" {
 		err = doctor.WriteJSON(c.App.Writer, results)
 	} else {
-		err = doctor.WriteText(c.App.Writer, results, isTerminal(c.App.Writer))
+		err = doctor.WriteText(c.App.Writer, results, useColor(c.App.Writer, os.Getenv))
 	}
 	if err != nil {
 		return err

@@ -15,14 +15,24 @@ func hostlistCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "hostlist",
 		Usage: "expand and compress Slurm host lists",
+		Description: `Host lists as Slurm writes them (SLURM_JOB_NODELIST, scontrol), without Slurm installed.
+
+Examples:
+   batchkit hostlist expand 'node[001-003],gpu[1,3]'
+   batchkit hostlist compress node1 node2 node3
+   batchkit hostlist tasks-per-node "$SLURM_TASKS_PER_NODE"`,
 		Subcommands: []*cli.Command{
 			{
 				Name:      "expand",
 				Usage:     "print one host a line, like 'scontrol show hostnames'",
 				ArgsUsage: "EXPR...",
-				Description: `Examples:
+				Description: `With --format json: one JSON array of the host names.
+
+Examples:
    batchkit hostlist expand 'node[001-003],gpu[1,3]'
-   batchkit hostlist expand "$SLURM_JOB_NODELIST"`,
+   batchkit hostlist expand "$SLURM_JOB_NODELIST"
+   batchkit hostlist expand --format json "$SLURM_JOB_NODELIST"    # ["node001","node002"]`,
+				Flags:  []cli.Flag{formatFlag()},
 				Action: hostlistExpand,
 			},
 			{
@@ -32,22 +42,28 @@ func hostlistCommand() *cli.Command {
 				Description: `Hosts may be given as separate arguments, comma- or blank-separated, or as host
 list expressions, which are expanded first (as scontrol does: n[1-2],n3 is n[1-3]).
 With - they are read from standard input, one a line or comma-separated on a line
-(a list too long for the command line).
+(a list too long for the command line). With --format json: the host list as one JSON string.
 
 Examples:
    batchkit hostlist compress node1 node2 node3     # node[1-3]
    batchkit hostlist compress n01,n02,n04           # n[01-02,04]
    batchkit hostlist compress 'n[1-2]' n3           # n[1-3]
-   scontrol show hostnames "$SLURM_JOB_NODELIST" | batchkit hostlist compress -`,
+   scontrol show hostnames "$SLURM_JOB_NODELIST" | batchkit hostlist compress -
+   batchkit hostlist compress --format json node1 node2               # "node[1-2]"`,
+				Flags:  []cli.Flag{formatFlag()},
 				Action: hostlistCompress,
 			},
 			{
 				Name:      "tasks-per-node",
 				Usage:     "expand SLURM_TASKS_PER_NODE's form '2(x3),1' to one count a line",
 				ArgsUsage: "EXPR",
-				Description: `Examples:
+				Description: `With --format json: one JSON array of the counts.
+
+Examples:
    batchkit hostlist tasks-per-node '2(x3),1'
-   batchkit hostlist tasks-per-node "$SLURM_TASKS_PER_NODE"`,
+   batchkit hostlist tasks-per-node "$SLURM_TASKS_PER_NODE"
+   batchkit hostlist tasks-per-node --format json '2(x3),1'            # [2,2,2,1]`,
+				Flags:  []cli.Flag{formatFlag()},
 				Action: hostlistTasksPerNode,
 			},
 		},
@@ -55,6 +71,10 @@ Examples:
 }
 
 func hostlistExpand(c *cli.Context) error {
+	asJSON, err := wantJSON(c)
+	if err != nil {
+		return err
+	}
 	if c.NArg() == 0 {
 		return usagef("hostlist expand needs an expression, e.g. 'node[1-4]'")
 	}
@@ -67,10 +87,17 @@ func hostlistExpand(c *cli.Context) error {
 		}
 		all = append(all, hosts...)
 	}
+	if asJSON {
+		return writeJSONLine(c.App.Writer, all)
+	}
 	return printLines(c.App.Writer, all)
 }
 
 func hostlistCompress(c *cli.Context) error {
+	asJSON, err := wantJSON(c)
+	if err != nil {
+		return err
+	}
 	var hosts []string
 	for _, a := range c.Args().Slice() {
 		if a == "-" {
@@ -92,16 +119,26 @@ func hostlistCompress(c *cli.Context) error {
 	if len(hosts) == 0 {
 		return usagef("hostlist compress needs host names, e.g. node1 node2 (or - to read them from standard input)")
 	}
+	if asJSON {
+		return writeJSONLine(c.App.Writer, slurm.CompressHostlist(hosts))
+	}
 	return printLines(c.App.Writer, []string{slurm.CompressHostlist(hosts)})
 }
 
 func hostlistTasksPerNode(c *cli.Context) error {
+	asJSON, err := wantJSON(c)
+	if err != nil {
+		return err
+	}
 	if c.NArg() != 1 {
 		return usagef("hostlist tasks-per-node needs exactly one expression, e.g. '2(x3),1'")
 	}
 	counts, err := slurm.ParseTasksPerNode(c.Args().First())
 	if err != nil {
 		return badInput(err)
+	}
+	if asJSON {
+		return writeJSONLine(c.App.Writer, counts)
 	}
 	lines := make([]string, len(counts))
 	for i, n := range counts {

@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 
-	"github.com/mattn/go-isatty"
 	"github.com/urfave/cli/v2"
 
 	"github.com/batchkit/batchkit/envsetup"
@@ -51,7 +50,7 @@ Examples:
 		Flags: []cli.Flag{
 			&cli.IntFlag{Name: "n", Aliases: []string{"nproc"}, Usage: "number of ranks, at least 1 (required)", DefaultText: "none"},
 			&cli.IntFlag{Name: "master-port", Usage: "MASTER_PORT for the ranks", DefaultText: "a free port on 127.0.0.1"},
-			&cli.StringFlag{Name: "color", Value: "auto", Usage: "colour the rank prefixes: auto (on a terminal), always or never"},
+			&cli.StringFlag{Name: "color", Value: "auto", Usage: "colour the rank prefixes: auto (on a terminal, unless NO_COLOR is set), always or never"},
 			&cli.StringFlag{Name: "tee", Usage: "also write each rank's output, unprefixed, to `DIR`/rank-N.log (never overwritten)"},
 			&cli.DurationFlag{Name: "grace", Value: local.DefaultGrace, Usage: "time between SIGTERM and SIGKILL when stopping ranks"},
 			&cli.IntFlag{Name: "max-restarts", Usage: "start all ranks again up to `N` times after a rank failed"},
@@ -103,7 +102,7 @@ func runOptions(c *cli.Context) (local.Options, error) {
 	case c.Int("max-restarts") < 0:
 		return local.Options{}, usagef("invalid --max-restarts %d: must not be negative", c.Int("max-restarts"))
 	}
-	colorOut, colorErr, err := colors(c.String("color"), c.App.Writer, c.App.ErrWriter)
+	colorOut, colorErr, err := colors(c.String("color"), c.App.Writer, c.App.ErrWriter, os.Getenv)
 	if err != nil {
 		return local.Options{}, err
 	}
@@ -136,20 +135,16 @@ func runProfile(c *cli.Context) ([]string, local.Profile, error) {
 }
 
 // colors decides, for --color, whether to colour the prefixes on stdout and
-// on stderr: auto colours a stream only when it is a terminal.
-func colors(mode string, stdout, stderr io.Writer) (bool, bool, error) {
+// on stderr: auto colours a stream only when it is a terminal and NO_COLOR
+// is not set (useColor).
+func colors(mode string, stdout, stderr io.Writer, getenv func(string) string) (bool, bool, error) {
 	switch mode {
 	case "always":
 		return true, true, nil
 	case "never":
 		return false, false, nil
 	case "auto":
-		return isTerminal(stdout), isTerminal(stderr), nil
+		return useColor(stdout, getenv), useColor(stderr, getenv), nil
 	}
 	return false, false, usagef("invalid --color %q: want auto, always or never", mode)
-}
-
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	return ok && (isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd()))
 }

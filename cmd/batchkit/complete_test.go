@@ -17,7 +17,7 @@ func TestCompletions(t *testing.T) {
 		words []string
 		want  []string
 	}{
-		{"nothing typed", nil, []string{"env", "exec", "run", "sbatch", "hostlist", "profile", "mpirun", "envsetup", "bench", "doctor", "train", "completion"}},
+		{"nothing typed", nil, []string{"env", "exec", "run", "sbatch", "hostlist", "profile", "mpirun", "envsetup", "bench", "doctor", "train", "completion", "version"}},
 		{"a command's prefix", []string{"pro"}, []string{"profile"}},
 		{"a subcommand", []string{"hostlist", "t"}, []string{"tasks-per-node"}},
 		{"flags", []string{"env", "-"}, []string{"--format", "-f", "--allocation", "--help", "-h"}},
@@ -32,7 +32,7 @@ func TestCompletions(t *testing.T) {
 		{"after a switch", []string{"sbatch", "--force", "--dry"}, []string{"--dry-run"}},
 		{"after --", []string{"sbatch", "-N", "1", "--", ""}, nil},
 		{"flags after --", []string{"run", "-n", "1", "--", "sh", "--"}, nil},
-		{"-- itself is a prefix", []string{"hostlist", "expand", "--"}, []string{"--help"}},
+		{"-- itself is a prefix", []string{"hostlist", "expand", "--"}, []string{"--format", "--help"}},
 		{"after an argument", []string{"exec", "python3", "-"}, nil},
 		{"an unknown command", []string{"nosuch", "-"}, nil},
 		{"an unknown subcommand", []string{"profile", "nosuch", ""}, nil},

@@ -2,44 +2,77 @@ package main
 
 import (
 	"bytes"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"os/exec"
+	"os/signal"
+	"slices"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/batchkit/batchkit/launch"
 )
+
+// exitCase is one run of Main and the exit code it must give; row is the
+// status column of README.md's exit status table the case stands for.
+type exitCase struct {
+	name string
+	row  string
+	env  map[string]string
+	args []string
+	code int
+	// signal, when set, is sent to this process until Main returns (train
+	// stops on it); the test catches it too, so that one sent before train
+	// watches for it cannot kill the test (SIGTERM would).
+	signal os.Signal
+}
 
 // Exit codes are part of the interface: 2 for usage and bad input, 1 for
 // runtime failures, the child's own code for exec (testdata/script/exec.txtar:
-// a successful exec would replace this test binary).
+// a successful exec would replace this test binary). Every row of README.md's
+// table has a case (TestExitCodesCoverREADME).
+var exitCases = []exitCase{
+	{name: "help", row: "0", args: []string{"--help"}, code: 0},
+	{name: "no command: help", row: "0", args: nil, code: 0},
+	{name: "unknown command", row: "2", args: []string{"bogus"}, code: 2},
+	{name: "unknown subcommand", row: "2", args: []string{"profile", "bogus"}, code: 2},
+	{name: "group without subcommand: help", row: "0", args: []string{"hostlist"}, code: 0},
+	{name: "help of an unknown topic", row: "2", args: []string{"help", "nosuch"}, code: 2},
+	{name: "help of a group's unknown topic", row: "2", args: []string{"profile", "help", "nosuch"}, code: 2},
+	{name: "a host named h is a host", row: "0", args: []string{"hostlist", "expand", "h", "n1"}, code: 0},
+	{name: "completion with an extra argument", row: "2", args: []string{"completion", "bash", "extra"}, code: 2},
+	{name: "unknown flag", row: "2", args: []string{"env", "--bogus"}, code: 2},
+	{name: "unknown format", row: "2", args: []string{"env", "--format", "xml"}, code: 2},
+	{name: "bad variable", row: "2", env: map[string]string{"PMI_RANK": "x", "PMI_SIZE": "2"}, args: []string{"env"}, code: 2},
+	{name: "conflict", row: "2", env: map[string]string{"OMPI_COMM_WORLD_RANK": "1", "PMIX_RANK": "0", "OMPI_COMM_WORLD_SIZE": "2"}, args: []string{"env"}, code: 2},
+	{name: "bad hostlist", row: "2", args: []string{"hostlist", "expand", "n[1-"}, code: 2},
+	{name: "exec without command", row: "2", args: []string{"exec"}, code: 2},
+	{name: "exec not found", row: "127", args: []string{"exec", "--", "/nonexistent/prog"}, code: 127},
+	{name: "exec not executable", row: "126", args: []string{"exec", "--", "/etc/hostname"}, code: 126},
+	{name: "exec a directory", row: "126", args: []string{"exec", "--", "/tmp"}, code: 126},
+	{name: "run a directory", row: "126", args: []string{"run", "-n", "1", "--", "/tmp"}, code: 126},
+	{name: "run not found", row: "127", args: []string{"run", "-n", "1", "--", "/nonexistent/prog"}, code: 127},
+	{name: "mpirun's launcher not found", row: "127", args: []string{"mpirun", "--flavor", "openmpi", "--mpirun", "/nonexistent/mpirun", "-n", "1", "--", "true"}, code: 127},
+	{name: "run with negative --max-restarts", row: "2", args: []string{"run", "-n", "1", "--max-restarts", "-1", "--", "true"}, code: 2},
+	{name: "run with non-numeric --max-restarts", row: "2", args: []string{"run", "-n", "1", "--max-restarts", "x", "--", "true"}, code: 2},
+	{name: "run with --max-restarts", row: "0", args: []string{"run", "-n", "1", "--max-restarts", "1", "--", "true"}, code: 0},
+	{name: "a sourced script fails", row: "1", args: []string{"envsetup", "--source", "testdata/exitcode/fails.sh"}, code: 1},
+	{name: "a sourced script is missing", row: "2", args: []string{"envsetup", "--source", "testdata/exitcode/nosuch.sh"}, code: 2},
+	{name: "a rank's own status", row: "CMD's", args: []string{"run", "-n", "1", "--", "sh", "-c", "exit 7"}, code: 7},
+	{name: "a rank killed by SIGKILL", row: "128+S", args: []string{"run", "-n", "1", "--", "sh", "-c", "kill -KILL $$"}, code: 128 + int(syscall.SIGKILL)},
+	{name: "train stopped by SIGUSR1", row: "75", args: []string{"train", "--epochs", "1000"}, code: 75, signal: syscall.SIGUSR1},
+	{name: "version", row: "0", args: []string{"version"}, code: 0},
+}
+
 func TestExitCodes(t *testing.T) {
-	tests := []struct {
-		name string
-		env  map[string]string
-		args []string
-		code int
-	}{
-		{"help", nil, []string{"--help"}, 0},
-		{"no command: help", nil, nil, 0},
-		{"unknown command", nil, []string{"bogus"}, 2},
-		{"unknown subcommand", nil, []string{"profile", "bogus"}, 2},
-		{"group without subcommand: help", nil, []string{"hostlist"}, 0},
-		{"help of an unknown topic", nil, []string{"help", "nosuch"}, 2},
-		{"help of a group's unknown topic", nil, []string{"profile", "help", "nosuch"}, 2},
-		{"a host named h is a host", nil, []string{"hostlist", "expand", "h", "n1"}, 0},
-		{"completion with an extra argument", nil, []string{"completion", "bash", "extra"}, 2},
-		{"unknown flag", nil, []string{"env", "--bogus"}, 2},
-		{"unknown format", nil, []string{"env", "--format", "xml"}, 2},
-		{"bad variable", map[string]string{"PMI_RANK": "x", "PMI_SIZE": "2"}, []string{"env"}, 2},
-		{"conflict", map[string]string{"OMPI_COMM_WORLD_RANK": "1", "PMIX_RANK": "0", "OMPI_COMM_WORLD_SIZE": "2"}, []string{"env"}, 2},
-		{"bad hostlist", nil, []string{"hostlist", "expand", "n[1-"}, 2},
-		{"exec without command", nil, []string{"exec"}, 2},
-		{"exec not found", nil, []string{"exec", "--", "/nonexistent/prog"}, 127},
-		{"exec not executable", nil, []string{"exec", "--", "/etc/hostname"}, 126},
-		{"exec a directory", nil, []string{"exec", "--", "/tmp"}, 126},
-		{"run a directory", nil, []string{"run", "-n", "1", "--", "/tmp"}, 126},
-		{"run with negative --max-restarts", nil, []string{"run", "-n", "1", "--max-restarts", "-1", "--", "true"}, 2},
-		{"run with non-numeric --max-restarts", nil, []string{"run", "-n", "1", "--max-restarts", "x", "--", "true"}, 2},
-		{"run with --max-restarts", nil, []string{"run", "-n", "1", "--max-restarts", "1", "--", "true"}, 0},
-	}
-	for _, tt := range tests {
+	for _, tt := range exitCases {
 		t.Run(tt.name, func(t *testing.T) {
 			for _, k := range []string{"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "SLURM_JOB_ID", "SLURM_STEP_ID",
 				"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "PMI_RANK", "PMI_SIZE", "PMIX_RANK", "MPI_LOCALRANKID", "MASTER_ADDR", "MASTER_PORT"} {
@@ -49,7 +82,7 @@ func TestExitCodes(t *testing.T) {
 				t.Setenv(k, v)
 			}
 			var stdout, stderr bytes.Buffer
-			code := Main(append([]string{"batchkit"}, tt.args...), &stdout, &stderr)
+			code := mainSignalled(t, tt, &stdout, &stderr)
 			if code != tt.code {
 				t.Fatalf("exit code %d, want %d; stderr: %s", code, tt.code, stderr.String())
 			}
@@ -61,4 +94,121 @@ func TestExitCodes(t *testing.T) {
 			}
 		})
 	}
+}
+
+// mainSignalled runs Main, sending tt.signal to this process every 50 ms
+// while it runs when the case has one.
+func mainSignalled(t *testing.T, tt exitCase, stdout, stderr *bytes.Buffer) int {
+	args := append([]string{"batchkit"}, tt.args...)
+	if tt.signal == nil {
+		return Main(args, stdout, stderr)
+	}
+	caught := make(chan os.Signal, 1) // keeps the signal from killing the test
+	signal.Notify(caught, tt.signal)
+	defer signal.Stop(caught)
+	done := make(chan int)
+	go func() { done <- Main(args, stdout, stderr) }()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case code := <-done:
+			return code
+		case <-tick.C:
+			syscall.Kill(os.Getpid(), tt.signal.(syscall.Signal))
+		}
+	}
+}
+
+// readmeExitCodes is the code behind each numbered row of README.md's exit
+// status table; the other rows are the program's own status.
+var readmeExitCodes = map[string]int{
+	"0":   exitOK,
+	"1":   exitFailure,
+	"2":   exitUsage,
+	"75":  exitPreempted,
+	"126": launch.StartCode(os.ErrPermission),
+	"127": launch.StartCode(exec.ErrNotFound),
+}
+
+// README.md's table is exitStatuses, row for row; its numbered statuses
+// are the code's constants; and each row has a case above with its code.
+func TestExitCodesCoverREADME(t *testing.T) {
+	got, err := readmeExitTable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want [][3]string
+	var rows []string
+	for _, e := range exitStatuses {
+		want = append(want, [3]string{e.Status, e.Meaning, e.From})
+		rows = append(rows, e.Status)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("README.md's exit status table (+) differs from exitStatuses (-):\n%s", diff)
+	}
+	var numbered []string
+	for _, row := range rows {
+		n, err := strconv.Atoi(row)
+		if err != nil {
+			continue
+		}
+		numbered = append(numbered, row)
+		if code, ok := readmeExitCodes[row]; ok && code != n {
+			t.Errorf("exit status %d is documented, the code's constant is %d", n, code)
+		}
+	}
+	if diff := cmp.Diff(slices.Sorted(maps.Keys(readmeExitCodes)), slices.Sorted(slices.Values(numbered))); diff != "" {
+		t.Errorf("documented exit statuses (+) differ from the code's constants (-):\n%s", diff)
+	}
+	for _, row := range rows {
+		i := slices.IndexFunc(exitCases, func(c exitCase) bool { return c.row == row })
+		if i < 0 {
+			t.Errorf("exit status %q has no case in exitCases", row)
+			continue
+		}
+		if code, ok := readmeExitCodes[row]; ok && exitCases[i].code != code {
+			t.Errorf("case %q stands for exit status %s but expects %d", exitCases[i].name, row, exitCases[i].code)
+		}
+	}
+	for _, c := range exitCases {
+		if !slices.Contains(rows, c.row) {
+			t.Errorf("case %q names exit status %q, which is not documented", c.name, c.row)
+		}
+	}
+}
+
+// readmeExitTable is the table under "### Exit status": status, meaning,
+// from.
+func readmeExitTable() ([][3]string, error) {
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		return nil, err
+	}
+	_, section, ok := strings.Cut(string(b), "### Exit status\n")
+	if !ok {
+		return nil, errors.New(`README.md has no "### Exit status"`)
+	}
+	var rows [][3]string
+	for _, line := range strings.Split(section, "\n") {
+		if !strings.HasPrefix(line, "|") {
+			if len(rows) > 0 {
+				break // the end of the table
+			}
+			continue
+		}
+		c := strings.Split(strings.Trim(line, "|"), "|")
+		if len(c) != 3 {
+			return nil, fmt.Errorf("README.md: %d columns, want 3: %s", len(c), line)
+		}
+		status := strings.TrimSpace(c[0])
+		if status == "status" || strings.HasPrefix(status, "-") {
+			continue // the header and its rule
+		}
+		rows = append(rows, [3]string{status, strings.TrimSpace(c[1]), strings.TrimSpace(c[2])})
+	}
+	if len(rows) == 0 {
+		return nil, errors.New(`README.md: no table under "### Exit status"`)
+	}
+	return rows, nil
 }
