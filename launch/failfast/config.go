@@ -37,13 +37,17 @@ const (
 // the job themselves.
 var needed = map[topology.Launcher]bool{topology.Hydra: true}
 
-// WatchPort is the hub's port: next to MASTER_PORT, which the program
-// itself listens on (below it when MASTER_PORT is the last port).
+// WatchPort is the hub's port: MASTER_PORT + 15000 (topology.PortRange),
+// below it when that is past 65535. Not MASTER_PORT+1: ports derived from
+// consecutive job ids are consecutive (topology.PortForJob, 15000-29999), so
+// job N's hub would take job N+1's MASTER_PORT on a shared node (seen with
+// jobs running side by side on the test cluster); derived ports plus 15000
+// are 30000-44999, never another job's MASTER_PORT.
 func WatchPort(masterPort int) int {
-	if masterPort >= 65535 {
-		return masterPort - 1
+	if masterPort+topology.PortRange <= 65535 {
+		return masterPort + topology.PortRange
 	}
-	return masterPort + 1
+	return masterPort - topology.PortRange
 }
 
 // FromEnv decides whether this rank watches and how. $BATCHKIT_FAIL_FAST

@@ -15,7 +15,7 @@ func TestFromEnv(t *testing.T) {
 	openmpi.Launcher = topology.OpenMPI
 	one := hydra
 	one.WorldSize, one.Rank = 1, 0
-	on := Config{Rank: 2, Size: 3, Addr: "node1", Port: 29501, Token: "tok",
+	on := Config{Rank: 2, Size: 3, Addr: "node1", Port: 44500, Token: "tok",
 		Grace: DefaultGrace, JoinTimeout: DefaultJoinTimeout, ExitWait: DefaultExitWait}
 	tests := []struct {
 		name    string
@@ -54,8 +54,10 @@ func TestFromEnv(t *testing.T) {
 }
 
 func TestWatchPort(t *testing.T) {
-	got := []int{WatchPort(29500), WatchPort(65535)}
-	if diff := cmp.Diff([]int{29501, 65534}, got); diff != "" {
+	// Derived ports (15000-29999) map past every derived port, so that job
+	// N's hub never takes job N+1's MASTER_PORT.
+	got := []int{WatchPort(15000), WatchPort(18992), WatchPort(29500), WatchPort(29999), WatchPort(50536), WatchPort(65535)}
+	if diff := cmp.Diff([]int{30000, 33992, 44500, 44999, 35536, 50535}, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
 }
