@@ -117,9 +117,10 @@ func pythonProfile(t *testing.T) string {
 // trains under every launcher batchkit offers, every rank seeing the world
 // the launcher made: batchkit run and batchkit mpirun (both flavors) on this
 // host, srun, batchkit mpirun inside an allocation, batchkit sbatch with
-// srun, mpirun.openmpi and mpirun.mpich, and torchrun nested in an
-// srun step (one per node, 2 workers each) and in the batch script batchkit
-// sbatch --torchrun writes, under srun and mpirun.mpich. The cluster's
+// srun (pmi2 and pmix), mpirun.openmpi and mpirun.mpich, and torchrun nested
+// in an srun step (one per node, 2 workers each) and in the batch script
+// batchkit sbatch --torchrun writes, under srun, mpirun.openmpi and
+// mpirun.mpich. The cluster's
 // launches run in parallel.
 func TestPyTorchDDPEveryLauncher(t *testing.T) {
 	needTorch(t)
@@ -156,6 +157,9 @@ func TestPyTorchDDPEveryLauncher(t *testing.T) {
 		{name: "batchkit sbatch srun", cluster: true, world: 4, perNode: 2, launch: func(t *testing.T) string {
 			return sbatchOutput(t, "--launcher", "srun", "--flavor", "mpich", "-N", "2", "--ntasks-per-node", "2", "--", python, script)
 		}},
+		{name: "batchkit sbatch srun pmix", cluster: true, world: 4, perNode: 2, launch: func(t *testing.T) string {
+			return sbatchOutput(t, "--launcher", "srun", "-N", "2", "--ntasks-per-node", "2", "--", python, script) // local: Open MPI's srun --mpi=pmix
+		}},
 		{name: "batchkit sbatch openmpi", tool: "mpirun.openmpi", cluster: true, world: 4, perNode: 2, launch: func(t *testing.T) string {
 			return sbatchOutput(t, "-N", "2", "--ntasks-per-node", "2", "--", python, script) // the local profile
 		}},
@@ -168,6 +172,10 @@ func TestPyTorchDDPEveryLauncher(t *testing.T) {
 		}},
 		{name: "batchkit sbatch --torchrun srun", cluster: true, world: 4, perNode: 2, launch: func(t *testing.T) string {
 			return sbatchOutput(t, "--profile", pythonProfile(t), "--launcher", "srun", "--flavor", "mpich", "--torchrun", "2", "-N", "2",
+				"--", "--redirects", "1", "--tee", "1", script)
+		}},
+		{name: "batchkit sbatch --torchrun openmpi", tool: "mpirun.openmpi", cluster: true, world: 4, perNode: 2, launch: func(t *testing.T) string {
+			return sbatchOutput(t, "--profile", pythonProfile(t), "--torchrun", "2", "-N", "2",
 				"--", "--redirects", "1", "--tee", "1", script)
 		}},
 		{name: "batchkit sbatch --torchrun mpich", tool: "mpirun.mpich", cluster: true, world: 4, perNode: 2, launch: func(t *testing.T) string {

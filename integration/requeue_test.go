@@ -38,7 +38,7 @@ func uninterruptedRun(t *testing.T) trainSummary {
 // batch shell alone), checkpoints, requeues itself, runs again and resumes:
 // it ends with the weights of an uninterrupted run.
 func TestSbatchRequeueSrun(t *testing.T) {
-	testSbatchRequeue(t, []string{"--launcher", "srun", "--flavor", "mpich"}) // pmi2: pmix fails on this cluster
+	testSbatchRequeue(t, []string{"--launcher", "srun"}) // the local profile: srun --mpi=pmix
 }
 
 func TestSbatchRequeueMpirun(t *testing.T) {

@@ -28,6 +28,9 @@ readonly SLURM_CONF="/etc/slurm/slurm.conf"
 readonly CTLD_STATE="/var/spool/slurmctld"
 readonly SLURMD_SPOOL="/var/spool/slurmd"
 readonly SLURM_LOG_DIR="/var/log/slurm"
+# Each slurmd's TmpFS (%n: its node name): srun --mpi=pmix makes spmix_appdir_JOB.STEP there on every
+# node of a step, so two slurmds sharing one /tmp collide ("File exists") and the step aborts.
+readonly SLURMD_TMPFS="/tmp/batchkit-slurmd"
 readonly CTLD_PIDFILE="/run/slurmctld.pid"
 readonly NODES=(node1 node2)
 readonly NODE_PORTS=(17001 17002)
@@ -224,6 +227,7 @@ SlurmdUser=root
 AuthType=auth/munge
 StateSaveLocation=$CTLD_STATE
 SlurmdSpoolDir=$SLURMD_SPOOL/%n
+TmpFS=$SLURMD_TMPFS/%n
 SlurmctldPidFile=$CTLD_PIDFILE
 SlurmdPidFile=/run/slurmd-%n.pid
 SlurmctldLogFile=$SLURM_LOG_DIR/slurmctld.log
@@ -290,7 +294,7 @@ setup_hosts() {
 setup_dirs() {
   local n
   mkdir -p "$SLURM_LOG_DIR" "$STATE_DIR"
-  for n in "${NODES[@]}"; do mkdir -p "$SLURMD_SPOOL/$n"; done
+  for n in "${NODES[@]}"; do mkdir -p "$SLURMD_SPOOL/$n" "$SLURMD_TMPFS/$n"; done
   # slurmctld state: clear ours freely, but move aside state we did not create.
   if [[ ! -f $STATE_DIR/ctld-state-owned ]]; then
     if [[ -d $CTLD_STATE && -n $(ls -A "$CTLD_STATE" 2>/dev/null) ]]; then
