@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""train_ddp.py: a plain PyTorch DDP training script (CPU, gloo).
+"""train_ddp.py: a plain PyTorch DDP training script (CPU, gloo; --backend ccl
+for Intel's oneCCL bindings).
 
 Nothing in it knows about batchkit: it reads the torchrun contract (RANK,
 WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT) through
@@ -59,16 +60,19 @@ def main():
     p.add_argument("--lr", type=float, default=0.05)
     p.add_argument("--hidden", type=int, default=64)
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--backend", default="gloo", help="torch.distributed backend: gloo, or ccl with Intel's oneCCL bindings")
     a = p.parse_args()
 
     # Small model, several ranks per core: one thread each unless told otherwise.
     torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
     torch.manual_seed(a.seed)
 
-    dist.init_process_group(backend="gloo", init_method="env://")
+    if a.backend == "ccl":
+        import oneccl_bindings_for_pytorch  # noqa: F401 (registers the "ccl" backend)
+    dist.init_process_group(backend=a.backend, init_method="env://")
     rank, world = dist.get_rank(), dist.get_world_size()
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))
-    print(f"rank={rank} world_size={world} local_rank={local_rank} host={socket.gethostname()}", flush=True)
+    print(f"rank={rank} world_size={world} local_rank={local_rank} host={socket.gethostname()} backend={dist.get_backend()} threads={torch.get_num_threads()}", flush=True)
 
     train, test = load(a.data)
     sampler = DistributedSampler(train, num_replicas=world, rank=rank, shuffle=True, seed=a.seed)
