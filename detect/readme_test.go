@@ -1,13 +1,13 @@
 package detect
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"regexp"
 	"strings"
 	"testing"
 
+	"github.com/batchkit/batchkit/internal/mdtable"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 )
@@ -58,28 +58,12 @@ var (
 // layer (the launcher in backticks last), detected by, rank, world size,
 // local rank, local size, node rank, nodes.
 func readmeTable(readme string) ([]documented, error) {
-	_, section, ok := strings.Cut(readme, "### Which launcher wins\n")
-	if !ok {
-		return nil, errors.New(`README.md has no "### Which launcher wins"`)
+	table, err := mdtable.Under(readme, "### Which launcher wins", 9)
+	if err != nil {
+		return nil, fmt.Errorf("README.md: %w", err)
 	}
 	var rows []documented
-	for _, line := range strings.Split(section, "\n") {
-		if !strings.HasPrefix(line, "|") {
-			if len(rows) > 0 {
-				break // the end of the table
-			}
-			continue
-		}
-		c := strings.Split(strings.Trim(line, "| "), "|")
-		for i := range c {
-			c[i] = strings.TrimSpace(c[i])
-		}
-		if len(c) != 9 {
-			return nil, fmt.Errorf("README.md: %d columns, want 9: %s", len(c), line)
-		}
-		if c[0] == "#" || strings.HasPrefix(c[0], "-") {
-			continue // the header and its rule
-		}
+	for _, c := range table {
 		layer := backticked.FindAllStringSubmatch(c[1], -1)
 		d := documented{Identify: groups(c[2], " and "), Rank: groups(c[3], ", else "), Size: groups(c[4], ", else "),
 			LocalRank: groups(c[5], ", else "), LocalSize: groups(c[6], ", else "), NodeRank: groups(c[7], ", else "),

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/batchkit/batchkit/internal/mdtable"
 	"github.com/batchkit/batchkit/launch"
 )
 
@@ -185,30 +185,13 @@ func readmeExitTable() ([][3]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	_, section, ok := strings.Cut(string(b), "### Exit status\n")
-	if !ok {
-		return nil, errors.New(`README.md has no "### Exit status"`)
+	table, err := mdtable.Under(string(b), "### Exit status", 3)
+	if err != nil {
+		return nil, fmt.Errorf("README.md: %w", err)
 	}
 	var rows [][3]string
-	for _, line := range strings.Split(section, "\n") {
-		if !strings.HasPrefix(line, "|") {
-			if len(rows) > 0 {
-				break // the end of the table
-			}
-			continue
-		}
-		c := strings.Split(strings.Trim(line, "|"), "|")
-		if len(c) != 3 {
-			return nil, fmt.Errorf("README.md: %d columns, want 3: %s", len(c), line)
-		}
-		status := strings.TrimSpace(c[0])
-		if status == "status" || strings.HasPrefix(status, "-") {
-			continue // the header and its rule
-		}
-		rows = append(rows, [3]string{status, strings.TrimSpace(c[1]), strings.TrimSpace(c[2])})
-	}
-	if len(rows) == 0 {
-		return nil, errors.New(`README.md: no table under "### Exit status"`)
+	for _, c := range table {
+		rows = append(rows, [3]string(c))
 	}
 	return rows, nil
 }
