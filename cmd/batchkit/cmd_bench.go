@@ -1,9 +1,11 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -14,6 +16,7 @@ import (
 
 	"github.com/batchkit/batchkit/detect"
 	"github.com/batchkit/batchkit/internal/closed"
+	"github.com/batchkit/batchkit/internal/infile"
 	"github.com/batchkit/batchkit/internal/outfile"
 	"github.com/batchkit/batchkit/topology"
 	"github.com/batchkit/batchkit/trainer/bench"
@@ -313,13 +316,20 @@ func readResultFile(path string, stdin io.Reader) ([]bench.Result, error) {
 	if path == "-" {
 		return bench.ReadResults(stdin, "stdin")
 	}
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
+	b, err := infile.Read(path, maxResultFile)
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return nil, fmt.Errorf("%s: %w", path, pe.Err)
 	}
-	defer f.Close()
-	return bench.ReadResults(f, path)
+	if err != nil {
+		return nil, fmt.Errorf("%s %w", path, err) // "x is a FIFO, not a regular file"
+	}
+	return bench.ReadResults(bytes.NewReader(b), path)
 }
+
+// maxResultFile bounds a result file: a sweep of every size and collective
+// is a few hundred kilobytes; /dev/zero or a wrong path would never end.
+const maxResultFile = 64 << 20
 
 func hasOpDType(rs []bench.Result, opts bench.Options) bool {
 	for _, r := range rs {
