@@ -43,9 +43,9 @@ const (
 
 // Protocol is what one protocol's two sides agree on besides the steps.
 type Protocol struct {
-	Magic                      string // opens every hello: MagicLen bytes, distinct per protocol
-	AcceptorLabel, DialerLabel string // the sides' MAC labels, distinct per protocol and side
-	NotPeer                    error  // what a hello that does not open with Magic is
+	Magic   string // opens every hello: MagicLen bytes, distinct per protocol
+	Label   string // distinct per protocol; the sides' MAC labels are Label+" acceptor" and Label+" dialer"
+	NotPeer error  // what a hello that does not open with Magic is
 	// Version checks a peer's hello fields before its proof is checked:
 	// nil when this side speaks the same version. Its error reads after
 	// "ADDR speaks ". A nil Version accepts any.
@@ -84,6 +84,9 @@ func MAC(token, label string, helloD, helloA []byte) []byte {
 	return m.Sum(nil)
 }
 
+func (p *Protocol) acceptorLabel() string { return p.Label + " acceptor" }
+func (p *Protocol) dialerLabel() string   { return p.Label + " dialer" }
+
 // fields is a hello's part between magic and nonce.
 func fields(hello []byte) []byte { return hello[MagicLen : len(hello)-NonceLen] }
 
@@ -117,7 +120,7 @@ func (p *Protocol) Dial(c net.Conn, d Dialer, deadline time.Time) error {
 	if err := p.version(fields(ha)); err != nil {
 		return Refusedf("%s speaks %w", c.RemoteAddr(), err)
 	}
-	if !hmac.Equal(proof, MAC(d.Token, p.AcceptorLabel, hd, ha)) {
+	if !hmac.Equal(proof, MAC(d.Token, p.acceptorLabel(), hd, ha)) {
 		// Answer with a dummy, so that the acceptor reports a bad token
 		// rather than a dropped handshake. Never a real proof to an
 		// acceptor that has not proven itself: it could relay it.
@@ -126,7 +129,7 @@ func (p *Protocol) Dial(c net.Conn, d Dialer, deadline time.Time) error {
 		c.Write(dummy)
 		return Refusedf("%s does not know this job's token%s", c.RemoteAddr(), p.TokenHint)
 	}
-	if _, err := c.Write(append(MAC(d.Token, p.DialerLabel, hd, ha), d.Extra...)); err != nil {
+	if _, err := c.Write(append(MAC(d.Token, p.dialerLabel(), hd, ha), d.Extra...)); err != nil {
 		return ioFailure(err)
 	}
 	return d.Verdict(c, fields(ha))
@@ -150,7 +153,7 @@ func (p *Protocol) Accept(c net.Conn, token string, mine []byte, extraLen int, d
 	if string(hd[:MagicLen]) != p.Magic {
 		return nil, nil, &RefusedError{p.NotPeer}
 	}
-	if _, err := c.Write(append(ha, MAC(token, p.AcceptorLabel, hd, ha)...)); err != nil {
+	if _, err := c.Write(append(ha, MAC(token, p.acceptorLabel(), hd, ha)...)); err != nil {
 		return nil, nil, ioFailure(err)
 	}
 	// The version is checked after answering, so that a dialer of another
@@ -162,7 +165,7 @@ func (p *Protocol) Accept(c net.Conn, token string, mine []byte, extraLen int, d
 	if _, err := io.ReadFull(c, in[:MACLen]); err != nil {
 		return nil, nil, ioFailure(err)
 	}
-	if !hmac.Equal(in[:MACLen], MAC(token, p.DialerLabel, hd, ha)) {
+	if !hmac.Equal(in[:MACLen], MAC(token, p.dialerLabel(), hd, ha)) {
 		return nil, nil, &RefusedError{ErrBadToken}
 	}
 	if _, err := io.ReadFull(c, in[MACLen:]); err != nil {

@@ -16,12 +16,12 @@ import (
 // Two protocols as the collective and the fail-fast watcher are: the same
 // steps, their own magic and labels, a version in the first field byte.
 var (
-	alpha = &Protocol{Magic: "alph", AcceptorLabel: "alpha acceptor", DialerLabel: "alpha dialer",
+	alpha = &Protocol{Magic: "alph", Label: "alpha",
 		NotPeer: errors.New("not an alpha peer"), Version: versionIs(1), TokenHint: ": set TOKEN alike"}
-	beta = &Protocol{Magic: "beta", AcceptorLabel: "beta acceptor", DialerLabel: "beta dialer",
+	beta = &Protocol{Magic: "beta", Label: "beta",
 		NotPeer: errors.New("not a beta peer"), Version: versionIs(1)}
 	// alpha2 is alpha's next version.
-	alpha2 = &Protocol{Magic: alpha.Magic, AcceptorLabel: alpha.AcceptorLabel, DialerLabel: alpha.DialerLabel,
+	alpha2 = &Protocol{Magic: alpha.Magic, Label: alpha.Label,
 		NotPeer: alpha.NotPeer, Version: versionIs(2), TokenHint: alpha.TokenHint}
 )
 
@@ -153,7 +153,7 @@ func TestAccept(t *testing.T) {
 		script func(c net.Conn)
 		want   string
 	}{
-		{"the right proof", proofUnder("tok", alpha.DialerLabel), ""},
+		{"the right proof", proofUnder("tok", alpha.dialerLabel()), ""},
 		{"silent", func(net.Conn) {}, "io: no handshake in time"},
 		{"a truncated hello", func(c net.Conn) { c.Write(hd[:10]); c.Close() }, "io: closed during the handshake"},
 		{"garbage", func(c net.Conn) { fmt.Fprintf(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n%-48s", "") },
@@ -166,9 +166,9 @@ func TestAccept(t *testing.T) {
 			_, proof := answer(c, hd)
 			c.Write(proof)
 		}, "refused: bad job token"},
-		{"a proof under the acceptor's label", proofUnder("tok", alpha.AcceptorLabel), "refused: bad job token"},
-		{"a proof under beta's label", proofUnder("tok", beta.DialerLabel), "refused: bad job token"},
-		{"a proof without the token", proofUnder("", alpha.DialerLabel), "refused: bad job token"},
+		{"a proof under the acceptor's label", proofUnder("tok", alpha.acceptorLabel()), "refused: bad job token"},
+		{"a proof under beta's label", proofUnder("tok", beta.dialerLabel()), "refused: bad job token"},
+		{"a proof without the token", proofUnder("", alpha.dialerLabel()), "refused: bad job token"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			dc, ac := net.Pipe()
@@ -200,7 +200,7 @@ func TestDial(t *testing.T) {
 			switch {
 			case len(after) == 0:
 				return "nothing"
-			case bytes.HasPrefix(after, MAC("tok", alpha.DialerLabel, hd, ha)):
+			case bytes.HasPrefix(after, MAC("tok", alpha.dialerLabel(), hd, ha)):
 				return fmt.Sprintf("the proof and %q", after[MACLen:])
 			}
 			return fmt.Sprintf("%d other bytes", len(after))
@@ -216,17 +216,17 @@ func TestDial(t *testing.T) {
 		script func(c net.Conn) string
 		want   [2]string // Dial's error, what the acceptor got after its answer
 	}{
-		{"the right proof, no ok", reply(proof("tok", alpha.AcceptorLabel)), [2]string{"refused: no ok", `the proof and "xtra"`}},
+		{"the right proof, no ok", reply(proof("tok", alpha.acceptorLabel())), [2]string{"refused: no ok", `the proof and "xtra"`}},
 		{"silent", func(c net.Conn) string { io.ReadAll(c); return "" }, [2]string{"io: no handshake in time", ""}},
 		{"closes after the hello", func(c net.Conn) string { io.ReadFull(c, make([]byte, len(ha))); c.Close(); return "" },
 			[2]string{"io: closed during the handshake", ""}},
 		{"garbage", reply(func([]byte) ([]byte, []byte) { return bytes.Repeat([]byte("x"), len(ha)), make([]byte, MACLen) }),
 			[2]string{notAlpha, "nothing"}},
-		{"a beta acceptor", reply(func(hd []byte) ([]byte, []byte) { return betaHa, MAC("tok", beta.AcceptorLabel, hd, betaHa) }),
+		{"a beta acceptor", reply(func(hd []byte) ([]byte, []byte) { return betaHa, MAC("tok", beta.acceptorLabel(), hd, betaHa) }),
 			[2]string{notAlpha, "nothing"}},
 		// A false acceptor gets a dummy, never a proof it could relay.
-		{"a wrong token", reply(proof("other", alpha.AcceptorLabel)), [2]string{wrongToken, "32 other bytes"}},
-		{"a proof under the dialer's label", reply(proof("tok", alpha.DialerLabel)), [2]string{wrongToken, "32 other bytes"}},
+		{"a wrong token", reply(proof("other", alpha.acceptorLabel())), [2]string{wrongToken, "32 other bytes"}},
+		{"a proof under the dialer's label", reply(proof("tok", alpha.dialerLabel())), [2]string{wrongToken, "32 other bytes"}},
 		{"the dialer's hello echoed", reply(func(hd []byte) ([]byte, []byte) { return hd, make([]byte, MACLen) }),
 			[2]string{wrongToken, "32 other bytes"}},
 	} {

@@ -31,11 +31,10 @@ const (
 )
 
 var watchAuth = &jobauth.Protocol{
-	Magic:         "bkff",
-	AcceptorLabel: "batchkit failfast v1 acceptor",
-	DialerLabel:   "batchkit failfast v1 dialer",
-	NotPeer:       errNotPeer,
-	Version:       checkVersion,
+	Magic:   "bkff",
+	Label:   "batchkit failfast v1",
+	NotPeer: errNotPeer,
+	Version: checkVersion,
 }
 
 // helloFields is what one side says of itself.

@@ -60,8 +60,7 @@ func TestHandshake(t *testing.T) {
 // collective is the TCP collective's handshake as far as its hello and
 // labels go (trainer/collective/tcp/auth.go): neither protocol takes the
 // other's hello.
-var collective = &jobauth.Protocol{Magic: "bkcl", AcceptorLabel: "batchkit collective v1 acceptor",
-	DialerLabel: "batchkit collective v1 dialer", NotPeer: errors.New("not a batchkit collective peer")}
+var collective = &jobauth.Protocol{Magic: "bkcl", Label: "batchkit collective v1", NotPeer: errors.New("not a batchkit collective peer")}
 
 func TestHandshakeOtherProtocol(t *testing.T) {
 	fields := make([]byte, 12)

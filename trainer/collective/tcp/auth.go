@@ -30,12 +30,11 @@ const (
 )
 
 var collectiveAuth = &jobauth.Protocol{
-	Magic:         "bkcl",
-	AcceptorLabel: "batchkit collective v1 acceptor",
-	DialerLabel:   "batchkit collective v1 dialer",
-	NotPeer:       errNotPeer,
-	Version:       checkVersion,
-	TokenHint:     ": job tokens differ (every rank must get the same " + envvars.Token + ")",
+	Magic:     "bkcl",
+	Label:     "batchkit collective v1",
+	NotPeer:   errNotPeer,
+	Version:   checkVersion,
+	TokenHint: ": job tokens differ (every rank must get the same " + envvars.Token + ")",
 }
 
 // nativeByteOrder is the layout the raw float bytes travel in: all ranks
