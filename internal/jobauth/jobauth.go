@@ -32,9 +32,9 @@ import (
 )
 
 const (
-	MagicLen = 4
-	NonceLen = 32
-	MACLen   = sha256.Size
+	magicLen = 4
+	nonceLen = 32
+	macLen   = sha256.Size
 
 	// Timeout bounds one handshake, so that a silent or slow peer (a port
 	// scanner, a stuck process) cannot hold the other side's attention.
@@ -43,7 +43,7 @@ const (
 
 // Protocol is what one protocol's two sides agree on besides the steps.
 type Protocol struct {
-	Magic   string // opens every hello: MagicLen bytes, distinct per protocol
+	Magic   string // opens every hello: magicLen bytes, distinct per protocol
 	Label   string // distinct per protocol; the sides' MAC labels are Label+" acceptor" and Label+" dialer"
 	NotPeer error  // what a hello that does not open with Magic is
 	// Version checks a peer's hello fields before its proof is checked:
@@ -60,23 +60,24 @@ type Dialer struct {
 	Fields []byte // this side's hello fields (both sides' are the same length)
 	Extra  []byte // sent right after the proof, before the verdict, to save a round trip
 	// Verdict checks the authenticated acceptor's hello fields and reads
-	// its verdict on this dialer: nil once accepted.
+	// its verdict on this dialer: nil once accepted. A nil Verdict takes
+	// the acceptor's proof as the verdict.
 	Verdict func(c net.Conn, fields []byte) error
 }
 
 // Hello is a hello with fields: magic ‖ fields ‖ a fresh nonce.
 func (p *Protocol) Hello(fields []byte) ([]byte, error) {
-	b := make([]byte, MagicLen+len(fields)+NonceLen)
+	b := make([]byte, magicLen+len(fields)+nonceLen)
 	copy(b, p.Magic)
-	copy(b[MagicLen:], fields)
-	if _, err := rand.Read(b[MagicLen+len(fields):]); err != nil {
+	copy(b[magicLen:], fields)
+	if _, err := rand.Read(b[magicLen+len(fields):]); err != nil {
 		return nil, fmt.Errorf("random nonce: %w", err)
 	}
 	return b, nil
 }
 
-// MAC is the proof of knowing token under label over both hellos.
-func MAC(token, label string, helloD, helloA []byte) []byte {
+// mac is the proof of knowing token under label over both hellos.
+func mac(token, label string, helloD, helloA []byte) []byte {
 	m := hmac.New(sha256.New, []byte(token))
 	m.Write([]byte(label))
 	m.Write(helloD)
@@ -88,7 +89,7 @@ func (p *Protocol) acceptorLabel() string { return p.Label + " acceptor" }
 func (p *Protocol) dialerLabel() string   { return p.Label + " dialer" }
 
 // fields is a hello's part between magic and nonce.
-func fields(hello []byte) []byte { return hello[MagicLen : len(hello)-NonceLen] }
+func fields(hello []byte) []byte { return hello[magicLen : len(hello)-nonceLen] }
 
 func (p *Protocol) version(fields []byte) error {
 	if p.Version == nil {
@@ -109,28 +110,31 @@ func (p *Protocol) Dial(c net.Conn, d Dialer, deadline time.Time) error {
 	if _, err := c.Write(hd); err != nil {
 		return ioFailure(err)
 	}
-	in := make([]byte, len(hd)+MACLen)
+	in := make([]byte, len(hd)+macLen)
 	if _, err := io.ReadFull(c, in); err != nil {
 		return ioFailure(err)
 	}
 	ha, proof := in[:len(hd)], in[len(hd):]
-	if string(ha[:MagicLen]) != p.Magic {
+	if string(ha[:magicLen]) != p.Magic {
 		return Refusedf("%s answered, but it is %w (another service on that port?)", c.RemoteAddr(), p.NotPeer)
 	}
 	if err := p.version(fields(ha)); err != nil {
 		return Refusedf("%s speaks %w", c.RemoteAddr(), err)
 	}
-	if !hmac.Equal(proof, MAC(d.Token, p.acceptorLabel(), hd, ha)) {
+	if !hmac.Equal(proof, mac(d.Token, p.acceptorLabel(), hd, ha)) {
 		// Answer with a dummy, so that the acceptor reports a bad token
 		// rather than a dropped handshake. Never a real proof to an
 		// acceptor that has not proven itself: it could relay it.
-		dummy := make([]byte, MACLen)
+		dummy := make([]byte, macLen)
 		rand.Read(dummy)
 		c.Write(dummy)
 		return Refusedf("%s does not know this job's token%s", c.RemoteAddr(), p.TokenHint)
 	}
-	if _, err := c.Write(append(MAC(d.Token, p.dialerLabel(), hd, ha), d.Extra...)); err != nil {
+	if _, err := c.Write(append(mac(d.Token, p.dialerLabel(), hd, ha), d.Extra...)); err != nil {
 		return ioFailure(err)
+	}
+	if d.Verdict == nil {
+		return nil
 	}
 	return d.Verdict(c, fields(ha))
 }
@@ -150,10 +154,10 @@ func (p *Protocol) Accept(c net.Conn, token string, mine []byte, extraLen int, d
 	if _, err := io.ReadFull(c, hd); err != nil {
 		return nil, nil, ioFailure(err)
 	}
-	if string(hd[:MagicLen]) != p.Magic {
+	if string(hd[:magicLen]) != p.Magic {
 		return nil, nil, &RefusedError{p.NotPeer}
 	}
-	if _, err := c.Write(append(ha, MAC(token, p.acceptorLabel(), hd, ha)...)); err != nil {
+	if _, err := c.Write(append(ha, mac(token, p.acceptorLabel(), hd, ha)...)); err != nil {
 		return nil, nil, ioFailure(err)
 	}
 	// The version is checked after answering, so that a dialer of another
@@ -161,17 +165,17 @@ func (p *Protocol) Accept(c net.Conn, token string, mine []byte, extraLen int, d
 	if err := p.version(fields(hd)); err != nil {
 		return nil, nil, &RefusedError{err}
 	}
-	in := make([]byte, MACLen+extraLen)
-	if _, err := io.ReadFull(c, in[:MACLen]); err != nil {
+	in := make([]byte, macLen+extraLen)
+	if _, err := io.ReadFull(c, in[:macLen]); err != nil {
 		return nil, nil, ioFailure(err)
 	}
-	if !hmac.Equal(in[:MACLen], MAC(token, p.dialerLabel(), hd, ha)) {
+	if !hmac.Equal(in[:macLen], mac(token, p.dialerLabel(), hd, ha)) {
 		return nil, nil, &RefusedError{ErrBadToken}
 	}
-	if _, err := io.ReadFull(c, in[MACLen:]); err != nil {
+	if _, err := io.ReadFull(c, in[macLen:]); err != nil {
 		return nil, nil, ioFailure(err)
 	}
-	return fields(hd), in[MACLen:], nil
+	return fields(hd), in[macLen:], nil
 }
 
 // ErrBadToken is the acceptor's word for a dialer whose proof does not

@@ -132,7 +132,7 @@ func TestHandshake(t *testing.T) {
 // answer sends hd and reads an acceptor's hello and proof.
 func answer(c net.Conn, hd []byte) (ha, proof []byte) {
 	c.Write(hd)
-	in := make([]byte, len(hd)+MACLen)
+	in := make([]byte, len(hd)+macLen)
 	io.ReadFull(c, in)
 	return in[:len(hd)], in[len(hd):]
 }
@@ -145,7 +145,7 @@ func TestAccept(t *testing.T) {
 	proofUnder := func(token, label string) func(c net.Conn) {
 		return func(c net.Conn) {
 			ha, _ := answer(c, hd)
-			c.Write(MAC(token, label, hd, ha))
+			c.Write(mac(token, label, hd, ha))
 		}
 	}
 	for _, tt := range []struct {
@@ -160,7 +160,7 @@ func TestAccept(t *testing.T) {
 			"refused: not an alpha peer"},
 		{"a beta hello", func(c net.Conn) { c.Write(betaHello) }, "refused: not an alpha peer"},
 		{"no proof", func(c net.Conn) { answer(c, hd); c.Close() }, "io: closed during the handshake"},
-		{"a proof cut short", func(c net.Conn) { answer(c, hd); c.Write(make([]byte, MACLen/2)); c.Close() },
+		{"a proof cut short", func(c net.Conn) { answer(c, hd); c.Write(make([]byte, macLen/2)); c.Close() },
 			"io: closed during the handshake"},
 		{"the acceptor's proof reflected", func(c net.Conn) {
 			_, proof := answer(c, hd)
@@ -200,14 +200,14 @@ func TestDial(t *testing.T) {
 			switch {
 			case len(after) == 0:
 				return "nothing"
-			case bytes.HasPrefix(after, MAC("tok", alpha.dialerLabel(), hd, ha)):
-				return fmt.Sprintf("the proof and %q", after[MACLen:])
+			case bytes.HasPrefix(after, mac("tok", alpha.dialerLabel(), hd, ha)):
+				return fmt.Sprintf("the proof and %q", after[macLen:])
 			}
 			return fmt.Sprintf("%d other bytes", len(after))
 		}
 	}
 	proof := func(token, label string) func(hd []byte) ([]byte, []byte) {
-		return func(hd []byte) ([]byte, []byte) { return ha, MAC(token, label, hd, ha) }
+		return func(hd []byte) ([]byte, []byte) { return ha, mac(token, label, hd, ha) }
 	}
 	notAlpha := "refused: pipe answered, but it is not an alpha peer (another service on that port?)"
 	wrongToken := "refused: pipe does not know this job's token: set TOKEN alike"
@@ -220,14 +220,14 @@ func TestDial(t *testing.T) {
 		{"silent", func(c net.Conn) string { io.ReadAll(c); return "" }, [2]string{"io: no handshake in time", ""}},
 		{"closes after the hello", func(c net.Conn) string { io.ReadFull(c, make([]byte, len(ha))); c.Close(); return "" },
 			[2]string{"io: closed during the handshake", ""}},
-		{"garbage", reply(func([]byte) ([]byte, []byte) { return bytes.Repeat([]byte("x"), len(ha)), make([]byte, MACLen) }),
+		{"garbage", reply(func([]byte) ([]byte, []byte) { return bytes.Repeat([]byte("x"), len(ha)), make([]byte, macLen) }),
 			[2]string{notAlpha, "nothing"}},
-		{"a beta acceptor", reply(func(hd []byte) ([]byte, []byte) { return betaHa, MAC("tok", beta.acceptorLabel(), hd, betaHa) }),
+		{"a beta acceptor", reply(func(hd []byte) ([]byte, []byte) { return betaHa, mac("tok", beta.acceptorLabel(), hd, betaHa) }),
 			[2]string{notAlpha, "nothing"}},
 		// A false acceptor gets a dummy, never a proof it could relay.
 		{"a wrong token", reply(proof("other", alpha.acceptorLabel())), [2]string{wrongToken, "32 other bytes"}},
 		{"a proof under the dialer's label", reply(proof("tok", alpha.dialerLabel())), [2]string{wrongToken, "32 other bytes"}},
-		{"the dialer's hello echoed", reply(func(hd []byte) ([]byte, []byte) { return hd, make([]byte, MACLen) }),
+		{"the dialer's hello echoed", reply(func(hd []byte) ([]byte, []byte) { return hd, make([]byte, macLen) }),
 			[2]string{wrongToken, "32 other bytes"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -254,9 +254,9 @@ func TestHello(t *testing.T) {
 		t.Fatal(err1, err2)
 	}
 	layout := func(h []byte) string {
-		return string(h[:MagicLen]) + "|" + string(fields(h)) + "|" + fmt.Sprint(len(h))
+		return string(h[:magicLen]) + "|" + string(fields(h)) + "|" + fmt.Sprint(len(h))
 	}
-	if diff := cmp.Diff("alph|\x01dialer fields|"+fmt.Sprint(MagicLen+len(fieldsD)+NonceLen), layout(h1)); diff != "" {
+	if diff := cmp.Diff("alph|\x01dialer fields|"+fmt.Sprint(magicLen+len(fieldsD)+nonceLen), layout(h1)); diff != "" {
 		t.Errorf("layout (-want +got):\n%s", diff)
 	}
 	if bytes.Equal(h1, h2) {

@@ -28,12 +28,10 @@ func TestTCPHandshake(t *testing.T) {
 	acceptRank0 := func(extra string) func(*net.TCPConn) error {
 		return func(c *net.TCPConn) error { return tcpAcceptOf(c, o(0, 2, "tok"), extra) }
 	}
-	// dialAs and acceptAs speak p with hello fields f. The dialer takes
-	// any verdict: where it dials, the acceptor refuses after answering.
+	// dialAs and acceptAs speak p with hello fields f. The dialer waits
+	// for no verdict: where it dials, the acceptor refuses after answering.
 	dialAs := func(p *jobauth.Protocol, f []byte) func(net.Conn) error {
-		return func(c net.Conn) error {
-			return p.Dial(c, jobauth.Dialer{Token: "tok", Fields: f, Verdict: func(net.Conn, []byte) error { return nil }}, soon())
-		}
+		return func(c net.Conn) error { return p.Dial(c, jobauth.Dialer{Token: "tok", Fields: f}, soon()) }
 	}
 	acceptAs := func(p *jobauth.Protocol, f []byte) func(*net.TCPConn) error {
 		return func(c *net.TCPConn) error { _, _, err := p.Accept(c, "tok", f, 0, soon()); return err }
