@@ -98,8 +98,8 @@ func (p *Protocol) version(fields []byte) error {
 	return p.Version(fields)
 }
 
-// Dial runs the dialer's side on c until deadline: nil once d.Verdict has
-// accepted the acceptor and its verdict.
+// Dial runs the dialer's side on c until deadline: nil once the acceptor
+// has proven the token and d.Verdict has accepted its hello and verdict.
 func (p *Protocol) Dial(c net.Conn, d Dialer, deadline time.Time) error {
 	c.SetDeadline(deadline)
 	defer c.SetDeadline(time.Time{})
