@@ -194,37 +194,6 @@ func TestRunWrongToken(t *testing.T) {
 	}
 }
 
-func TestHandshake(t *testing.T) {
-	tests := []struct {
-		name            string
-		dialTok         string
-		rank, size      int
-		dialErr, accErr bool
-	}{
-		{"ok", "tok", 2, 3, false, false},
-		{"wrong token", "bad", 2, 3, true, true},
-		{"rank out of range", "tok", 3, 3, true, true},
-		{"rank 0", "tok", 0, 3, true, true},
-		{"other world size", "tok", 1, 4, true, true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			a, d := net.Pipe()
-			errc := make(chan error, 1)
-			go func() { errc <- dial(d, tt.dialTok, tt.rank, tt.size); d.Close() }()
-			rank, accErr := accept(a, "tok", 3)
-			a.Close()
-			dialErr := <-errc
-			if (dialErr != nil) != tt.dialErr || (accErr != nil) != tt.accErr {
-				t.Fatalf("dial: %v, accept: %v", dialErr, accErr)
-			}
-			if accErr == nil && rank != tt.rank {
-				t.Errorf("accepted rank %d, want %d", rank, tt.rank)
-			}
-		})
-	}
-}
-
 // A rank whose program cannot be started stops the others too.
 func TestRunNotStarted(t *testing.T) {
 	port := freePort(t)

@@ -1,9 +1,6 @@
 package tcp
 
 import (
-	"crypto/hmac"
-	"crypto/rand"
-	"crypto/sha256"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -13,43 +10,32 @@ import (
 	"unsafe"
 
 	"github.com/batchkit/batchkit/envsetup/envvars"
+	"github.com/batchkit/batchkit/internal/jobauth"
 )
 
-// The handshake every connection (rendezvous and mesh) starts with. The
-// dialer D and the acceptor A each send a hello with a fresh nonce, then each
-// proves it knows the job token with an HMAC over both hellos (so over both
-// nonces, both ranks, the world size and the purpose) under its own label:
-//
-//	D → A  hello_D
-//	A → D  hello_A, HMAC(token, "…acceptor" ‖ hello_D ‖ hello_A)
-//	D → A  HMAC(token, "…dialer" ‖ hello_D ‖ hello_A)
-//	A → D  accept | abort(reason)          (a framed message, see tcpMsg*)
-//
-// The token never crosses the wire, fresh nonces defeat replay, and the
-// distinct labels stop a reflected MAC from passing as the other side's. D
-// checks A's proof before proving anything itself, so a rank with a wrong
-// token learns so at once instead of timing out.
+// The handshake every connection (rendezvous and mesh) starts with is
+// internal/jobauth's, as this protocol: the hello's fields say the version,
+// byte order, purpose, world size and rank, so that both MACs cover them,
+// and the acceptor's verdict is a framed message, accept or abort(reason)
+// (see tcpMsg*). Its magic and labels are this protocol's alone.
 
 const (
-	tcpMagic        = "bkcl"
 	tcpVersion      = 1
-	tcpHelloLen     = 48
-	tcpMACLen       = sha256.Size
-	tcpNonceLen     = 32
 	purposeRendezv  = 1
 	purposeMesh     = 2
 	byteOrderLittle = 1
 	byteOrderBig    = 2
 
-	// handshakeTimeout bounds one handshake, so a silent or slow connector
-	// (a port scanner, a stuck process) cannot hold a listener's attention.
-	handshakeTimeout = 10 * time.Second
+	handshakeTimeout = jobauth.Timeout
 )
 
-var (
-	labelAcceptor = []byte("batchkit collective v1 acceptor")
-	labelDialer   = []byte("batchkit collective v1 dialer")
-)
+var collectiveAuth = &jobauth.Protocol{
+	Magic:     "bkcl",
+	Label:     "batchkit collective v1",
+	NotPeer:   errNotPeer,
+	Version:   checkVersion,
+	TokenHint: ": job tokens differ (every rank must get the same " + envvars.Token + ")",
+}
 
 // nativeByteOrder is the layout the raw float bytes travel in: all ranks
 // must agree, since collectives send memory as is.
@@ -71,127 +57,76 @@ func byteOrderName(b uint8) string {
 	return fmt.Sprintf("byte order %d", b)
 }
 
-// hello is one side's opening message.
+// hello is what one side says of itself: its hello's fields.
 type hello struct {
 	version   uint16
 	byteOrder uint8
 	purpose   uint8
 	size      uint32
 	rank      uint32
-	nonce     [tcpNonceLen]byte
 }
 
-func (h *hello) marshal(b []byte) {
-	copy(b[0:4], tcpMagic)
-	binary.LittleEndian.PutUint16(b[4:], h.version)
-	b[6] = h.byteOrder
-	b[7] = h.purpose
-	binary.LittleEndian.PutUint32(b[8:], h.size)
-	binary.LittleEndian.PutUint32(b[12:], h.rank)
-	copy(b[16:48], h.nonce[:])
+const helloFieldsLen = 12
+
+func newHello(rank, size int, purpose uint8) hello {
+	return hello{version: tcpVersion, byteOrder: nativeByteOrder, purpose: purpose, size: uint32(size), rank: uint32(rank)}
+}
+
+func (h hello) fields() []byte {
+	b := make([]byte, helloFieldsLen)
+	binary.LittleEndian.PutUint16(b[0:], h.version)
+	b[2] = h.byteOrder
+	b[3] = h.purpose
+	binary.LittleEndian.PutUint32(b[4:], h.size)
+	binary.LittleEndian.PutUint32(b[8:], h.rank)
+	return b
+}
+
+// parseHello reads fields of helloFieldsLen bytes (jobauth hands on the
+// peer's fields at the length of this side's).
+func parseHello(b []byte) hello {
+	return hello{version: binary.LittleEndian.Uint16(b[0:]), byteOrder: b[2], purpose: b[3],
+		size: binary.LittleEndian.Uint32(b[4:]), rank: binary.LittleEndian.Uint32(b[8:])}
 }
 
 // errNotPeer: the bytes are not a batchkit hello at all.
 var errNotPeer = errors.New("not a batchkit collective peer")
 
-func (h *hello) unmarshal(b []byte) error {
-	if string(b[0:4]) != tcpMagic {
-		return errNotPeer
+func checkVersion(fields []byte) error {
+	if v := parseHello(fields).version; v != tcpVersion {
+		return fmt.Errorf("collective protocol v%d, this process v%d: all ranks must run the same batchkit version", v, tcpVersion)
 	}
-	h.version = binary.LittleEndian.Uint16(b[4:])
-	h.byteOrder = b[6]
-	h.purpose = b[7]
-	h.size = binary.LittleEndian.Uint32(b[8:])
-	h.rank = binary.LittleEndian.Uint32(b[12:])
-	copy(h.nonce[:], b[16:48])
 	return nil
 }
 
-func newHello(rank, size int, purpose uint8) (hello, error) {
-	h := hello{version: tcpVersion, byteOrder: nativeByteOrder, purpose: purpose, size: uint32(size), rank: uint32(rank)}
-	if _, err := rand.Read(h.nonce[:]); err != nil {
-		return h, fmt.Errorf("random nonce: %w", err)
-	}
-	return h, nil
-}
-
-func handshakeMAC(token string, label, helloD, helloA []byte) []byte {
-	m := hmac.New(sha256.New, []byte(token))
-	m.Write(label)
-	m.Write(helloD)
-	m.Write(helloA)
-	return m.Sum(nil)
-}
-
 // authError is a failed handshake that retrying cannot fix (wrong token,
-// mismatched version, refused by the acceptor).
-type authError struct{ err error }
+// mismatched version, refused by the acceptor, an address that cannot work).
+type authError = jobauth.RefusedError
 
-func (e *authError) Error() string { return e.err.Error() }
-func (e *authError) Unwrap() error { return e.err }
+// handshakeIOError is a handshake that broke off, as opposed to one that
+// was refused on its content.
+type handshakeIOError = jobauth.IOError
 
-func fatalf(format string, args ...any) error { return &authError{fmt.Errorf(format, args...)} }
+func fatalf(format string, a ...any) error { return jobauth.Refusedf(format, a...) }
 
 // dialHandshake runs the dialer's side on c. want is the acceptor's expected
 // rank. extra (may be nil) is sent right after the dialer's proof, before
 // the acceptor's verdict, to save a round trip. It returns nil once the
 // acceptor has accepted.
 func dialHandshake(c net.Conn, o *Options, purpose uint8, want int, extra []byte, deadline time.Time) error {
-	c.SetDeadline(deadline)
-	defer c.SetDeadline(time.Time{})
-	var buf [tcpHelloLen + tcpHelloLen + tcpMACLen]byte
-	hd, ha, mac := buf[:tcpHelloLen], buf[tcpHelloLen:2*tcpHelloLen], buf[2*tcpHelloLen:]
-	them, err := exchangeHellos(c, o, purpose, buf[:])
-	if err != nil {
-		return err
+	verdict := func(c net.Conn, fields []byte) error {
+		// Authenticated both ways once the acceptor has our proof; from
+		// here on a mismatch is a misconfigured job. The proof went first
+		// so that the acceptor sees the mismatch too (and rank 0 fails the
+		// rendezvous at once, naming it) rather than a dropped handshake.
+		them := parseHello(fields)
+		if err := checkAcceptor(&them, o, purpose, want, c.RemoteAddr()); err != nil {
+			return err
+		}
+		return awaitAccept(c, want)
 	}
-	if !hmac.Equal(mac, handshakeMAC(o.Token, labelAcceptor, hd, ha)) {
-		// Answer with a dummy, so that the acceptor logs a bad token rather
-		// than a dropped handshake. Never a real proof to an acceptor that
-		// has not proven itself: it could relay it.
-		var dummy [tcpMACLen]byte
-		rand.Read(dummy[:])
-		c.Write(dummy[:])
-		return fatalf("%s (rank %d) does not know this job's token: job tokens differ (every rank must get the same %s)",
-			c.RemoteAddr(), them.rank, envvars.Token)
-	}
-	// Authenticated both ways once the acceptor has our proof; from here on
-	// a mismatch is a misconfigured job. The proof goes first so that the
-	// acceptor sees the mismatch too (and rank 0 fails the rendezvous at
-	// once, naming it) rather than a dropped handshake.
-	if _, err := c.Write(append(handshakeMAC(o.Token, labelDialer, hd, ha), extra...)); err != nil {
-		return err
-	}
-	if err := checkAcceptor(&them, o, purpose, want, c.RemoteAddr()); err != nil {
-		return err
-	}
-	return awaitAccept(c, want)
-}
-
-// exchangeHellos sends the dialer's hello into buf's first part and reads
-// the acceptor's hello and proof into the rest: the acceptor's hello when
-// it is a batchkit peer speaking this version.
-func exchangeHellos(c net.Conn, o *Options, purpose uint8, buf []byte) (hello, error) {
-	var them hello
-	me, err := newHello(o.Rank, o.Size, purpose)
-	if err != nil {
-		return them, err
-	}
-	me.marshal(buf[:tcpHelloLen])
-	if _, err := c.Write(buf[:tcpHelloLen]); err != nil {
-		return them, err
-	}
-	if _, err := io.ReadFull(c, buf[tcpHelloLen:]); err != nil {
-		return them, err
-	}
-	if err := them.unmarshal(buf[tcpHelloLen : 2*tcpHelloLen]); err != nil {
-		return them, fatalf("%s answered, but it is %w (is MASTER_PORT used by another service?)", c.RemoteAddr(), err)
-	}
-	if them.version != tcpVersion {
-		return them, fatalf("%s speaks collective protocol v%d, this process v%d: all ranks must run the same batchkit version",
-			c.RemoteAddr(), them.version, tcpVersion)
-	}
-	return them, nil
+	d := jobauth.Dialer{Token: o.Token, Fields: newHello(o.Rank, o.Size, purpose).fields(), Extra: extra, Verdict: verdict}
+	return collectiveAuth.Dial(c, d, deadline)
 }
 
 // checkAcceptor is the dialer's verdict on an authenticated acceptor's
@@ -236,60 +171,11 @@ type peerHello struct {
 // decides and sends accept or abort. Errors are ready to log after
 // "refused connection from ADDR: ".
 func acceptHandshake(c *net.TCPConn, o *Options, purpose uint8, extraLen int, deadline time.Time) (*peerHello, error) {
-	c.SetDeadline(deadline)
-	var buf [tcpHelloLen + tcpHelloLen + tcpMACLen]byte
-	hd, ha, mac := buf[:tcpHelloLen], buf[tcpHelloLen:2*tcpHelloLen], buf[2*tcpHelloLen:]
-	if _, err := io.ReadFull(c, hd); err != nil {
-		return nil, ioFailure(err)
-	}
-	var them hello
-	if err := them.unmarshal(hd); err != nil {
-		return nil, err
-	}
-	me, err := newHello(o.Rank, o.Size, purpose)
+	fields, extra, err := collectiveAuth.Accept(c, o.Token, newHello(o.Rank, o.Size, purpose).fields(), extraLen, deadline)
 	if err != nil {
 		return nil, err
 	}
-	me.marshal(ha)
-	copy(mac, handshakeMAC(o.Token, labelAcceptor, hd, ha))
-	if _, err := c.Write(buf[tcpHelloLen:]); err != nil {
-		return nil, ioFailure(err)
-	}
-	if them.version != tcpVersion {
-		return nil, fmt.Errorf("collective protocol v%d, this rank speaks v%d", them.version, tcpVersion)
-	}
-	in := make([]byte, tcpMACLen+extraLen)
-	if _, err := io.ReadFull(c, in[:tcpMACLen]); err != nil {
-		return nil, ioFailure(err)
-	}
-	if !hmac.Equal(in[:tcpMACLen], handshakeMAC(o.Token, labelDialer, hd, ha)) {
-		return nil, errors.New("bad job token")
-	}
-	if _, err := io.ReadFull(c, in[tcpMACLen:]); err != nil {
-		return nil, ioFailure(err)
-	}
-	c.SetDeadline(time.Time{})
-	return &peerHello{hello: them, conn: c, extra: in[tcpMACLen:]}, nil
-}
-
-// handshakeIOError is a handshake that broke off, as opposed to one that
-// was refused on its content.
-type handshakeIOError struct{ err error }
-
-func (e *handshakeIOError) Error() string { return e.err.Error() }
-func (e *handshakeIOError) Unwrap() error { return e.err }
-
-func ioFailure(err error) error {
-	var ne net.Error
-	switch {
-	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
-		err = errors.New("closed during the handshake")
-	case errors.As(err, &ne) && ne.Timeout():
-		err = errors.New("no handshake in time")
-	default:
-		err = fmt.Errorf("handshake: %w", err)
-	}
-	return &handshakeIOError{err}
+	return &peerHello{hello: parseHello(fields), conn: c, extra: extra}, nil
 }
 
 // checkPeer is the acceptor's verdict on an authenticated dialer's hello:

@@ -259,7 +259,7 @@ func dialPeer(o *Options, addr string, want int, purpose uint8, extra func(local
 		d := net.Dialer{Timeout: min(left, handshakeTimeout), KeepAlive: keepAlivePeriod}
 		c, err := d.Dial("tcp", addr)
 		if badAddress(err) {
-			return nil, &authError{err} // no retry makes the name resolve
+			return nil, &authError{Err: err} // no retry makes the name resolve
 		}
 		if err == nil {
 			tc := c.(*net.TCPConn)

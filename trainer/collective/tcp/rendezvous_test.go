@@ -74,7 +74,7 @@ func TestTCPSetupReasons(t *testing.T) {
 		{"report: abort", meshReport{rank: 2, typ: tcpMsgAbort, body: []byte("rendezvous: rank 2: no link")}.check(), "rendezvous: rank 2: no link"},
 		{"report: other", meshReport{rank: 3, typ: tcpMsgTable}.check(), "rendezvous: rank 3 sent message type 3 while building the mesh"},
 
-		{"rank 0: bad address", rootDialError(o, "node0:1", &authError{&net.AddrError{Err: "missing ']' in address", Addr: "[::1"}}),
+		{"rank 0: bad address", rootDialError(o, "node0:1", &authError{Err: &net.AddrError{Err: "missing ']' in address", Addr: "[::1"}}),
 			`setup: rendezvous: MASTER_ADDR "node0": address [::1: missing ']' in address`},
 		{"rank 0: no such name", rootDialError(o, "node0:1", &net.OpError{Op: "dial", Net: "tcp",
 			Err: &net.DNSError{Err: "no such host", Name: "node0", Server: "10.0.0.53:53", IsNotFound: true}}),

@@ -741,13 +741,12 @@ func tcpRogue(addr string, claim int, purpose uint8) error {
 		return err
 	}
 	defer c.Close()
-	rogue := Options{Rank: claim, Size: 3}
-	h, _ := newHello(claim, rogue.Size, purpose)
-	var msg [tcpHelloLen + tcpMACLen]byte
-	h.marshal(msg[:])
-	copy(msg[tcpHelloLen:], "not the right proof, but 32 byte")
+	h, err := collectiveAuth.Hello(newHello(claim, 3, purpose).fields())
+	if err != nil {
+		return err
+	}
 	// Everything at once: the acceptor has it all when it gets to us.
-	if _, err := c.Write(msg[:]); err != nil {
+	if _, err := c.Write(append(h, "not the right proof, but 32 byte"...)); err != nil {
 		return err
 	}
 	c.SetReadDeadline(time.Now().Add(10 * time.Second))
