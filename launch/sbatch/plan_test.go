@@ -113,7 +113,7 @@ func TestSbatchLaunchRanks(t *testing.T) {
 		{slurm.JobOptions{}, "1", false},
 		{slurm.JobOptions{Nodes: "2-4"}, "", true},
 	} {
-		argv, err := LaunchLine(profile.MPI{Flavor: mpirun.MPICH, Launcher: mpirun.ProgramMpirun}, tt.job, []string{"prog"})
+		argv, err := LaunchLine(profile.MPI{Flavor: mpirun.MPICH, Launcher: mpirun.ProgramMpirun}, tt.job, nil, []string{"prog"})
 		if tt.fail {
 			if err == nil {
 				t.Errorf("%+v: want an error for a node range", tt.job)
@@ -133,7 +133,7 @@ func TestSbatchLaunchRanks(t *testing.T) {
 	// The srun line goes through the same checks as every launch line: a
 	// bare ":" would start a second program.
 	for _, l := range []mpirun.Program{mpirun.ProgramSrun, mpirun.ProgramMpirun} {
-		_, err := LaunchLine(profile.MPI{Flavor: mpirun.MPICH, Launcher: l}, slurm.JobOptions{NTasks: 2}, []string{"prog", ":", "x"})
+		_, err := LaunchLine(profile.MPI{Flavor: mpirun.MPICH, Launcher: l}, slurm.JobOptions{NTasks: 2}, nil, []string{"prog", ":", "x"})
 		if err == nil || !strings.Contains(err.Error(), `":"`) {
 			t.Errorf("launcher %s with a bare \":\" argument: err = %v", l, err)
 		}
@@ -204,6 +204,51 @@ func TestNewPlan(t *testing.T) {
 			}
 			if !strings.Contains(p.Text, "\nsrun --mpi=pmix --kill-on-bad-exit=1 --export=ALL /bk exec -- prog &\n") || p.Wait != tt.req.Wait {
 				t.Errorf("text %q, wait %v", p.Text, p.Wait)
+			}
+		})
+	}
+}
+
+// --no-fail-fast and --fail-fast reach every rank on the launch line, by
+// each launcher's own means, so that they win over a value exported at
+// submission.
+func TestNewPlanFailFast(t *testing.T) {
+	job := slurm.JobOptions{Nodes: "2", NTasksPerNode: 2}
+	prog := []string{"/bk", "exec", "--", "prog"}
+	tests := []struct {
+		name     string
+		mpi      profile.MPI
+		failFast string
+		want     []string
+		wantErr  string
+	}{
+		{"srun: on srun's environment", profile.MPI{Flavor: mpirun.MPICH, Launcher: mpirun.ProgramSrun}, "0",
+			append([]string{"env", "BATCHKIT_FAIL_FAST=0", "srun", "--mpi=pmi2", "--kill-on-bad-exit=1", "--export=ALL"}, prog...), ""},
+		{"hydra: -genv", profile.MPI{Flavor: mpirun.MPICH, Launcher: mpirun.ProgramMpirun}, "0",
+			append([]string{"mpirun.mpich", "-bootstrap", "slurm", "-n", "4", "-ppn", "2", "-genv", "BATCHKIT_FAIL_FAST", "0"}, prog...), ""},
+		{"open mpi: -x", profile.MPI{Flavor: mpirun.OpenMPI, Launcher: mpirun.ProgramMpirun}, "1",
+			append([]string{"mpirun.openmpi", "-np", "4", "--map-by", "ppr:2:node", "-x", "BATCHKIT_FAIL_FAST=1"}, prog...), ""},
+		{"mpirun_rsh: before the program", profile.MPI{Flavor: mpirun.MVAPICH, Launcher: mpirun.ProgramMpirun}, "0",
+			append([]string{"mpirun_rsh", "-np", "4", "-ppn", "2", "BATCHKIT_FAIL_FAST=0"}, prog...), ""},
+		{"neither flag: nothing", profile.MPI{Flavor: mpirun.MPICH, Launcher: mpirun.ProgramSrun}, "",
+			append([]string{"srun", "--mpi=pmi2", "--kill-on-bad-exit=1", "--export=ALL"}, prog...), ""},
+		{"a value that is not 0 or 1", profile.MPI{Flavor: mpirun.MPICH, Launcher: mpirun.ProgramSrun}, "yes",
+			nil, `BATCHKIT_FAIL_FAST="yes": want 0 or 1`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := NewPlan(Request{Profile: profile.Profile{MPI: tt.mpi}, Job: job, Program: []string{"prog"}, Batchkit: "/bk", FailFast: tt.failFast})
+			if tt.wantErr != "" {
+				if !errors.Is(err, launch.ErrInvalid) || err.Error() != tt.wantErr {
+					t.Fatalf("err = %v, want %q (launch.ErrInvalid)", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, p.Script.Launch); diff != "" {
+				t.Errorf("launch line (-want +got):\n%s", diff)
 			}
 		})
 	}
