@@ -5,6 +5,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -104,6 +106,37 @@ func TestFailFastOff(t *testing.T) {
 		`if [ "$RANK" = 1 ]; then exit 3; fi; sleep 3`})
 	if code == 0 || took < 3*time.Second || regexp.MustCompile("stopping").MatchString(out) {
 		t.Errorf("exit %d after %v, want non-zero after the others' 3 s, nobody stopped\n%s", code, took, out)
+	}
+}
+
+// batchkit mpirun --no-fail-fast is the flag for the same: every rank gets
+// BATCHKIT_FAIL_FAST=0 by -genv, over a value the user exported, and Hydra
+// lets the others run to their end (4 s) after rank 1 exits 3 at 1 s; the
+// job still exits non-zero. Without the flag TestFailFast's mpich cases
+// stop within seconds.
+func TestFailFastNoFailFastFlag(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real MPI launchers")
+	}
+	needTool(t, "mpirun.mpich")
+	for _, exported := range []string{"", "1"} {
+		t.Run("BATCHKIT_FAIL_FAST="+exported, func(t *testing.T) {
+			env := slices.DeleteFunc(localEnv(), func(kv string) bool { return strings.HasPrefix(kv, "BATCHKIT_FAIL_FAST=") })
+			if exported != "" {
+				env = append(env, "BATCHKIT_FAIL_FAST="+exported)
+			}
+			code, took, out := runExit(t, env, []string{bin, "mpirun", "--flavor", "mpich", "--no-fail-fast", "-n", "3", "--", "sh", "-c",
+				`if [ "$RANK" = 1 ]; then sleep 1; echo "rank 1 last words" >&2; exit 3; fi; sleep 4; echo "rank $RANK done" >&2`})
+			t.Logf("exit %d after %v", code, took.Round(10*time.Millisecond))
+			if code == 0 || took < 4*time.Second || regexp.MustCompile("stopping").MatchString(out) {
+				t.Errorf("exit %d after %v, want non-zero after the others' 4 s, nobody stopped\n%s", code, took, out)
+			}
+			for _, want := range []string{"rank 1 last words", "rank 0 done", "rank 2 done"} {
+				if !strings.Contains(out, want) {
+					t.Errorf("output lacks %q:\n%s", want, out)
+				}
+			}
+		})
 	}
 }
 
