@@ -144,23 +144,48 @@ func TestFailFastNoFailFastFlag(t *testing.T) {
 // job token from the job id, as the TCP collective does, and still stop
 // each other.
 func TestFailFastSbatchMPICH(t *testing.T) {
-	needCluster(t)
-	needTool(t, "mpirun.mpich")
-	dir := t.TempDir()
-	os.Chmod(dir, 0o777)
-	out := filepath.Join(dir, "job.out")
-	start := time.Now()
-	code, _, stderr := runExit(t, os.Environ(), []string{bin, "sbatch", "--wait", "-N", "2", "--ntasks-per-node", "2",
-		"--flavor", "mpich", "--launcher", "mpirun", "-o", out, "--", "sh", "-c", failFastScripts[0].script})
-	took := time.Since(start)
-	b, _ := os.ReadFile(out)
-	t.Logf("exit %d after %v (submission and scheduling included)", code, took.Round(10*time.Millisecond))
+	code, took, stderr, b := submitMPICH(t, nil, failFastScripts[0].script)
 	if code == 0 || took > 40*time.Second {
 		t.Errorf("exit %d after %v, want non-zero well before the ranks' 300 s\n%s\njob output:\n%s", code, took, stderr, b)
 	}
 	if want := "batchkit: rank 1 exited with status 3; stopping the other ranks"; !regexp.MustCompile(regexp.QuoteMeta(want)).Match(b) {
 		t.Errorf("job output lacks %q:\n%s", want, b)
 	}
+}
+
+// sbatch --no-fail-fast puts BATCHKIT_FAIL_FAST=0 on the launch line: the
+// job's MPICH ranks run to their end (4 s) after rank 1 exits 3, and the
+// job exits non-zero.
+func TestFailFastSbatchNoFailFastFlag(t *testing.T) {
+	code, took, stderr, b := submitMPICH(t, []string{"--no-fail-fast"},
+		`if [ "$RANK" = 1 ]; then sleep 1; exit 3; fi; sleep 4; echo "rank $RANK done" >&2`)
+	if code == 0 || took < 4*time.Second || regexp.MustCompile("stopping").Match(b) {
+		t.Errorf("exit %d after %v, want non-zero after the others' 4 s, nobody stopped\n%s\njob output:\n%s", code, took, stderr, b)
+	}
+	for _, want := range []string{"rank 0 done", "rank 2 done", "rank 3 done"} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("job output lacks %q:\n%s", want, b)
+		}
+	}
+}
+
+// submitMPICH runs script on 4 MPICH ranks on the two-node cluster
+// (batchkit sbatch --wait, with flags) and returns the exit code, the time
+// from submission, sbatch's stderr and the job's output.
+func submitMPICH(t *testing.T, flags []string, script string) (int, time.Duration, string, []byte) {
+	t.Helper()
+	needCluster(t)
+	needTool(t, "mpirun.mpich")
+	dir := t.TempDir()
+	os.Chmod(dir, 0o777)
+	out := filepath.Join(dir, "job.out")
+	argv := append([]string{bin, "sbatch", "--wait", "-N", "2", "--ntasks-per-node", "2", "--flavor", "mpich", "--launcher", "mpirun", "-o", out}, flags...)
+	start := time.Now()
+	code, _, stderr := runExit(t, os.Environ(), append(argv, "--", "sh", "-c", script))
+	took := time.Since(start)
+	b, _ := os.ReadFile(out)
+	t.Logf("exit %d after %v (submission and scheduling included)", code, took.Round(10*time.Millisecond))
+	return code, took, stderr, b
 }
 
 // torchFailing is a PyTorch program whose rank 1 raises while the others
