@@ -5,6 +5,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -107,27 +109,83 @@ func TestFailFastOff(t *testing.T) {
 	}
 }
 
+// batchkit mpirun --no-fail-fast is the flag for the same: every rank gets
+// BATCHKIT_FAIL_FAST=0 by -genv, over a value the user exported, and Hydra
+// lets the others run to their end (4 s) after rank 1 exits 3 at 1 s; the
+// job still exits non-zero. Without the flag TestFailFast's mpich cases
+// stop within seconds.
+func TestFailFastNoFailFastFlag(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real MPI launchers")
+	}
+	needTool(t, "mpirun.mpich")
+	for _, exported := range []string{"", "1"} {
+		t.Run("BATCHKIT_FAIL_FAST="+exported, func(t *testing.T) {
+			env := slices.DeleteFunc(localEnv(), func(kv string) bool { return strings.HasPrefix(kv, "BATCHKIT_FAIL_FAST=") })
+			if exported != "" {
+				env = append(env, "BATCHKIT_FAIL_FAST="+exported)
+			}
+			code, took, out := runExit(t, env, []string{bin, "mpirun", "--flavor", "mpich", "--no-fail-fast", "-n", "3", "--", "sh", "-c",
+				`if [ "$RANK" = 1 ]; then sleep 1; echo "rank 1 last words" >&2; exit 3; fi; sleep 4; echo "rank $RANK done" >&2`})
+			t.Logf("exit %d after %v", code, took.Round(10*time.Millisecond))
+			if code == 0 || took < 4*time.Second || regexp.MustCompile("stopping").MatchString(out) {
+				t.Errorf("exit %d after %v, want non-zero after the others' 4 s, nobody stopped\n%s", code, took, out)
+			}
+			for _, want := range []string{"rank 1 last words", "rank 0 done", "rank 2 done"} {
+				if !strings.Contains(out, want) {
+					t.Errorf("output lacks %q:\n%s", want, out)
+				}
+			}
+		})
+	}
+}
+
 // Inside a batch script on the two-node cluster, MPICH's ranks derive the
 // job token from the job id, as the TCP collective does, and still stop
 // each other.
 func TestFailFastSbatchMPICH(t *testing.T) {
-	needCluster(t)
-	needTool(t, "mpirun.mpich")
-	dir := t.TempDir()
-	os.Chmod(dir, 0o777)
-	out := filepath.Join(dir, "job.out")
-	start := time.Now()
-	code, _, stderr := runExit(t, os.Environ(), []string{bin, "sbatch", "--wait", "-N", "2", "--ntasks-per-node", "2",
-		"--flavor", "mpich", "--launcher", "mpirun", "-o", out, "--", "sh", "-c", failFastScripts[0].script})
-	took := time.Since(start)
-	b, _ := os.ReadFile(out)
-	t.Logf("exit %d after %v (submission and scheduling included)", code, took.Round(10*time.Millisecond))
+	code, took, stderr, b := submitMPICH(t, nil, failFastScripts[0].script)
 	if code == 0 || took > 40*time.Second {
 		t.Errorf("exit %d after %v, want non-zero well before the ranks' 300 s\n%s\njob output:\n%s", code, took, stderr, b)
 	}
 	if want := "batchkit: rank 1 exited with status 3; stopping the other ranks"; !regexp.MustCompile(regexp.QuoteMeta(want)).Match(b) {
 		t.Errorf("job output lacks %q:\n%s", want, b)
 	}
+}
+
+// sbatch --no-fail-fast puts BATCHKIT_FAIL_FAST=0 on the launch line: the
+// job's MPICH ranks run to their end (4 s) after rank 1 exits 3, and the
+// job exits non-zero.
+func TestFailFastSbatchNoFailFastFlag(t *testing.T) {
+	code, took, stderr, b := submitMPICH(t, []string{"--no-fail-fast"},
+		`if [ "$RANK" = 1 ]; then sleep 1; exit 3; fi; sleep 4; echo "rank $RANK done" >&2`)
+	if code == 0 || took < 4*time.Second || regexp.MustCompile("stopping").Match(b) {
+		t.Errorf("exit %d after %v, want non-zero after the others' 4 s, nobody stopped\n%s\njob output:\n%s", code, took, stderr, b)
+	}
+	for _, want := range []string{"rank 0 done", "rank 2 done", "rank 3 done"} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("job output lacks %q:\n%s", want, b)
+		}
+	}
+}
+
+// submitMPICH runs script on 4 MPICH ranks on the two-node cluster
+// (batchkit sbatch --wait, with flags) and returns the exit code, the time
+// from submission, sbatch's stderr and the job's output.
+func submitMPICH(t *testing.T, flags []string, script string) (int, time.Duration, string, []byte) {
+	t.Helper()
+	needCluster(t)
+	needTool(t, "mpirun.mpich")
+	dir := t.TempDir()
+	os.Chmod(dir, 0o777)
+	out := filepath.Join(dir, "job.out")
+	argv := append([]string{bin, "sbatch", "--wait", "-N", "2", "--ntasks-per-node", "2", "--flavor", "mpich", "--launcher", "mpirun", "-o", out}, flags...)
+	start := time.Now()
+	code, _, stderr := runExit(t, os.Environ(), append(argv, "--", "sh", "-c", script))
+	took := time.Since(start)
+	b, _ := os.ReadFile(out)
+	t.Logf("exit %d after %v (submission and scheduling included)", code, took.Round(10*time.Millisecond))
+	return code, took, stderr, b
 }
 
 // torchFailing is a PyTorch program whose rank 1 raises while the others

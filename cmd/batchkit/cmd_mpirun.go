@@ -51,6 +51,15 @@ resulting environment (see 'batchkit envsetup'). --dry-run sources nothing: it p
 
 Every rank gets BATCHKIT_JOB_TOKEN (kept if set, else new) via the launcher's environment, never argv (mpirun_rsh: none).
 
+A rank that fails ends the job: Open MPI's mpirun and srun (--kill-on-bad-exit=1) stop the other
+ranks, and under Hydra every rank's batchkit exec watches the others (see 'batchkit exec').
+--no-fail-fast gives the launcher its own behaviour back (Hydra lets the others run on);
+--fail-fast has batchkit exec watch under any launcher.
+
+--dry-run --format json prints the launch as one JSON object on one line: argv, env (every rank's
+variables), forward_env (names the launcher passes from its own environment), hostfile (path and
+text of a generated one), setup (bash lines to source first), flavor, launcher and np.
+
 The launcher's exit status is the exit status; SIGINT, SIGTERM, SIGHUP, SIGQUIT and SIGUSR1 are forwarded
 to it (a Ctrl-C or Ctrl-\ at the terminal reaches it directly, and is not sent twice).
 
@@ -60,8 +69,10 @@ Examples:
    batchkit mpirun --flavor openmpi --hostfile hosts.txt --env NCCL_DEBUG=INFO -- python3 train.py
    batchkit mpirun --launcher srun -n 8 --ppn 4 -- python3 train.py   # inside sbatch
    batchkit mpirun --profile intel-oneccl -n 8 --ppn 4 -- python3 train.py
-   batchkit mpirun --dry-run --flavor mpich -n 2 -- python3 train.py`,
-		Flags: []cli.Flag{
+   batchkit mpirun --dry-run --flavor mpich -n 2 -- python3 train.py
+   batchkit mpirun --dry-run --format json --flavor mpich -n 2 -- python3 train.py
+   batchkit mpirun --flavor mpich --no-fail-fast -n 4 -- python3 train.py   # Hydra's own behaviour`,
+		Flags: append([]cli.Flag{
 			&cli.IntFlag{Name: "np", Aliases: []string{"n"}, Usage: "number of ranks (default: --ppn times the hosts, or the hosts' slots, or the allocation's tasks)"},
 			&cli.IntFlag{Name: "ppn", Usage: "ranks per node (wins over per-host slots)"},
 			&cli.StringFlag{Name: "hosts", Usage: "comma-separated hosts or Slurm hostlists (node[1-4]), each optionally with :SLOTS for each of its hosts"},
@@ -80,12 +91,20 @@ Examples:
 			&cli.DurationFlag{Name: "source-timeout", Value: envsetup.DefaultTimeout, Usage: "time for the profile's source scripts"},
 			&cli.DurationFlag{Name: "probe-timeout", Value: mpilaunch.DefaultProbeTimeout, Usage: "time for a launcher's answer to --version (asked for its flavor)"},
 			&cli.BoolFlag{Name: "dry-run", Usage: "print the command, shell-quoted, instead of running it"},
-		},
+			&cli.StringFlag{Name: "format", Aliases: []string{"f"}, Value: "text", Usage: "--dry-run's output: text (shell lines) or json (one line: argv, env, forward_env, hostfile, setup ...)"},
+		}, failFastFlags()...),
 		Action: mpirunAction,
 	}
 }
 
 func mpirunAction(c *cli.Context) error {
+	asJSON, err := wantJSON(c)
+	if err != nil {
+		return err
+	}
+	if asJSON && !c.Bool("dry-run") {
+		return usagef("--format json is for --dry-run, which prints the command; a run's output is the program's")
+	}
 	defaults, penv, err := mpirunDefaults(c)
 	if err != nil {
 		return err
@@ -108,7 +127,10 @@ func mpirunAction(c *cli.Context) error {
 	if err != nil {
 		return launchExit(1, err)
 	}
-	if c.Bool("dry-run") {
+	switch {
+	case asJSON:
+		return printPlanJSON(c.App.Writer, penv, p)
+	case c.Bool("dry-run"):
 		return printPlan(c.App.Writer, penv, p)
 	}
 	stdin := c.App.Reader
@@ -212,6 +234,9 @@ func mpirunOptionsFrom(c *cli.Context, d mpirun.Defaults) (mpilaunch.Options, er
 		Lookup:         lookupIn(os.Environ()),
 		Program:        args,
 	}
+	if o.FailFast, err = failFastFrom(c, o.Env); err != nil {
+		return o, err
+	}
 	switch {
 	case c.IsSet("hosts") && c.IsSet("hostfile"):
 		return o, usagef("--hosts and --hostfile are exclusive")
@@ -246,6 +271,91 @@ func printPlan(w io.Writer, penv profile.Env, p mpilaunch.Plan) error {
 	return err
 }
 
+// planJSON is --dry-run --format json: what a script needs to run the
+// launch itself.
+type planJSON struct {
+	Argv []string `json:"argv"`
+	// Env is what every rank gets on argv, by name: the rendezvous,
+	// --env, the profile's variables.
+	Env map[string]string `json:"env"`
+	// ForwardEnv names what the launcher hands the ranks from its own
+	// environment (BATCHKIT_JOB_TOKEN: a run sets one when it is unset).
+	ForwardEnv []string      `json:"forward_env"`
+	Hostfile   *hostfileJSON `json:"hostfile,omitempty"` // a generated hostfile argv names
+	Setup      string        `json:"setup,omitempty"`    // bash lines to source first: the profile's scripts
+	Flavor     string        `json:"flavor"`
+	Launcher   string        `json:"launcher"`
+	NP         int           `json:"np"`
+}
+
+// hostfileJSON is a generated hostfile: write Text to Path before running
+// argv.
+type hostfileJSON struct {
+	Path string `json:"path"`
+	Text string `json:"text"`
+}
+
+// printPlanJSON prints the launch as planJSON, one line.
+func printPlanJSON(w io.Writer, penv profile.Env, p mpilaunch.Plan) error {
+	argv, err := mpirun.Command(p.Spec)
+	if err != nil {
+		return badInput(err)
+	}
+	setup, err := sourceLines(penv)
+	if err != nil {
+		return badInput(err)
+	}
+	out := planJSON{Argv: argv, Env: p.Spec.Env, ForwardEnv: p.Spec.ForwardEnv, Setup: setup,
+		Flavor: string(p.Spec.Flavor), Launcher: string(p.Spec.Launcher), NP: p.Spec.NP}
+	if out.Env == nil {
+		out.Env = map[string]string{}
+	}
+	if out.ForwardEnv == nil {
+		out.ForwardEnv = []string{}
+	}
+	if p.Hostfile != "" {
+		out.Hostfile = &hostfileJSON{Path: p.Spec.Hostfile, Text: p.Hostfile}
+	}
+	return writeJSONLine(w, out)
+}
+
 // freePort asks the kernel for a TCP port free on every interface (ranks
 // on other nodes connect to it).
 func freePort() (int, error) { return freeport.On("") }
+
+// failFastRows are the flags that set BATCHKIT_FAIL_FAST on every rank
+// (batchkit mpirun and sbatch), and the value each sets.
+var failFastRows = []struct{ name, value, usage string }{
+	{"no-fail-fast", "0", "let the other ranks run on when one fails, as the launcher would (Hydra does): every rank gets BATCHKIT_FAIL_FAST=0, so batchkit exec does not watch; a launcher that stops the job itself (Open MPI, srun --kill-on-bad-exit=1) still does"},
+	{"fail-fast", "1", "have batchkit exec watch the other ranks under any launcher: every rank gets BATCHKIT_FAIL_FAST=1 (the ranks need a job token: not mpirun_rsh outside an allocation)"},
+}
+
+func failFastFlags() []cli.Flag {
+	flags := make([]cli.Flag, len(failFastRows))
+	for i, r := range failFastRows {
+		flags[i] = &cli.BoolFlag{Name: r.name, Usage: r.usage}
+	}
+	return flags
+}
+
+// failFastFrom is the BATCHKIT_FAIL_FAST value the fail-fast flags give
+// every rank, "" when neither is given. env is --env's entries: setting
+// the variable there too would leave two answers.
+func failFastFrom(c *cli.Context, env []string) (string, error) {
+	value, flag := "", ""
+	for _, r := range failFastRows {
+		if !c.Bool(r.name) {
+			continue
+		}
+		if flag != "" {
+			return "", usagef("%s and --%s: choose one", flag, r.name)
+		}
+		value, flag = r.value, "--"+r.name
+	}
+	for _, kv := range env {
+		if k, _, _ := strings.Cut(kv, "="); k == envvars.FailFast && flag != "" {
+			return "", usagef("%s and --env %s: both set %s; give one", flag, kv, envvars.FailFast)
+		}
+	}
+	return value, nil
+}

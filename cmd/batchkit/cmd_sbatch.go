@@ -41,6 +41,11 @@ passes SIGUSR1 on to the launcher, which forwards it to the ranks. With --requeu
 slurm.requeue) an exit 75 of CMD (it stopped after a checkpoint, as batchkit train does) requeues
 the job, and CMD must resume from its checkpoint when run again; without, 75 ends the job.
 
+A rank that fails ends the job (srun with --kill-on-bad-exit=1, Open MPI's mpirun, and under Hydra
+the ranks' batchkit exec, which watch each other). --no-fail-fast puts BATCHKIT_FAIL_FAST=0 on the
+launch line, giving the launcher its own behaviour back (Hydra lets the others run on);
+--fail-fast puts BATCHKIT_FAIL_FAST=1, a watch under any launcher.
+
 With --torchrun N every node runs one task, torchrun (the profile's env.python -m
 torch.distributed.run) with N workers, its --nnodes, --node_rank, --master_addr and --master_port
 from batchkit exec; CMD is torchrun's arguments: its own flags, then the script.
@@ -51,8 +56,9 @@ Examples:
    batchkit sbatch --write job.sh --launcher srun -N 2 -- ./bench
    batchkit sbatch --wait -N 2 --ntasks-per-node 2 -o out.txt -- batchkit env
    batchkit sbatch --requeue --signal B:USR1@120 -N 2 -- batchkit train --checkpoint-dir ckpt
-   batchkit sbatch --torchrun 2 --launcher srun -N 2 -- --redirects 1 --tee 1 train_ddp.py`,
-		Flags: append(profileFlags(),
+   batchkit sbatch --torchrun 2 --launcher srun -N 2 -- --redirects 1 --tee 1 train_ddp.py
+   batchkit sbatch --flavor mpich --launcher mpirun --no-fail-fast -N 2 -- python3 train.py`,
+		Flags: append(append(profileFlags(),
 			&cli.StringFlag{Name: "nodes", Aliases: []string{"N"}, Usage: "number of nodes (N or MIN-MAX)"},
 			&cli.IntFlag{Name: "ntasks", Aliases: []string{"n"}, Usage: "total number of tasks (ranks)"},
 			&cli.IntFlag{Name: "ntasks-per-node", Usage: "tasks (ranks) per node"},
@@ -92,7 +98,7 @@ Examples:
 			&cli.BoolFlag{Name: "force", Usage: "let --write overwrite an existing file (its mode and owner are kept)"},
 			&cli.BoolFlag{Name: "wait", Usage: "wait for the job and exit with its exit code"},
 			&cli.DurationFlag{Name: "submit-timeout", Value: sbatch.DefaultSubmitTimeout, Usage: "time for sbatch to answer with a job id (without --wait)"},
-		),
+		), failFastFlags()...),
 		Action:       sbatchAction,
 		OnUsageError: sbatchUsageError,
 	}
@@ -209,6 +215,10 @@ func sbatchRequest(c *cli.Context, program []string) (sbatch.Request, error) {
 	if err != nil {
 		return sbatch.Request{}, err
 	}
+	failFast, err := failFastFrom(c, nil)
+	if err != nil {
+		return sbatch.Request{}, err
+	}
 	self := c.String("batchkit")
 	if self == "" {
 		if self, err = os.Executable(); err != nil {
@@ -234,7 +244,7 @@ func sbatchRequest(c *cli.Context, program []string) (sbatch.Request, error) {
 		Requeue: r.Profile.Slurm.Requeue, Extra: []string(*c.Generic("sbatch-arg").(*stringList)),
 	}
 	return sbatch.Request{ProfileName: r.Name, Profile: r.Profile, Job: job, Program: program, Batchkit: self,
-		Templates: set, Wait: c.Bool("wait"), SubmitTimeout: c.Duration("submit-timeout"), Torchrun: c.Int("torchrun")}, nil
+		Templates: set, Wait: c.Bool("wait"), SubmitTimeout: c.Duration("submit-timeout"), Torchrun: c.Int("torchrun"), FailFast: failFast}, nil
 }
 
 // writeNew writes a file that must not exist yet, unless force: a user's

@@ -32,10 +32,28 @@ const (
 	DefaultExitWait    = 10 * time.Second
 )
 
-// needed are the launchers that let the other ranks run on when one
-// fails. Open MPI's mpirun, srun --kill-on-bad-exit and batchkit run stop
-// the job themselves.
-var needed = map[topology.Launcher]bool{topology.Hydra: true}
+// needed says, for every launcher, whether it lets the other ranks run on
+// when one exits non-zero, in MPI_Init or not (a PyTorch gloo rank never
+// calls it): then batchkit exec watches. Read from the launchers' sources:
+//   - Hydra (MPICH, Intel MPI) kills the job only when a rank that opened its
+//     PMI connection dies (hydra pm/pmiserv/pmip_cb.c): the others run on.
+//   - MVAPICH2: mpirun_rsh ends the job on any non-zero exit (mpispawn.c
+//     child_handler reports it, wfe_mpirun.c fails the run, mpirun_rsh.c
+//     cleans up), but MVAPICH2's mpiexec is Hydra and sets the same
+//     MV2_COMM_WORLD_* variables: watched, redundantly under mpirun_rsh.
+//     github.com/kumattau/mvapich2 (2.3.7-1) src/pm/mpirun, src/pm/hydra.
+//   - PRRTE's prterun (bare PMIx): a non-zero exit is an error by default
+//     (state_base_frame.c error_non_zero_exit = true) and errmgr_dvm.c
+//     terminates the job. github.com/openpmix/prrte.
+//   - Cray PALS mpiexec: --abort-on-failure is on by default
+//     (github.com/Cray-HPE/craycli cray/modules/mpiexec/cli.py).
+//   - Open MPI's mpirun, torchrun and batchkit run stop the job; srun does
+//     with --kill-on-bad-exit=1, which batchkit's srun lines pass. Single
+//     and SlurmBatch are one process.
+var needed = map[topology.Launcher]bool{
+	topology.Single: false, topology.Torchrun: false, topology.Slurm: false, topology.SlurmBatch: false,
+	topology.OpenMPI: false, topology.Hydra: true, topology.MVAPICH: true, topology.PMIx: false, topology.PALS: false,
+}
 
 // WatchPort is the hub's port: MASTER_PORT + 15000 (topology.PortRange),
 // below it when that is past 65535. Not MASTER_PORT+1: ports derived from

@@ -2,6 +2,10 @@ package failfast
 
 import (
 	"errors"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -50,6 +54,87 @@ func TestFromEnv(t *testing.T) {
 				t.Errorf("config (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// Unset, BATCHKIT_FAIL_FAST watches under the launchers that let the
+// other ranks run on (needed's comment says why each). A row per launcher:
+// one added to topology without a row here fails TestEveryLauncherHasARow.
+var byLauncher = []struct {
+	launcher topology.Launcher
+	watches  bool
+}{
+	{topology.Single, false},
+	{topology.Torchrun, false},
+	{topology.Slurm, false},
+	{topology.SlurmBatch, false},
+	{topology.OpenMPI, false},
+	{topology.Hydra, true},
+	{topology.MVAPICH, true},
+	{topology.PMIx, false},
+	{topology.PALS, false},
+}
+
+func TestFromEnvByLauncher(t *testing.T) {
+	token := func() (string, error) { return "tok", nil }
+	for _, tt := range byLauncher {
+		t.Run(string(tt.launcher), func(t *testing.T) {
+			top := topology.Topology{Launcher: tt.launcher, Rank: 1, WorldSize: 2, MasterAddr: "node1", MasterPort: 29500}
+			// BATCHKIT_FAIL_FAST unset, 0 and 1.
+			want := []bool{tt.watches, false, true}
+			var got []bool
+			for _, v := range []string{"", "0", "1"} {
+				_, on, err := FromEnv(func(k string) string { return map[string]string{"BATCHKIT_FAIL_FAST": v}[k] }, top, token)
+				if err != nil {
+					t.Fatalf("BATCHKIT_FAIL_FAST=%q: %v", v, err)
+				}
+				got = append(got, on)
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("watches with BATCHKIT_FAIL_FAST unset, 0, 1 (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestEveryLauncherHasARow reads topology's Launcher constants from its
+// source, so that a new launcher cannot miss a decision in needed.
+func TestEveryLauncherHasARow(t *testing.T) {
+	f, err := parser.ParseFile(token.NewFileSet(), "../../topology/topology.go", nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var declared []string
+	ast.Inspect(f, func(n ast.Node) bool {
+		if vs, ok := n.(*ast.ValueSpec); ok {
+			if id, ok := vs.Type.(*ast.Ident); ok && id.Name == "Launcher" {
+				for _, v := range vs.Values {
+					if lit, ok := v.(*ast.BasicLit); ok {
+						declared = append(declared, lit.Value[1:len(lit.Value)-1])
+					}
+				}
+			}
+		}
+		return true
+	})
+	var rows, decided []string
+	for _, r := range byLauncher {
+		rows = append(rows, string(r.launcher))
+	}
+	for l := range needed {
+		decided = append(decided, string(l))
+	}
+	slices.Sort(declared)
+	slices.Sort(rows)
+	slices.Sort(decided)
+	if len(declared) == 0 {
+		t.Fatal("no Launcher constants found in topology.go")
+	}
+	if diff := cmp.Diff(declared, rows); diff != "" {
+		t.Errorf("byLauncher rows (-declared +rows):\n%s", diff)
+	}
+	if diff := cmp.Diff(declared, decided); diff != "" {
+		t.Errorf("needed's launchers (-declared +needed):\n%s", diff)
 	}
 }
 

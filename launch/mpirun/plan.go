@@ -53,7 +53,12 @@ type Options struct {
 	// user's environment, over ProfileEnv.
 	ProfileEnv map[string]string
 	Lookup     func(string) (string, bool)
-	Program    []string // what every rank runs, under batchkit exec
+	// FailFast is envvars.FailFast for every rank, over Env's: "0"
+	// (--no-fail-fast) leaves a failed rank to the launcher, "1"
+	// (--fail-fast) has batchkit exec watch under any launcher; "": each
+	// rank's batchkit exec decides by its launcher.
+	FailFast string
+	Program  []string // what every rank runs, under batchkit exec
 }
 
 // Machine is everything Plan reads from the machine, injected.
@@ -258,6 +263,13 @@ func sharedEnv(o Options, m Machine, spec mpirun.Spec, hosts []mpirun.Host, jobI
 	flags, err := envsetup.SharedEnv(o.Env)
 	if err != nil {
 		return nil, launch.Bad(err)
+	}
+	switch o.FailFast {
+	case "":
+	case "0", "1":
+		flags[envvars.FailFast] = o.FailFast
+	default:
+		return nil, launch.Invalid("%s=%q: want 0 or 1", envvars.FailFast, o.FailFast)
 	}
 	srun := spec.Launcher == mpirun.ProgramSrun
 	in := envsetup.LaunchInput{Vars: o.ProfileEnv, Lookup: o.Lookup, Env: flags, Srun: srun,

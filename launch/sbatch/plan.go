@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/batchkit/batchkit/envsetup"
+	"github.com/batchkit/batchkit/envsetup/envvars"
 	"github.com/batchkit/batchkit/launch"
 	"github.com/batchkit/batchkit/mpirun"
 	"github.com/batchkit/batchkit/profile"
@@ -38,6 +39,11 @@ type Request struct {
 	// torch.distributed.run) on every node, one task per node, with this
 	// many workers each; Program is then torchrun's arguments.
 	Torchrun int
+	// FailFast is envvars.FailFast for every rank, set on the launch line:
+	// "0" (--no-fail-fast) leaves a failed rank to the launcher, "1"
+	// (--fail-fast) has batchkit exec watch under any launcher; "": each
+	// rank's batchkit exec decides by its launcher.
+	FailFast string
 }
 
 // Plan is a batch job decided but not submitted.
@@ -112,7 +118,11 @@ func Script(req Request) (slurm.Script, error) {
 	for _, s := range p.Env.Source {
 		sources = append(sources, slurm.Source{Path: s.Script, Args: s.Args})
 	}
-	launchLine, err := LaunchLine(p.MPI, job, append([]string{req.Batchkit, "exec", "--"}, program...))
+	rankEnv, err := failFastEnv(req.FailFast)
+	if err != nil {
+		return slurm.Script{}, err
+	}
+	launchLine, err := LaunchLine(p.MPI, job, rankEnv, append([]string{req.Batchkit, "exec", "--"}, program...))
 	if err != nil {
 		return slurm.Script{}, err
 	}
@@ -132,12 +142,27 @@ func Script(req Request) (slurm.Script, error) {
 	}, nil
 }
 
+// failFastEnv is what Request.FailFast sets on every rank. On the launch
+// line, not among the script's exports: a value exported at submission
+// would win there (batchkit_export), and a flag beats the environment.
+func failFastEnv(v string) (map[string]string, error) {
+	switch v {
+	case "":
+		return nil, nil
+	case "0", "1":
+		return map[string]string{envvars.FailFast: v}, nil
+	}
+	return nil, fmt.Errorf("%s=%q: want 0 or 1", envvars.FailFast, v)
+}
+
 // LaunchLine is the launch line inside a batch script, built by
-// mpirun.Command like every other launch line. srun takes the job's shape
-// from the allocation. An mpirun needs the rank count, which
+// mpirun.Command like every other launch line; env reaches every rank by
+// the launcher's own means (-genv, -x, srun's environment). srun takes the
+// job's shape from the allocation. An mpirun needs the rank count, which
 // comes from --ntasks or --nodes × --ntasks-per-node.
-func LaunchLine(m profile.MPI, job slurm.JobOptions, program []string) ([]string, error) {
+func LaunchLine(m profile.MPI, job slurm.JobOptions, env map[string]string, program []string) ([]string, error) {
 	spec := mpirun.Spec{
+		Env:            env,
 		Flavor:         m.Flavor,
 		Launcher:       m.Launcher,
 		Binary:         m.Binary,

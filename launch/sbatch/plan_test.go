@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/batchkit/batchkit/internal/shquote"
 	"github.com/batchkit/batchkit/launch"
 	"github.com/batchkit/batchkit/mpirun"
 	"github.com/batchkit/batchkit/profile"
@@ -113,7 +114,7 @@ func TestSbatchLaunchRanks(t *testing.T) {
 		{slurm.JobOptions{}, "1", false},
 		{slurm.JobOptions{Nodes: "2-4"}, "", true},
 	} {
-		argv, err := LaunchLine(profile.MPI{Flavor: mpirun.MPICH, Launcher: mpirun.ProgramMpirun}, tt.job, []string{"prog"})
+		argv, err := LaunchLine(profile.MPI{Flavor: mpirun.MPICH, Launcher: mpirun.ProgramMpirun}, tt.job, nil, []string{"prog"})
 		if tt.fail {
 			if err == nil {
 				t.Errorf("%+v: want an error for a node range", tt.job)
@@ -133,7 +134,7 @@ func TestSbatchLaunchRanks(t *testing.T) {
 	// The srun line goes through the same checks as every launch line: a
 	// bare ":" would start a second program.
 	for _, l := range []mpirun.Program{mpirun.ProgramSrun, mpirun.ProgramMpirun} {
-		_, err := LaunchLine(profile.MPI{Flavor: mpirun.MPICH, Launcher: l}, slurm.JobOptions{NTasks: 2}, []string{"prog", ":", "x"})
+		_, err := LaunchLine(profile.MPI{Flavor: mpirun.MPICH, Launcher: l}, slurm.JobOptions{NTasks: 2}, nil, []string{"prog", ":", "x"})
 		if err == nil || !strings.Contains(err.Error(), `":"`) {
 			t.Errorf("launcher %s with a bare \":\" argument: err = %v", l, err)
 		}
@@ -175,6 +176,11 @@ func TestSbatchMasterPort(t *testing.T) {
 
 func TestNewPlan(t *testing.T) {
 	prof := profile.Profile{MPI: profile.MPI{Flavor: mpirun.OpenMPI, Launcher: mpirun.ProgramSrun}}
+	mpi := func(f mpirun.Flavor, l mpirun.Program) profile.Profile {
+		return profile.Profile{MPI: profile.MPI{Flavor: f, Launcher: l}}
+	}
+	twoByTwo := slurm.JobOptions{Nodes: "2", NTasksPerNode: 2}
+	bk := []string{"/bk", "exec", "--", "prog"}
 	tests := []struct {
 		name    string
 		req     Request
@@ -186,6 +192,23 @@ func TestNewPlan(t *testing.T) {
 		{"no program", Request{Profile: prof}, nil, "no program given: batchkit sbatch [flags] -- CMD [ARGS...]"},
 		{"bad nodes", Request{Profile: prof, Program: []string{"prog"}, Job: slurm.JobOptions{Nodes: "0"}}, nil,
 			`--nodes "0": want a number of nodes N or a range MIN-MAX, at least 1`},
+		// --no-fail-fast and --fail-fast reach every rank on the launch line,
+		// by each launcher's own means, so that they win over a value
+		// exported at submission.
+		{"--no-fail-fast, srun: on srun's environment",
+			Request{Profile: mpi(mpirun.MPICH, mpirun.ProgramSrun), Job: twoByTwo, Program: []string{"prog"}, Batchkit: "/bk", FailFast: "0"},
+			append([]string{"env", "BATCHKIT_FAIL_FAST=0", "srun", "--mpi=pmi2", "--kill-on-bad-exit=1", "--export=ALL"}, bk...), ""},
+		{"--no-fail-fast, hydra: -genv",
+			Request{Profile: mpi(mpirun.MPICH, mpirun.ProgramMpirun), Job: twoByTwo, Program: []string{"prog"}, Batchkit: "/bk", FailFast: "0"},
+			append([]string{"mpirun.mpich", "-bootstrap", "slurm", "-n", "4", "-ppn", "2", "-genv", "BATCHKIT_FAIL_FAST", "0"}, bk...), ""},
+		{"--fail-fast, open mpi: -x",
+			Request{Profile: mpi(mpirun.OpenMPI, mpirun.ProgramMpirun), Job: twoByTwo, Program: []string{"prog"}, Batchkit: "/bk", FailFast: "1"},
+			append([]string{"mpirun.openmpi", "-np", "4", "--map-by", "ppr:2:node", "-x", "BATCHKIT_FAIL_FAST=1"}, bk...), ""},
+		{"--no-fail-fast, mpirun_rsh: before the program",
+			Request{Profile: mpi(mpirun.MVAPICH, mpirun.ProgramMpirun), Job: twoByTwo, Program: []string{"prog"}, Batchkit: "/bk", FailFast: "0"},
+			append([]string{"mpirun_rsh", "-np", "4", "-ppn", "2", "BATCHKIT_FAIL_FAST=0"}, bk...), ""},
+		{"a fail-fast value that is not 0 or 1", Request{Profile: prof, Program: []string{"prog"}, FailFast: "yes"}, nil,
+			`BATCHKIT_FAIL_FAST="yes": want 0 or 1`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -202,7 +225,11 @@ func TestNewPlan(t *testing.T) {
 			if diff := cmp.Diff(tt.want, p.Script.Launch); diff != "" {
 				t.Errorf("launch line (-want +got):\n%s", diff)
 			}
-			if !strings.Contains(p.Text, "\nsrun --mpi=pmix --kill-on-bad-exit=1 --export=ALL /bk exec -- prog &\n") || p.Wait != tt.req.Wait {
+			line, err := shquote.Join(tt.want)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(p.Text, "\n"+line+" &\n") || p.Wait != tt.req.Wait {
 				t.Errorf("text %q, wait %v", p.Text, p.Wait)
 			}
 		})
