@@ -106,7 +106,7 @@ func (env *Env) profile() *profile.Profile {
 func checkSlurmCommands(_ context.Context, env *Env) Result {
 	var missing, found []string
 	for _, c := range []string{"sbatch", "srun", "scontrol"} {
-		if p, err := env.LookPath(c); err != nil {
+		if p, err := env.LookPath(c, env.Getenv("PATH")); err != nil {
 			missing = append(missing, c)
 		} else {
 			found = append(found, p)
@@ -120,7 +120,7 @@ func checkSlurmCommands(_ context.Context, env *Env) Result {
 }
 
 func checkSlurmController(ctx context.Context, env *Env) Result {
-	path, err := env.LookPath("scontrol")
+	path, err := env.LookPath("scontrol", env.Getenv("PATH"))
 	if err != nil {
 		return skip("scontrol is not on PATH")
 	}
@@ -145,6 +145,10 @@ func checkMpirun(ctx context.Context, env *Env) Result {
 	if p.MPI.Launcher == mpirun.ProgramSrun {
 		return skip("the profile starts ranks with srun, not mpirun")
 	}
+	job, err := env.job(ctx)
+	if err != nil {
+		return skip(needsScripts)
+	}
 	// FindLauncher may ask a binary for its --version; the answer, or its
 	// timeout, is kept so that no launcher is asked twice.
 	type answer struct {
@@ -152,11 +156,12 @@ func checkMpirun(ctx context.Context, env *Env) Result {
 		err error
 	}
 	versions := map[string]answer{}
-	probe := mpirun.Probe{LookPath: env.LookPath, Version: func(path string) (string, error) {
+	lookPath := func(name string) (string, error) { return env.LookPath(name, job.path) }
+	probe := mpirun.Probe{LookPath: lookPath, Version: func(path string) (string, error) {
 		if a, ok := versions[path]; ok {
 			return a.out, a.err
 		}
-		out, stderr, err := env.command(ctx, Command{Path: path, Args: []string{"--version"}})
+		out, stderr, err := env.command(ctx, Command{Path: path, Args: []string{"--version"}, Env: job.environ})
 		versions[path] = answer{out + stderr, err}
 		return out + stderr, err
 	}}
@@ -165,10 +170,10 @@ func checkMpirun(ctx context.Context, env *Env) Result {
 		return result(Fail, "%v", err).fix("set mpi.binary and mpi.flavor in the profile")
 	}
 	if !found {
-		return result(Fail, "%s (for %s) is not on PATH", bin, flavor).
+		return result(Fail, "%s (for %s) is not %s", bin, flavor, job.onPath()).
 			fix("install %s or load it (source its vars.sh, module load), or set mpi.binary in the profile", flavor)
 	}
-	path, _ := env.LookPath(bin)
+	path, _ := lookPath(bin)
 	out, verErr := probe.Version(path)
 	if verErr != nil && strings.TrimSpace(out) == "" {
 		return result(Fail, "%v", verErr).fix("run %s --version by hand: the launcher does not answer", path)
@@ -190,7 +195,7 @@ func checkScripts(ctx context.Context, env *Env) Result {
 	if p == nil {
 		return skip("needs a valid profile")
 	}
-	if len(p.Env.Source) == 0 && !p.Env.OneCCLBindings {
+	if !sourcesScripts(p.Env) {
 		return skip("the profile sources no scripts")
 	}
 	var names, lines []string
@@ -215,7 +220,7 @@ func checkScripts(ctx context.Context, env *Env) Result {
 		}
 		lines = append(lines, strings.ReplaceAll(strings.TrimSpace(text), "\n", "; "))
 	}
-	if err := env.Source(ctx, env, p.Env); err != nil {
+	if _, err := env.job(ctx); err != nil {
 		return result(Fail, "%v", err).fix("see what it says: batchkit envsetup --profile %s (or by hand in bash: %s)", env.ProfileName, strings.Join(lines, "; "))
 	}
 	return ok("bash sources %s", strings.Join(names, ", "))

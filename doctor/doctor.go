@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/batchkit/batchkit/envsetup"
 	"github.com/batchkit/batchkit/profile"
 )
 
@@ -48,7 +49,7 @@ type Check struct {
 type Command struct {
 	Path string
 	Args []string
-	Env  []string // added to this process's environment
+	Env  []string // its whole environment; nil: this process's
 }
 
 func (c Command) String() string { return strings.TrimSpace(c.Path + " " + strings.Join(c.Args, " ")) }
@@ -59,14 +60,18 @@ type Runner func(ctx context.Context, c Command) (stdout, stderr string, err err
 
 // SourceFunc sets up a profile's environment as a job would: its scripts
 // in order in one shell (oneCCL's vars.sh may need what setvars.sh set),
-// then the oneCCL bindings' setvars.sh when it asks for them.
-type SourceFunc func(ctx context.Context, env *Env, penv profile.Env) error
+// then the oneCCL bindings' setvars.sh when it asks for them. The changes
+// are relative to env.Environ().
+type SourceFunc func(ctx context.Context, env *Env, penv profile.Env) (envsetup.Changes, error)
 
 // Env is everything the checks read: the machine through functions, the
 // profile already resolved, and the flags.
 type Env struct {
-	Getenv   func(string) string
-	LookPath func(string) (string, error)
+	Getenv  func(string) string
+	Environ func() []string // this process's, which the profile's scripts start from
+	// LookPath finds file as exec.LookPath does, but on the PATH value
+	// given: the job's PATH after its scripts is not this process's.
+	LookPath func(file, path string) (string, error)
 	Run      Runner
 	Source   SourceFunc
 	// Listen tries to bind a TCP port on every interface and releases it.
@@ -84,8 +89,8 @@ type Env struct {
 
 	Timeout time.Duration // for each external command
 
-	mu     sync.Mutex
-	probes map[string]*probeCall
+	probes memo[PyInfo] // by interpreter path
+	jobs   memo[jobEnv] // one key: the profile's
 }
 
 // DefaultTimeout bounds each external command: scontrol ping against a
@@ -132,6 +137,46 @@ func (env *Env) command(ctx context.Context, c Command) (stdout, stderr string, 
 		ce.TimedOut = timeout
 	}
 	return stdout, stderr, ce
+}
+
+// memo runs a function once per key: the checks run concurrently, and
+// those needing the same probe or the same sourcing wait for the one run,
+// each until its own context is done.
+type memo[T any] struct {
+	mu    sync.Mutex
+	calls map[string]*call[T]
+}
+
+type call[T any] struct {
+	done chan struct{}
+	val  T
+	err  error
+}
+
+// do returns f's result for key, running f (with the first caller's
+// context, which the checks share) only if no caller has yet.
+func (m *memo[T]) do(ctx context.Context, key string, f func() (T, error)) (T, error) {
+	m.mu.Lock()
+	if m.calls == nil {
+		m.calls = map[string]*call[T]{}
+	}
+	c, running := m.calls[key]
+	if !running {
+		c = &call[T]{done: make(chan struct{})}
+		m.calls[key] = c
+	}
+	m.mu.Unlock()
+	if !running {
+		c.val, c.err = f()
+		close(c.done)
+	}
+	select {
+	case <-c.done:
+		return c.val, c.err
+	case <-ctx.Done():
+		var zero T
+		return zero, ctx.Err()
+	}
 }
 
 func lastLine(s string) string {

@@ -4,14 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/batchkit/batchkit/envsetup"
 	"github.com/batchkit/batchkit/mpirun"
 	"github.com/batchkit/batchkit/profile"
 )
@@ -27,7 +31,14 @@ type fake struct {
 func (f fake) env(p *profile.Profile) *Env {
 	env := &Env{
 		Getenv: func(k string) string { return f.vars[k] },
-		LookPath: func(name string) (string, error) {
+		Environ: func() []string {
+			var environ []string
+			for k, v := range f.vars {
+				environ = append(environ, k+"="+v)
+			}
+			return environ
+		},
+		LookPath: func(name, _ string) (string, error) { // every PATH is f.path
 			if p, ok := f.path[name]; ok {
 				return p, nil
 			}
@@ -48,7 +59,7 @@ func (f fake) env(p *profile.Profile) *Env {
 			}
 			return out, "", nil
 		},
-		Source:    func(context.Context, *Env, profile.Env) error { return nil },
+		Source:    func(context.Context, *Env, profile.Env) (envsetup.Changes, error) { return envsetup.Changes{}, nil },
 		Listen:    func(int) error { return nil },
 		SameFile:  func(a, b string) bool { return a == b },
 		NumCPU:    4,
@@ -346,14 +357,157 @@ func TestScriptsCheck(t *testing.T) {
 		{"no oneCCL bindings", bindings("/usr/bin/python3"), want{Fail, "neither oneccl_bindings_for_pytorch nor torch_ccl is installed"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			env := fake{}.env(tc.profile)
-			env.Run, env.Source, env.Timeout = ExecRunner, EnvSource, 5*time.Second
-			r := run(env, "env-scripts")["env-scripts"]
+			r := run(withBash(fake{}.env(tc.profile)), "env-scripts")["env-scripts"]
 			if r.Status != tc.want.status || !strings.Contains(r.Message, tc.want.in) {
 				t.Errorf("env-scripts = %s %q, want %s containing %q", r.Status, r.Message, tc.want.status, tc.want.in)
 			}
 		})
 	}
+}
+
+// withBash is env with this machine's environment, programs and bash, for
+// the checks of what the profile's scripts really do.
+func withBash(env *Env) *Env {
+	env.Getenv, env.Environ, env.LookPath = os.Getenv, os.Environ, lookPath
+	env.Run, env.Source, env.Timeout = ExecRunner, EnvSource, 5*time.Second
+	return env
+}
+
+// The launcher and the Python stack are checked in the environment the
+// profile's scripts leave, as a job runs them, with real bash.
+func TestChecksInTheScriptsEnvironment(t *testing.T) {
+	dir := t.TempDir()
+	bin, py := filepath.Join(dir, "bin"), filepath.Join(dir, "py")
+	for _, d := range []string{bin, filepath.Join(py, "torch"), filepath.Join(dir, "bind", "oneccl_bindings_for_pytorch", "env")} {
+		os.MkdirAll(d, 0o755)
+	}
+	write := func(path, text string, mode os.FileMode) string {
+		if err := os.WriteFile(path, []byte(text), mode); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	// Intel MPI's mpirun, as setvars.sh (or the bindings' setvars.sh) puts
+	// it first on PATH; a python3 of the site's; a stand-in torch.
+	write(filepath.Join(bin, "mpirun"), "#!/bin/sh\necho 'Intel(R) MPI Library for Linux* OS, Version 2021.10 Build 20230619 (id: c2e19c2f3e)'\n", 0o755)
+	write(filepath.Join(bin, "python3"), "#!/bin/sh\nexec /usr/bin/python3 \"$@\"\n", 0o755)
+	write(filepath.Join(py, "torch", "__init__.py"), "__version__ = '2.1.0'\n", 0o644)
+	setvars := write(filepath.Join(dir, "setvars.sh"), "export PATH="+bin+":$PATH PYTHONPATH="+py+"\n", 0o644)
+	failing := write(filepath.Join(dir, "failing.sh"), "echo 'no oneAPI here' >&2; return 1\n", 0o644)
+	// The oneCCL bindings' env/setvars.sh, found by a python that has them.
+	write(filepath.Join(dir, "bind", "oneccl_bindings_for_pytorch", "__init__.py"), "", 0o644)
+	write(filepath.Join(dir, "bind", "oneccl_bindings_for_pytorch", "env", "setvars.sh"), "export PATH="+bin+":$PATH\n", 0o644)
+	withBindings := write(filepath.Join(dir, "python-with-bindings"),
+		"#!/bin/sh\nPYTHONPATH="+filepath.Join(dir, "bind")+" exec /usr/bin/python3 \"$@\"\n", 0o755)
+
+	bindings := *cclProfile
+	bindings.Env.OneCCLBindings, bindings.Env.Python = true, withBindings
+	for _, tc := range []struct {
+		name    string
+		profile *profile.Profile
+		want    map[string]want
+	}{
+		{"the scripts put Intel MPI's mpirun first on PATH", withSource(cclProfile, setvars), map[string]want{
+			"env-scripts": {OK, "bash sources " + setvars},
+			"mpirun":      {OK, "mpirun → " + filepath.Join(bin, "mpirun") + ": Intel(R) MPI Library for Linux* OS, Version 2021.10"},
+		}},
+		{"the bindings' setvars.sh puts their Intel MPI's mpirun first on PATH", &bindings, map[string]want{
+			"mpirun": {OK, "mpirun → " + filepath.Join(bin, "mpirun")},
+		}},
+		{"python3 and PYTHONPATH from the scripts", withSource(cclProfile, setvars), map[string]want{
+			"python": {OK, filepath.Join(bin, "python3") + ": Python 3"},
+			"torch":  {OK, "torch 2.1.0 (" + filepath.Join(py, "torch") + ")"},
+		}},
+		{"a failing script: the checks that need it skip", withSource(cclProfile, setvars, failing), map[string]want{
+			"env-scripts":     {Fail, "sourcing " + failing + " failed (exit 1): no oneAPI here"},
+			"mpirun":          {Skip, needsScripts},
+			"python":          {Skip, needsScripts},
+			"torch":           {Skip, needsScripts},
+			"oneccl-bindings": {Skip, needsScripts},
+			"ipex":            {Skip, needsScripts},
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var names []string
+			for n := range tc.want {
+				names = append(names, n)
+			}
+			got := run(withBash(fake{}.env(tc.profile)), names...)
+			for n, w := range tc.want {
+				if r := got[n]; r.Status != w.status || !strings.Contains(r.Message, w.in) {
+					t.Errorf("%s = %s %q (fix %q), want %s containing %q", n, r.Status, r.Message, r.Fix, w.status, w.in)
+				}
+			}
+		})
+	}
+}
+
+// The checks share one sourcing, and those needing the job's environment
+// get its PATH and its whole environment; a profile sourcing nothing
+// leaves doctor's own, as it was.
+func TestJobEnvironment(t *testing.T) {
+	const impi = "Intel(R) MPI Library for Linux* OS, Version 2021.10 Build 20230619 (id: c2e19c2f3e)\n"
+	for _, tc := range []struct {
+		name    string
+		profile *profile.Profile
+		sources int
+		paths   []string // the PATHs programs were looked up on
+		envs    [][]string
+	}{
+		{"sources nothing", cclProfile, 0, []string{"/usr/bin"}, [][]string{nil, nil}},
+		{"sources a script", withSource(cclProfile, "/s.sh"), 1, []string{"/job/bin:/usr/bin"},
+			[][]string{{"PATH=/job/bin:/usr/bin", "X=1"}, {"PATH=/job/bin:/usr/bin", "X=1"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := fake{path: map[string]string{"mpirun": "/bin/mpirun", "python3": "/bin/python3"},
+				outputs: map[string]string{"/bin/mpirun --version": impi, "/bin/python3 -c": pyJSON("torch=2.1.0")},
+				vars:    map[string]string{"PATH": "/usr/bin"}}
+			env := f.env(tc.profile)
+			env.SysPython = "" // one python
+			var mu sync.Mutex
+			sources, paths, envs := 0, map[string]bool{}, [][]string(nil)
+			env.Source = func(context.Context, *Env, profile.Env) (envsetup.Changes, error) {
+				mu.Lock()
+				defer mu.Unlock()
+				sources++
+				return envsetup.Changes{Set: map[string]string{"PATH": "/job/bin:/usr/bin", "X": "1"}}, nil
+			}
+			lookPath, run0 := env.LookPath, env.Run
+			env.LookPath = func(name, path string) (string, error) {
+				mu.Lock()
+				paths[path] = true
+				mu.Unlock()
+				return lookPath(name, path)
+			}
+			env.Run = func(ctx context.Context, c Command) (string, string, error) {
+				mu.Lock()
+				envs = append(envs, c.Env)
+				mu.Unlock()
+				return run0(ctx, c)
+			}
+			got := run(env, "mpirun", "python", "torch", "oneccl-bindings", "ipex")
+			if got["mpirun"].Status != OK || got["torch"].Status != OK {
+				t.Errorf("mpirun = %+v, torch = %+v, want ok", got["mpirun"], got["torch"])
+			}
+			if sources != tc.sources {
+				t.Errorf("sourced %d times, want %d", sources, tc.sources)
+			}
+			if diff := cmp.Diff(tc.paths, slices.Sorted(maps.Keys(paths))); diff != "" {
+				t.Errorf("PATHs looked up on (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.envs, envs); diff != "" {
+				t.Errorf("the commands' environments (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func withSource(p *profile.Profile, scripts ...string) *profile.Profile {
+	q := *p
+	for _, s := range scripts {
+		q.Env.Source = append(q.Env.Source, profile.Script{Script: s})
+	}
+	return &q
 }
 
 func TestPortAndOversubscription(t *testing.T) {

@@ -12,26 +12,30 @@ const bindingsIndex = "https://pytorch-extension.intel.com/release-whl/stable/cp
 // otherPython is the system interpreter when python3 on PATH is another
 // one: the trap of a pyenv, conda or venv python3 without the site's
 // torch, or the other way round.
-func (env *Env) otherPython(path string, fromPath bool) string {
+func (env *Env) otherPython(job jobEnv, path string, fromPath bool) string {
 	if !fromPath || env.SysPython == "" || env.SameFile(path, env.SysPython) {
 		return ""
 	}
-	if _, err := env.LookPath(env.SysPython); err != nil {
+	if _, err := env.LookPath(env.SysPython, job.path); err != nil {
 		return ""
 	}
 	return env.SysPython
 }
 
 func checkPython(ctx context.Context, env *Env) Result {
-	path, fromPath, err := env.interpreter()
+	job, err := env.job(ctx)
+	if err != nil {
+		return skip(needsScripts)
+	}
+	path, fromPath, err := env.interpreter(job)
 	if err != nil {
 		return result(Fail, "%v", err).fix("install python3, or pass --python PATH")
 	}
-	other := env.otherPython(path, fromPath)
+	other := env.otherPython(job, path, fromPath)
 	if other != "" {
-		go env.probe(ctx, other) // concurrently; the result is cached
+		go env.probe(ctx, job, other) // concurrently; the result is cached
 	}
-	info, err := env.probe(ctx, path)
+	info, err := env.probe(ctx, job, path)
 	if err != nil {
 		return result(Fail, "%v", err).fix("run %s -c 'import torch' by hand to see where it stops", path)
 	}
@@ -39,7 +43,7 @@ func checkPython(ctx context.Context, env *Env) Result {
 	if other == "" {
 		return ok("%s", msg)
 	}
-	sys, err := env.probe(ctx, other)
+	sys, err := env.probe(ctx, job, other)
 	switch {
 	case err != nil || hasTorch(info) == hasTorch(sys):
 		return ok("%s", msg)
@@ -53,14 +57,19 @@ func checkPython(ctx context.Context, env *Env) Result {
 }
 
 // pythonInfo is the probe of the interpreter under test for the package
-// checks; a failure is the python check's to report.
+// checks; a failure is the python check's (or env-scripts') to report.
 func (env *Env) pythonInfo(ctx context.Context) (string, PyInfo, *Result) {
-	path, _, err := env.interpreter()
+	job, err := env.job(ctx)
+	if err != nil {
+		r := skip(needsScripts)
+		return "", PyInfo{}, &r
+	}
+	path, _, err := env.interpreter(job)
 	if err != nil {
 		r := skip("no python (see the python check)")
 		return "", PyInfo{}, &r
 	}
-	info, err := env.probe(ctx, path)
+	info, err := env.probe(ctx, job, path)
 	if err != nil {
 		r := skip("the python probe failed (see the python check)")
 		return "", PyInfo{}, &r
@@ -77,9 +86,10 @@ func checkTorch(ctx context.Context, env *Env) Result {
 	switch {
 	case t.Version == "":
 		fix := "pip install torch, or pass --python with the interpreter that has it"
-		_, fromPath, _ := env.interpreter()
-		if other := env.otherPython(path, fromPath); other != "" {
-			if sys, err := env.probe(ctx, other); err == nil && hasTorch(sys) {
+		job, _ := env.job(ctx) // pythonInfo had it
+		_, fromPath, _ := env.interpreter(job)
+		if other := env.otherPython(job, path, fromPath); other != "" {
+			if sys, err := env.probe(ctx, job, other); err == nil && hasTorch(sys) {
 				fix = fmt.Sprintf("%s has torch %s: use it (--python %s)", other, sys.Packages["torch"].Version, other)
 			}
 		}

@@ -59,35 +59,16 @@ type Package struct {
 	Missing bool   `json:"missing"` // not installed at all
 }
 
-type probeCall struct {
-	done chan struct{}
-	info PyInfo
-	err  error
-}
+// probe runs probeScript in python, in the job's environment, once per
+// interpreter; concurrent checks asking for the same interpreter wait for
+// the one run.
+func (env *Env) probe(ctx context.Context, job jobEnv, python string) (PyInfo, error) {
+	info, err := env.probes.do(ctx, python, func() (PyInfo, error) { return env.runProbe(ctx, job, python) })
+	if err != nil && err == ctx.Err() { // given up waiting for another check's run
 
-// probe runs probeScript in python once per interpreter; concurrent
-// checks asking for the same interpreter wait for the one run.
-func (env *Env) probe(ctx context.Context, python string) (PyInfo, error) {
-	env.mu.Lock()
-	if env.probes == nil {
-		env.probes = map[string]*probeCall{}
+		return PyInfo{}, fmt.Errorf("%s: probe: %w", python, err)
 	}
-	c, running := env.probes[python]
-	if !running {
-		c = &probeCall{done: make(chan struct{})}
-		env.probes[python] = c
-	}
-	env.mu.Unlock()
-	if !running {
-		c.info, c.err = env.runProbe(ctx, python)
-		close(c.done)
-	}
-	select {
-	case <-c.done:
-		return c.info, c.err
-	case <-ctx.Done():
-		return PyInfo{}, fmt.Errorf("%s: probe: %w", python, ctx.Err())
-	}
+	return info, err
 }
 
 // ProbeError is a probe whose output is not the JSON expected.
@@ -103,8 +84,8 @@ func (e *ProbeError) Error() string {
 
 func (e *ProbeError) Unwrap() error { return e.Err }
 
-func (env *Env) runProbe(ctx context.Context, python string) (PyInfo, error) {
-	out, _, err := env.command(ctx, Command{Path: python, Args: []string{"-c", probeScript}})
+func (env *Env) runProbe(ctx context.Context, job jobEnv, python string) (PyInfo, error) {
+	out, _, err := env.command(ctx, Command{Path: python, Args: []string{"-c", probeScript}, Env: job.environ})
 	if err != nil {
 		if ce, ok := err.(*CommandError); ok {
 			ce.Cmd = python + " (probe of torch, oneCCL bindings, IPEX)"
@@ -119,8 +100,8 @@ func (env *Env) runProbe(ctx context.Context, python string) (PyInfo, error) {
 }
 
 // interpreter is the Python under test: --python, else the profile's
-// env.python, else python3 on PATH.
-func (env *Env) interpreter() (path string, fromPath bool, err error) {
+// env.python, else python3 on the job's PATH.
+func (env *Env) interpreter(job jobEnv) (path string, fromPath bool, err error) {
 	name := env.Python
 	if p := env.profile(); name == "" && p != nil {
 		name = p.Env.Python
@@ -128,7 +109,7 @@ func (env *Env) interpreter() (path string, fromPath bool, err error) {
 	if name == "" {
 		name, fromPath = "python3", true
 	}
-	path, err = env.LookPath(name)
+	path, err = env.LookPath(name, job.path)
 	if err != nil {
 		return "", fromPath, fmt.Errorf("python %q: %w", name, err)
 	}

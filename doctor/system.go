@@ -19,7 +19,8 @@ import (
 func System(getenv func(string) string, hostname string) *Env {
 	return &Env{
 		Getenv:    getenv,
-		LookPath:  exec.LookPath,
+		Environ:   os.Environ,
+		LookPath:  lookPath,
 		Run:       ExecRunner,
 		Source:    EnvSource,
 		Listen:    listen,
@@ -36,9 +37,7 @@ func System(getenv func(string) string, hostname string) *Env {
 // the pipes open and Wait blocked past the timeout.
 func ExecRunner(ctx context.Context, c Command) (string, string, error) {
 	cmd := exec.CommandContext(ctx, c.Path, c.Args...)
-	if len(c.Env) > 0 {
-		cmd.Env = append(os.Environ(), c.Env...)
-	}
+	cmd.Env = c.Env // nil: this process's
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	cmdgroup.Bound(cmd, 500*time.Millisecond)
@@ -46,15 +45,14 @@ func ExecRunner(ctx context.Context, c Command) (string, string, error) {
 	return stdout.String(), stderr.String(), err
 }
 
-// EnvSource sets up penv with envsetup, in real bash started with this
-// process's environment, the way batchkit mpirun and envsetup do.
-func EnvSource(ctx context.Context, env *Env, penv profile.Env) error {
+// EnvSource sets up penv with envsetup, in real bash started with
+// env.Environ(), the way batchkit mpirun and envsetup do.
+func EnvSource(ctx context.Context, env *Env, penv profile.Env) (envsetup.Changes, error) {
 	var ss []envsetup.Script
 	for _, s := range penv.Source {
 		ss = append(ss, envsetup.Script{Path: s.Script, Args: s.Args})
 	}
-	_, err := envsetup.Runner{Timeout: env.Timeout}.SourceEnv(ctx, os.Environ(), ss, penv.OneCCLBindings, penv.Python)
-	return err
+	return envsetup.Runner{Timeout: env.Timeout}.SourceEnv(ctx, env.Environ(), ss, penv.OneCCLBindings, penv.Python)
 }
 
 func listen(port int) error {

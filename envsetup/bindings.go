@@ -88,7 +88,7 @@ func BindingsScript(ctx context.Context, environ []string, python string, timeou
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
-	path, err := lookPath(python, Environ(environ)["PATH"])
+	path, err := LookPath(python, Environ(environ)["PATH"])
 	if err != nil {
 		return Script{}, fmt.Errorf("finding the oneCCL bindings: %w", err)
 	}
@@ -116,9 +116,9 @@ func BindingsScript(ctx context.Context, environ []string, python string, timeou
 	return Script{Path: filepath.Join(dir, "env", "setvars.sh")}, nil
 }
 
-// lookPath finds file as a shell would with PATH set to path: the PATH a
+// LookPath finds file as a shell would with PATH set to path: the PATH a
 // program started in the sourced environment searches, not this process's.
-func lookPath(file, path string) (string, error) {
+func LookPath(file, path string) (string, error) {
 	if strings.Contains(file, "/") {
 		return file, nil
 	}

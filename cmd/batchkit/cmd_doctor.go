@@ -54,8 +54,9 @@ func runDoctor(c *cli.Context) error {
 	// A profile that does not load is the profile check's FAIL, not a
 	// usage error: finding it is doctor's job.
 	env.Profile, env.ProfileErr = loadProfile(c, nil)
-	// The checks' commands run concurrently; sourcing scripts runs them
-	// one after another, hence room for a few timeouts.
+	// The checks' commands run concurrently, but mpirun's and Python's
+	// wait for the profile's scripts to be sourced first (one timeout):
+	// hence room for a few timeouts.
 	ctx, cancel := context.WithTimeout(context.Background(), 3*timeout)
 	defer cancel()
 	results := doctor.Run(ctx, env, doctor.Checks())

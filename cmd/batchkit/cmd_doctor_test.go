@@ -81,13 +81,64 @@ func TestDoctorSystemTorch(t *testing.T) {
 		}
 	}
 
-	// A profile whose collectives are oneCCL's needs the bindings.
-	got, code := doctorRun(t, "--profile", "intel-oneccl", "--python", "/usr/bin/python3")
+	// A profile whose collectives are oneCCL's needs the bindings: intel-oneccl
+	// with a stand-in for oneAPI's setvars.sh, since the checks of Python run
+	// in the environment the profile's scripts leave.
+	mpirunPath := intelSite(t)
+	got, code := doctorRun(t, "--profile", "intel-site", "--python", "/usr/bin/python3")
 	if r := got["oneccl-bindings"]; r.Status != doctor.Fail || !strings.HasPrefix(r.Fix, "pip install oneccl_bind_pt==1.13.0 ") {
 		t.Errorf("oneccl-bindings under intel-oneccl = %+v, want fail with the pip fix", r)
 	}
 	if code != exitFailure {
 		t.Errorf("exit %d, want 1", code)
+	}
+	// The mpirun the script put first on PATH, not this machine's Open MPI.
+	if r := got["mpirun"]; r.Status != doctor.OK || !strings.Contains(r.Message, "mpirun → "+mpirunPath+": Intel(R) MPI Library") {
+		t.Errorf("mpirun = %+v, want ok with %s", r, mpirunPath)
+	}
+}
+
+// intelSite is the profile intel-site: intel-oneccl with a stand-in for
+// oneAPI's setvars.sh, which puts an Intel MPI mpirun (answering --version
+// like Intel's) first on PATH. It returns that mpirun's path.
+func intelSite(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "bin")
+	if err := os.Mkdir(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	mpirun := filepath.Join(bin, "mpirun")
+	writeScript(t, mpirun, "#!/bin/sh\necho 'Intel(R) MPI Library for Linux* OS, Version 2021.10 Build 20230619 (id: c2e19c2f3e)'\n")
+	setvars := filepath.Join(dir, "oneapi-vars.sh") // setvars.sh would need --force
+	writeScript(t, setvars, "export PATH="+bin+":$PATH\n")
+	writeScript(t, filepath.Join(dir, "intel-site.toml"), "extends = \"intel-oneccl\"\n[env]\nsource = [{ script = \""+setvars+"\" }]\n")
+	t.Setenv("BATCHKIT_PROFILE_PATH", dir)
+	return mpirun
+}
+
+// Without oneAPI (this machine), intel-oneccl's setvars.sh is missing: the
+// checks that run in the environment it would leave skip instead of
+// judging doctor's own (Open MPI's mpirun is not what a job would find).
+func TestDoctorIntelWithoutOneAPI(t *testing.T) {
+	if _, err := os.Stat("/opt/intel/oneapi/setvars.sh"); err == nil {
+		t.Skip("oneAPI is installed here")
+	}
+	got, code := doctorRun(t, "--profile", "intel-oneccl")
+	if code != exitFailure {
+		t.Errorf("exit %d, want 1", code)
+	}
+	statuses := map[string]doctor.Status{}
+	for _, name := range []string{"env-scripts", "mpirun", "python", "torch", "oneccl-bindings", "ipex"} {
+		statuses[name] = got[name].Status
+	}
+	want := map[string]doctor.Status{"env-scripts": doctor.Fail,
+		"mpirun": doctor.Skip, "python": doctor.Skip, "torch": doctor.Skip, "oneccl-bindings": doctor.Skip, "ipex": doctor.Skip}
+	if diff := cmp.Diff(want, statuses); diff != "" {
+		t.Errorf("statuses (-want +got):\n%s", diff)
+	}
+	if r := got["env-scripts"]; r.Message != "/opt/intel/oneapi/setvars.sh does not exist" {
+		t.Errorf("env-scripts = %+v", r)
 	}
 }
 
