@@ -43,9 +43,13 @@ func TestFailFast(t *testing.T) {
 		{"openmpi", "mpirun.openmpi", false, []string{bin, "mpirun", "--flavor", "openmpi", "-n", "3", "--allow-run-as-root", "--oversubscribe", "--"},
 			`(?i)rank 1|exit(ed)? .*code|signal`},
 		{"batchkit run", "", false, []string{bin, "run", "-n", "3", "--"}, `rank 1 (exited with code|was killed by)`},
-		// srun with --kill-on-bad-exit=1, which batchkit passes.
+		// srun with --kill-on-bad-exit=1, which batchkit passes, and batchkit
+		// exec's watcher: whichever is first.
 		{"srun", "srun", true, []string{bin, "mpirun", "--launcher", "srun", "--flavor", "mpich", "-n", "3", "--"},
-			`task 1: (Exited with exit code %s|Killed)`},
+			`task 1: (Exited with exit code %s|Killed)|batchkit: rank 1 exited with status %s; stopping the other ranks`},
+		// A user's own srun, without --kill-on-bad-exit: batchkit exec's watcher.
+		{"plain srun", "srun", true, []string{"srun", "-N2", "-n3", "--time=5", bin, "exec", "--"},
+			`batchkit: rank 1 exited with status %s; stopping the other ranks`},
 	}
 	for _, l := range launchers {
 		for _, s := range failFastScripts {

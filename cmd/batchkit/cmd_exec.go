@@ -28,10 +28,10 @@ environment, and replaces itself with CMD: signals reach CMD directly and its ex
 exit code. This makes torch.distributed.init_process_group(init_method="env://") work under
 srun and any mpirun.
 
-Under Hydra (MPICH's, Intel MPI's, MVAPICH2's mpiexec), which lets the other ranks run on when one
-fails, CMD runs as a child instead, watched: when any rank's CMD exits non-zero or dies by a
+Under Hydra (MPICH's, Intel MPI's, MVAPICH2's mpiexec) and srun, which let the other ranks run on
+when one fails (srun unless --kill-on-bad-exit), CMD runs as a child instead, watched: when any rank's CMD exits non-zero or dies by a
 signal, every other rank's CMD is stopped (SIGTERM, SIGKILL 5 s later) and exits with that
-status. BATCHKIT_FAIL_FAST=0 turns this off (Hydra's own behaviour); =1 turns it on under any
+status. BATCHKIT_FAIL_FAST=0 turns this off (the launcher's own behaviour); =1 turns it on under any
 launcher that gives every rank BATCHKIT_JOB_TOKEN.
 
 With --profile, the profile's environment comes first, as 'batchkit envsetup' prints it: its

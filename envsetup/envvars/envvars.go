@@ -75,5 +75,6 @@ const MasterAddrCheck = "BATCHKIT_MASTER_ADDR_CHECK"
 // FailFast set to 0 stops batchkit exec from watching the other ranks
 // (launch/failfast), leaving a failed rank to the launcher as before; 1
 // makes it watch under any launcher. Unset, it watches where the launcher
-// does not stop the job itself (Hydra).
+// does not stop the job itself (Hydra, MVAPICH2's mpiexec, srun without
+// --kill-on-bad-exit: launch/failfast's needed table).
 const FailFast = "BATCHKIT_FAIL_FAST"

@@ -47,11 +47,14 @@ const (
 //     terminates the job. github.com/openpmix/prrte.
 //   - Cray PALS mpiexec: --abort-on-failure is on by default
 //     (github.com/Cray-HPE/craycli cray/modules/mpiexec/cli.py).
-//   - Open MPI's mpirun, torchrun and batchkit run stop the job; srun does
-//     with --kill-on-bad-exit=1, which batchkit's srun lines pass. Single
+//   - srun lets the others run on unless given --kill-on-bad-exit=1 (which
+//     batchkit's own srun lines pass) or KillOnBadExit=1 is in slurm.conf
+//     (default 0; docs/slurm-observed.md): a user's `srun batchkit exec`
+//     has neither, so the step is watched.
+//   - Open MPI's mpirun, torchrun and batchkit run stop the job. Single
 //     and SlurmBatch are one process.
 var needed = map[topology.Launcher]bool{
-	topology.Single: false, topology.Torchrun: false, topology.Slurm: false, topology.SlurmBatch: false,
+	topology.Single: false, topology.Torchrun: false, topology.Slurm: true, topology.SlurmBatch: false,
 	topology.OpenMPI: false, topology.Hydra: true, topology.MVAPICH: true, topology.PMIx: false, topology.PALS: false,
 }
 

@@ -66,7 +66,7 @@ var byLauncher = []struct {
 }{
 	{topology.Single, false},
 	{topology.Torchrun, false},
-	{topology.Slurm, false},
+	{topology.Slurm, true},
 	{topology.SlurmBatch, false},
 	{topology.OpenMPI, false},
 	{topology.Hydra, true},
