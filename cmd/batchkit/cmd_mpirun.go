@@ -122,7 +122,7 @@ func mpirunAction(c *cli.Context) error {
 			return err
 		}
 	}
-	m := mpilaunch.Machine{Getenv: os.Getenv, Probe: mpilaunch.SystemProbe(c.Duration("probe-timeout")), ReadFile: os.ReadFile, Self: self, FreePort: freePort}
+	m := mpilaunch.Machine{Getenv: os.Getenv, Probe: mpilaunch.SystemProbe(c.Duration("probe-timeout")), ReadFile: mpilaunch.ReadHostfile, Self: self, FreePort: freePort}
 	p, err := mpilaunch.NewPlan(o, m)
 	if err != nil {
 		return launchExit(1, err)

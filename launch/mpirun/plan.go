@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os/exec"
 	"slices"
 	"time"
@@ -20,6 +21,7 @@ import (
 	"github.com/batchkit/batchkit/envsetup"
 	"github.com/batchkit/batchkit/envsetup/envvars"
 	"github.com/batchkit/batchkit/internal/closed"
+	"github.com/batchkit/batchkit/internal/infile"
 	"github.com/batchkit/batchkit/launch"
 	"github.com/batchkit/batchkit/mpirun"
 	"github.com/batchkit/batchkit/slurm"
@@ -65,7 +67,7 @@ type Options struct {
 type Machine struct {
 	Getenv   topology.Getenv
 	Probe    mpirun.Probe                 // PATH and --version
-	ReadFile func(string) ([]byte, error) // the user's --hostfile
+	ReadFile func(string) ([]byte, error) // the user's --hostfile (ReadHostfile)
 	Self     string                       // the batchkit binary, which every rank runs
 	FreePort func() (int, error)
 }
@@ -175,8 +177,12 @@ func hostsOf(o Options, m Machine, jobID string) ([]mpirun.Host, string, error) 
 		return hosts, "", nil
 	case o.Hostfile != "":
 		b, err := m.ReadFile(o.Hostfile)
-		if err != nil {
-			return nil, "", launch.Bad(err)
+		var pe *fs.PathError
+		switch {
+		case errors.As(err, &pe):
+			return nil, "", launch.Invalid("--hostfile %s: %v", o.Hostfile, pe.Err)
+		case err != nil:
+			return nil, "", launch.Invalid("--hostfile %s %v", o.Hostfile, err) // "x is a FIFO, not a regular file"
 		}
 		hosts, err := mpirun.ParseHostfile(string(b))
 		if err != nil {
@@ -306,3 +312,12 @@ func place(spec mpirun.Spec, hosts []mpirun.Host, hostfile, userText string) (mp
 	}
 	return spec, pl.Generated, nil
 }
+
+// MaxHostfile bounds a --hostfile: a line per host of the largest
+// machines is a few megabytes.
+const MaxHostfile = 16 << 20
+
+// ReadHostfile is Machine.ReadFile on a real machine: a regular file of at
+// most MaxHostfile bytes, so that a FIFO cannot block the open and
+// /dev/zero cannot fill memory.
+func ReadHostfile(path string) ([]byte, error) { return infile.Read(path, MaxHostfile) }

@@ -173,7 +173,7 @@ func TestNewPlan(t *testing.T) {
 		{name: "bad hosts", o: Options{Hosts: "a;b"}, m: machine(openMPI, nil, nil),
 			wantErr: `invalid --hosts: host name "a;b": invalid character ';'`},
 		{name: "missing hostfile", o: Options{Hostfile: "nope"}, m: machine(openMPI, nil, nil),
-			wantErr: "open nope: file does not exist"},
+			wantErr: "--hostfile nope: file does not exist"},
 		{name: "bad --env", o: Options{NP: 1, NPSet: true, Env: []string{"RANK=5"}}, m: machine(openMPI, nil, nil),
 			wantErr: `invalid --env "RANK=5": batchkit exec sets RANK on every rank (it differs from rank to rank)`},
 		{name: "allocation's task counts disagree", o: Options{},
