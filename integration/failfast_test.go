@@ -202,18 +202,72 @@ if os.environ["RANK"] == "1":
 dist.init_process_group("gloo", init_method="env://")
 `
 
-// The issue's case, under MPICH: a Python rank raises while the others
-// wait in init_process_group. Debian's python3-torch, which another
-// python3 earlier on PATH may not see.
+// The issue's case under every launcher: a Python rank raises while the
+// others wait in init_process_group, and the job ends within seconds,
+// non-zero, with rank 1's traceback. Debian's python3-torch, which another
+// python3 earlier on PATH may not see. The cluster's jobs run side by side;
+// their bound includes submission and sbatch --wait's polling.
 func TestFailFastTorch(t *testing.T) {
 	if testing.Short() {
-		t.Skip("runs real MPI launchers")
+		t.Skip("runs real launchers")
 	}
-	needTool(t, "mpirun.mpich")
 	if exec.Command("/usr/bin/python3", "-c", "import torch.distributed").Run() != nil {
 		requireOrSkip(t, "/usr/bin/python3 cannot import torch (apt-get install python3-torch)")
 	}
-	code, took, out := runExit(t, localEnv(), []string{bin, "mpirun", "--flavor", "mpich", "-n", "3", "--", "/usr/bin/python3", "-c", torchFailing})
-	t.Logf("exit %d after %v", code, took.Round(10*time.Millisecond))
-	checkFailFast(t, code, took, out, true, regexp.MustCompile(`batchkit: rank 1 exited with status 1; stopping the other ranks`))
+	dir := t.TempDir()
+	os.Chmod(dir, 0o755)
+	prog := filepath.Join(dir, "failing.py")
+	if err := os.WriteFile(prog, []byte(torchFailing), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	py := []string{"--", "/usr/bin/python3", prog}
+	for _, tc := range []struct {
+		name, tool string
+		cluster    bool
+		argv       []string // for sbatch, --wait and -o are added
+		within     time.Duration
+	}{
+		{"batchkit run", "", false, []string{"run", "-n", "3"}, 20 * time.Second},
+		{"mpirun openmpi", "mpirun.openmpi", false, []string{"mpirun", "--flavor", "openmpi", "-n", "3", "--allow-run-as-root", "--oversubscribe"}, 20 * time.Second},
+		{"mpirun mpich", "mpirun.mpich", false, []string{"mpirun", "--flavor", "mpich", "-n", "3"}, 20 * time.Second},
+		{"plain srun", "srun", true, nil, 30 * time.Second},
+		{"sbatch openmpi", "mpirun.openmpi", true, []string{"sbatch", "-N", "2", "--ntasks-per-node", "2"}, 55 * time.Second},
+		{"sbatch srun pmix", "", true, []string{"sbatch", "--launcher", "srun", "-N", "2", "--ntasks-per-node", "2"}, 55 * time.Second},
+		{"sbatch mpich", "mpirun.mpich", true, []string{"sbatch", "--flavor", "mpich", "--launcher", "mpirun", "-N", "2", "--ntasks-per-node", "2"}, 55 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.tool != "" {
+				needTool(t, tc.tool)
+			}
+			env := localEnv()
+			if tc.cluster {
+				needCluster(t)
+				t.Parallel()
+				env = os.Environ()
+			}
+			argv := append([]string{bin}, tc.argv...)
+			out := ""
+			switch {
+			case tc.argv == nil:
+				argv = []string{"srun", "-N2", "-n3", "--time=5", bin, "exec"}
+			case tc.argv[0] == "sbatch":
+				jobDir := t.TempDir()
+				os.Chmod(jobDir, 0o777)
+				out = filepath.Join(jobDir, "job.out")
+				argv = append(argv, "--wait", "-o", out)
+			}
+			code, took, stderr := runExit(t, env, append(argv, py...))
+			if out != "" {
+				b, _ := os.ReadFile(out)
+				stderr += "\n--- job output\n" + string(b)
+			}
+			t.Logf("exit %d after %v", code, took.Round(10*time.Millisecond))
+			if code == 0 || took > tc.within {
+				t.Errorf("exit %d after %v, want non-zero within %v\n%s", code, took, tc.within, stderr)
+			}
+			if !strings.Contains(stderr, "RuntimeError: rank 1 last words") {
+				t.Errorf("output lacks rank 1's traceback:\n%s", stderr)
+			}
+		})
+	}
 }

@@ -98,7 +98,10 @@ var (
 // and restart count. Slurm holds a requeued job for 120 s (Reason=BeginTime);
 // the test lets it start sooner, but not in the second the job was
 // requeued: slurmd refuses a job whose credential is no newer than the
-// revocation of its last run's ("Job credential revoked", seconds resolution).
+// revocation of its last run's ("Job credential revoked", seconds resolution),
+// and not while a slurmstepd of its last run is still exiting: the new run's
+// step 0 would find srun --mpi=pmix's socket for step 0 taken (seen under
+// load: "Cannot bind() UNIX socket .../stepd.slurm.pmix.JOB.0").
 func waitJobRequeued(t *testing.T, id string) (state string, restarts int) {
 	t.Helper()
 	released := false
@@ -119,7 +122,7 @@ func waitJobRequeued(t *testing.T, id string) (state string, restarts int) {
 			if pendingSince.IsZero() {
 				pendingSince = time.Now()
 			}
-			if time.Since(pendingSince) > 2*time.Second {
+			if time.Since(pendingSince) > 2*time.Second && !stepdAlive(id) {
 				run(t, time.Minute, "scontrol", "update", "JobId="+id, "StartTime=now")
 				released = true
 			}
@@ -129,6 +132,12 @@ func waitJobRequeued(t *testing.T, id string) (state string, restarts int) {
 	}
 	t.Fatalf("job %s still %s after 90 s (%d restarts)", id, state, restarts)
 	return "", 0
+}
+
+// stepdAlive reports whether a slurmstepd of job id's steps still runs on
+// this machine, which holds both of the test cluster's nodes.
+func stepdAlive(id string) bool {
+	return exec.Command("pgrep", "-f", `^slurmstepd: \[`+id+`\.[0-9]+\]`).Run() == nil
 }
 
 func submatch(re *regexp.Regexp, s string) string {
