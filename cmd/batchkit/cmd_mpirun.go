@@ -85,6 +85,7 @@ Examples:
 			&cli.GenericFlag{Name: "mpi-arg", Value: &stringList{}, Usage: "`ARG` passed to the launcher as is (repeatable)"},
 			&cli.BoolFlag{Name: "allow-run-as-root", Usage: "Open MPI: --allow-run-as-root"},
 			&cli.BoolFlag{Name: "oversubscribe", Usage: "Open MPI: --oversubscribe"},
+			&cli.BoolFlag{Name: "no-host-check", Usage: "launch over ssh even to --hosts/--hostfile names that do not resolve here (ssh Host aliases)"},
 			&cli.StringFlag{Name: "bootstrap", Usage: "Hydra -bootstrap / Open MPI --mca plm / mpirun_rsh -launcher (default slurm for Hydra in an allocation)"},
 			&cli.StringFlag{Name: "srun-mpi", Usage: "srun --mpi plugin (default: pmix for Open MPI, pmi2 otherwise)"},
 			&cli.IntFlag{Name: "master-port", Usage: "MASTER_PORT for all ranks"},
@@ -123,6 +124,9 @@ func mpirunAction(c *cli.Context) error {
 		}
 	}
 	m := mpilaunch.Machine{Getenv: os.Getenv, Probe: mpilaunch.SystemProbe(c.Duration("probe-timeout")), ReadFile: mpilaunch.ReadHostfile, Self: self, FreePort: freePort}
+	if !c.Bool("dry-run") { // a dry run may be for hosts this machine does not know
+		m.Resolve = mpilaunch.ResolveHost
+	}
 	p, err := mpilaunch.NewPlan(o, m)
 	if err != nil {
 		return launchExit(1, err)
@@ -224,6 +228,7 @@ func mpirunOptionsFrom(c *cli.Context, d mpirun.Defaults) (mpilaunch.Options, er
 		DefaultArgs:    d.Args,
 		AllowRunAsRoot: pickBool("allow-run-as-root", d.AllowRunAsRoot),
 		Oversubscribe:  pickBool("oversubscribe", d.Oversubscribe),
+		NoHostCheck:    c.Bool("no-host-check"),
 		Bootstrap:      pick("bootstrap", d.Bootstrap),
 		BootstrapSet:   c.IsSet("bootstrap"),
 		SrunMPI:        pick("srun-mpi", d.SrunMPI),

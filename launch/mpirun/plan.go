@@ -60,7 +60,10 @@ type Options struct {
 	// (--fail-fast) has batchkit exec watch under any launcher; "": each
 	// rank's batchkit exec decides by its launcher.
 	FailFast string
-	Program  []string // what every rank runs, under batchkit exec
+	// NoHostCheck: do not refuse --hosts/--hostfile names that do not
+	// resolve here (checkResolve).
+	NoHostCheck bool
+	Program     []string // what every rank runs, under batchkit exec
 }
 
 // Machine is everything Plan reads from the machine, injected.
@@ -70,6 +73,7 @@ type Machine struct {
 	ReadFile func(string) ([]byte, error) // the user's --hostfile (ReadHostfile)
 	Self     string                       // the batchkit binary, which every rank runs
 	FreePort func() (int, error)
+	Resolve  func(host string) error // ResolveHost; nil: no check
 }
 
 // Plan is a launch decided but not started.
@@ -109,6 +113,9 @@ func NewPlan(o Options, m Machine) (Plan, error) {
 		Wrapped:      3,
 	}
 	spec.SrunMPI, spec.Bootstrap = startOptions(o, spec)
+	if err := checkResolve(o, spec, hosts, m.Resolve); err != nil {
+		return Plan{}, err
+	}
 	if spec.Env, err = sharedEnv(o, m, spec, hosts, jobID); err != nil {
 		return Plan{}, err
 	}

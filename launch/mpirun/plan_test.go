@@ -3,7 +3,9 @@ package mpirun
 import (
 	"errors"
 	"io/fs"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -36,6 +38,12 @@ func machine(onPath, env, files map[string]string) Machine {
 		},
 		Self:     "/bk",
 		FreePort: func() (int, error) { return 40000, nil },
+		Resolve: func(host string) error {
+			if strings.HasSuffix(host, ".invalid") {
+				return errors.New("no such host")
+			}
+			return nil
+		},
 	}
 }
 
@@ -186,6 +194,11 @@ func TestNewPlan(t *testing.T) {
 		{name: "more ranks than a hostfile's slots", o: Options{Hostfile: "hosts", NP: 5, NPSet: true},
 			m:       machine(openMPI, nil, map[string]string{"hosts": "n1 slots=2\nn2 slots=2\n"}),
 			wantErr: "5 ranks need 5 slots, but hosts has 4: add hosts or slots, lower -n or pass --oversubscribe"},
+		{name: "a --hosts name that does not resolve, over ssh", o: Options{Flavor: "mpich", Hosts: "a,b.invalid", NP: 2, NPSet: true},
+			m: machine(hydra, nil, nil), wantErr: `host "b.invalid" (--hosts) does not resolve: no such host; the launcher reaches it by ssh (a name only ssh knows, a Host alias: pass --no-host-check)`},
+		{name: "a hostfile name that does not resolve, over ssh", o: Options{Hostfile: "hosts", NP: 2, NPSet: true},
+			m:       machine(openMPI, nil, map[string]string{"hosts": "x.invalid slots=2\n"}),
+			wantErr: `host "x.invalid" (--hostfile hosts) does not resolve: no such host; the launcher reaches it by ssh (a name only ssh knows, a Host alias: pass --no-host-check)`},
 		{name: "srun plugin given with mpiexec", o: Options{Flavor: "mpich", Launcher: mpirun.ProgramMpiexec, NP: 1, NPSet: true, SrunMPI: "pmi2", SrunMPISet: true},
 			m: machine(hydra, nil, nil), wantErr: `an srun MPI plugin ("pmi2") needs launcher srun, not Hydra mpiexec`},
 	}
@@ -247,6 +260,53 @@ func TestCheckRoom(t *testing.T) {
 			}
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("error (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// Names are looked up only when the launcher will ssh to them: hosts the
+// user named, outside an allocation, no scheduler bootstrap, no srun.
+func TestCheckResolve(t *testing.T) {
+	hosts := []mpirun.Host{{Name: "a"}, {Name: "b.invalid"}, {Name: "a"}}
+	var (
+		mu    sync.Mutex
+		asked []string
+	)
+	resolve := func(h string) error { // called concurrently
+		mu.Lock()
+		defer mu.Unlock()
+		asked = append(asked, h)
+		if strings.HasSuffix(h, ".invalid") {
+			return errors.New("no such host")
+		}
+		return nil
+	}
+	ssh := mpirun.Spec{Launcher: mpirun.ProgramMpirun}
+	for _, tc := range []struct {
+		name  string
+		o     Options
+		spec  mpirun.Spec
+		asked []string
+		err   string
+	}{
+		{"over ssh", Options{Hosts: "a,b.invalid,a"}, ssh, []string{"a", "b.invalid"}, `host "b.invalid" (--hosts) does not resolve`},
+		{"bootstrap ssh", Options{Hosts: "x"}, mpirun.Spec{Launcher: mpirun.ProgramMpirun, Bootstrap: "ssh"}, []string{"a", "b.invalid"}, "does not resolve"},
+		{"--no-host-check", Options{Hosts: "x", NoHostCheck: true}, ssh, nil, ""},
+		{"no hosts named: the allocation's or this one", Options{}, ssh, nil, ""},
+		{"in an allocation", Options{Hosts: "x"}, mpirun.Spec{Launcher: mpirun.ProgramMpirun, InAllocation: true}, nil, ""},
+		{"bootstrap slurm", Options{Hosts: "x"}, mpirun.Spec{Launcher: mpirun.ProgramMpirun, Bootstrap: "slurm"}, nil, ""},
+		{"srun", Options{Hosts: "x"}, mpirun.Spec{Launcher: mpirun.ProgramSrun}, nil, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			asked = nil
+			err := checkResolve(tc.o, tc.spec, hosts, resolve)
+			slices.Sort(asked)
+			if diff := cmp.Diff(tc.asked, asked); diff != "" {
+				t.Errorf("hosts looked up (-want +got):\n%s", diff)
+			}
+			if (err == nil) != (tc.err == "") || err != nil && !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("err = %v, want one containing %q", err, tc.err)
 			}
 		})
 	}
