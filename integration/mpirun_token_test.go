@@ -167,7 +167,8 @@ func TestMpirunToken(t *testing.T) {
 			})
 
 			t.Run("remote", func(t *testing.T) {
-				extra := append([]string{"--hosts", "fakehost:2", "--env", "MASTER_ADDR=127.0.0.1"}, remoteArgs[f.flavor]...)
+				// fakehost is known only to the fake ssh: --no-host-check.
+				extra := append([]string{"--hosts", "fakehost:2", "--no-host-check", "--env", "MASTER_ADDR=127.0.0.1"}, remoteArgs[f.flavor]...)
 				if got := launch(t, presetEnv, "1", extra...); got != presetTok {
 					t.Errorf("token %q on the remote ranks, want %q", got, presetTok)
 				}
