@@ -225,6 +225,9 @@ func sbatchRequest(c *cli.Context, program []string) (sbatch.Request, error) {
 	if err != nil {
 		return sbatch.Request{}, err
 	}
+	if n := c.Int("torchrun"); c.IsSet("torchrun") && n < 1 { // 0 would silently mean no torchrun
+		return sbatch.Request{}, usagef("--torchrun %d: want the number of workers on each node, at least 1", n)
+	}
 	self := c.String("batchkit")
 	if self == "" {
 		if self, err = os.Executable(); err != nil {
