@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -317,12 +316,8 @@ func readResultFile(path string, stdin io.Reader) ([]bench.Result, error) {
 		return bench.ReadResults(stdin, "stdin")
 	}
 	b, err := infile.Read(path, maxResultFile)
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return nil, fmt.Errorf("%s: %w", path, pe.Err)
-	}
 	if err != nil {
-		return nil, fmt.Errorf("%s %w", path, err) // "x is a FIFO, not a regular file"
+		return nil, infile.Named(path, err)
 	}
 	return bench.ReadResults(bytes.NewReader(b), path)
 }

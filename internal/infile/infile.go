@@ -5,8 +5,10 @@
 package infile
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"syscall"
 
@@ -70,4 +72,21 @@ func Read(path string, max int64) ([]byte, error) {
 		return nil, &TooLargeError{Path: path, Size: int64(len(b)), Max: max}
 	}
 	return b, err
+}
+
+// Named is err from Check or Read said of subject (the file as the user
+// named it, "--hostfile h"): "subject is a FIFO, not a regular file",
+// "subject: no such file or directory" (the *fs.PathError's own path left
+// out, subject says it), "subject: N bytes, more than ...". It wraps err's
+// cause, so errors.As still finds it.
+func Named(subject string, err error) error {
+	var pe *fs.PathError
+	var nr *NotRegularError
+	switch {
+	case errors.As(err, &nr):
+		return fmt.Errorf("%s %w", subject, err)
+	case errors.As(err, &pe):
+		return fmt.Errorf("%s: %w", subject, pe.Err)
+	}
+	return fmt.Errorf("%s: %w", subject, err)
 }

@@ -74,3 +74,33 @@ func TestRead(t *testing.T) {
 		t.Errorf("a missing file's error %v is not fs.ErrNotExist", err)
 	}
 }
+
+// Named says each kind of refusal of the file as the user named it, once.
+func TestNamed(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	big := filepath.Join(dir, "big")
+	if err := os.WriteFile(big, make([]byte, 10), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ name, path, want string }{
+		{"missing", filepath.Join(dir, "nope"), "--hostfile h: no such file or directory"},
+		{"a FIFO", fifo, "--hostfile h is a FIFO, not a regular file"},
+		{"a directory", dir, "--hostfile h is a directory, not a regular file"},
+		{"too large", big, "--hostfile h: 10 bytes, more than the 4 such a file may have"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Read(tc.path, 4)
+			got := Named("--hostfile h", err)
+			if got.Error() != tc.want {
+				t.Errorf("Named = %q, want %q", got, tc.want)
+			}
+			if !errors.Is(got, err) && !errors.Is(got, fs.ErrNotExist) {
+				t.Errorf("Named(%v) does not wrap its cause", err)
+			}
+		})
+	}
+}

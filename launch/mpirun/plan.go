@@ -12,7 +12,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os/exec"
 	"slices"
 	"time"
@@ -184,12 +183,8 @@ func hostsOf(o Options, m Machine, jobID string) ([]mpirun.Host, string, error) 
 		return hosts, "", nil
 	case o.Hostfile != "":
 		b, err := m.ReadFile(o.Hostfile)
-		var pe *fs.PathError
-		switch {
-		case errors.As(err, &pe):
-			return nil, "", launch.Invalid("--hostfile %s: %v", o.Hostfile, pe.Err)
-		case err != nil:
-			return nil, "", launch.Invalid("--hostfile %s %v", o.Hostfile, err) // "x is a FIFO, not a regular file"
+		if err != nil {
+			return nil, "", launch.Invalid("%v", infile.Named("--hostfile "+o.Hostfile, err))
 		}
 		hosts, err := mpirun.ParseHostfile(string(b))
 		if err != nil {
