@@ -37,19 +37,20 @@ func TestFailFast(t *testing.T) {
 		cluster    bool
 		argv       []string
 		shows      string // the failing rank's status, %s its value
+		watched    bool   // batchkit exec's watcher stops the others
 	}{
 		{"mpich", "mpirun.mpich", false, []string{bin, "mpirun", "--flavor", "mpich", "-n", "3", "--"},
-			`batchkit: rank 1 exited with status %s; stopping the other ranks`},
+			`batchkit: rank 1 exited with status %s; stopping the other ranks`, true},
 		{"openmpi", "mpirun.openmpi", false, []string{bin, "mpirun", "--flavor", "openmpi", "-n", "3", "--allow-run-as-root", "--oversubscribe", "--"},
-			`(?i)rank 1|exit(ed)? .*code|signal`},
-		{"batchkit run", "", false, []string{bin, "run", "-n", "3", "--"}, `rank 1 (exited with code|was killed by)`},
-		// srun with --kill-on-bad-exit=1, which batchkit passes, and batchkit
-		// exec's watcher: whichever is first.
+			`(?i)rank 1|exit(ed)? .*code|signal`, false},
+		{"batchkit run", "", false, []string{bin, "run", "-n", "3", "--"}, `rank 1 (exited with code|was killed by)`, false},
+		// srun with SLURM_KILL_BAD_EXIT=1, which batchkit sets: srun stops
+		// the step, and batchkit exec, seeing the variable, does not watch.
 		{"srun", "srun", true, []string{bin, "mpirun", "--launcher", "srun", "--flavor", "mpich", "-n", "3", "--"},
-			`task 1: (Exited with exit code %s|Killed)|batchkit: rank 1 exited with status %s; stopping the other ranks`},
+			`task 1: (Exited with exit code %s|Killed)`, false},
 		// A user's own srun, without --kill-on-bad-exit: batchkit exec's watcher.
 		{"plain srun", "srun", true, []string{"srun", "-N2", "-n3", "--time=5", bin, "exec", "--"},
-			`batchkit: rank 1 exited with status %s; stopping the other ranks`},
+			`batchkit: rank 1 exited with status %s; stopping the other ranks`, true},
 	}
 	for _, l := range launchers {
 		for _, s := range failFastScripts {
@@ -67,6 +68,9 @@ func TestFailFast(t *testing.T) {
 				code, took, out := runExit(t, env, append(append([]string{}, l.argv...), "sh", "-c", s.script))
 				t.Logf("exit %d after %v", code, took.Round(10*time.Millisecond))
 				checkFailFast(t, code, took, out, s.fails, regexp.MustCompile(sprintfStatus(l.shows, s.status)))
+				if watched := strings.Contains(out, "stopping the other ranks"); s.fails && watched != l.watched {
+					t.Errorf("batchkit exec's watcher stopped the others: %v, want %v\n%s", watched, l.watched, out)
+				}
 			})
 		}
 	}

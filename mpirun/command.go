@@ -3,10 +3,12 @@ package mpirun
 import (
 	"errors"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/batchkit/batchkit/envsetup/envvars"
 	"github.com/batchkit/batchkit/internal/closed"
 )
 
@@ -142,7 +144,8 @@ type syntax struct {
 	allowRoot     string
 	oversubscribe string
 	srunMPI       string
-	fixed         string // always passed, after the generated options
+	fixed         string            // always passed, after the generated options
+	fixedEnv      map[string]string // always set, under Spec.Env (which wins)
 }
 
 var (
@@ -227,9 +230,12 @@ var (
 	// (a --export=ALL,K=V list would break on commas in values), which
 	// also carries every forwarded name; a later --export in ExtraArgs
 	// wins, so it must keep them. No hostfile; per-host slots do not exist
-	// (the allocation decides). --kill-on-bad-exit: a rank that fails ends
-	// the step, as Open MPI's mpirun does (Slurm's default lets the others
-	// run on); a later --kill-on-bad-exit=0 in ExtraArgs wins.
+	// (the allocation decides). SLURM_KILL_BAD_EXIT=1, srun's
+	// --kill-on-bad-exit=1 as a variable: a rank that fails ends the step,
+	// as Open MPI's mpirun does (Slurm's default lets the others run on),
+	// and the ranks inherit it, so batchkit exec knows srun stops the step
+	// and does not watch (launch/failfast); a flag leaves no trace there.
+	// --env SLURM_KILL_BAD_EXIT=0 or a --kill-on-bad-exit=0 in ExtraArgs wins.
 	srunSyntax = syntax{
 		name:       "srun",
 		np:         "-n {N}",
@@ -240,7 +246,8 @@ var (
 		inherits:   true,
 		envFilters: []envFilter{{"--export", true, "ALL"}},
 		srunMPI:    "--mpi={P}",
-		fixed:      "--kill-on-bad-exit=1 --export=ALL",
+		fixed:      "--export=ALL",
+		fixedEnv:   map[string]string{envvars.SlurmKillBadExit: "1"},
 	}
 )
 
@@ -435,16 +442,17 @@ func Command(spec Spec) ([]string, error) {
 	return append(argv, spec.Program...), nil
 }
 
-// envArgs sets spec.Env in the flavor's syntax, sorted by name.
+// envArgs sets the syntax's fixedEnv and spec.Env over it in the flavor's
+// syntax, sorted by name.
 func envArgs(spec Spec, sx *syntax) []string {
-	keys := make([]string, 0, len(spec.Env))
-	for k := range spec.Env {
-		keys = append(keys, k)
+	env := maps.Clone(sx.fixedEnv)
+	if env == nil {
+		env = map[string]string{}
 	}
-	sort.Strings(keys)
+	maps.Copy(env, spec.Env)
 	var out []string
-	for _, k := range keys {
-		out = append(out, expand(sx.env, "{K}", k, "{V}", spec.Env[k])...)
+	for _, k := range slices.Sorted(maps.Keys(env)) {
+		out = append(out, expand(sx.env, "{K}", k, "{V}", env[k])...)
 	}
 	return out
 }

@@ -44,7 +44,7 @@ func TestCommand(t *testing.T) {
 		{"openmpi/allocation ppn wins", Spec{Flavor: OpenMPI, NP: 4, PPN: 2, Hosts: []Host{{"node1", 1}, {"node2", 1}}, InAllocation: true},
 			withProg("mpirun.openmpi", "-np", "4", "--map-by", "ppr:2:node", "--host", "node1:2,node2:2")},
 		{"openmpi/srun", Spec{Flavor: OpenMPI, Launcher: ProgramSrun, NP: 4, PPN: 2, InAllocation: true},
-			withProg("srun", "--mpi=pmix", "-n", "4", "--ntasks-per-node=2", "--kill-on-bad-exit=1", "--export=ALL")},
+			withProg("env", "SLURM_KILL_BAD_EXIT=1", "srun", "--mpi=pmix", "-n", "4", "--ntasks-per-node=2", "--export=ALL")},
 		{"openmpi/env", Spec{Flavor: OpenMPI, NP: 2, Env: env, ExtraArgs: []string{"--bind-to", "none"}, Bootstrap: "ssh"},
 			withProg("mpirun.openmpi", "--mca", "plm", "ssh", "-np", "2", "-x", "A=1", "-x", "B=x y", "--bind-to", "none")},
 		{"openmpi/mpiexec", Spec{Flavor: OpenMPI, Launcher: ProgramMpiexec, NP: 1, Binary: "/opt/ompi/bin/mpiexec"},
@@ -67,7 +67,7 @@ func TestCommand(t *testing.T) {
 		{"mpich/allocation ssh", Spec{Flavor: MPICH, NP: 4, InAllocation: true, Bootstrap: "ssh"},
 			withProg("mpirun.mpich", "-bootstrap", "ssh", "-n", "4")},
 		{"mpich/srun", Spec{Flavor: MPICH, Launcher: ProgramSrun, NP: 4, InAllocation: true},
-			withProg("srun", "--mpi=pmi2", "-n", "4", "--kill-on-bad-exit=1", "--export=ALL")},
+			withProg("env", "SLURM_KILL_BAD_EXIT=1", "srun", "--mpi=pmi2", "-n", "4", "--export=ALL")},
 		{"mpich/env", Spec{Flavor: MPICH, Launcher: ProgramMpiexec, NP: 2, Env: env},
 			withProg("mpiexec.mpich", "-n", "2", "-genv", "A", "1", "-genv", "B", "x y")},
 		{"mpich/forward", Spec{Flavor: MPICH, NP: 2, Env: env, ForwardEnv: tok},
@@ -93,7 +93,7 @@ func TestCommand(t *testing.T) {
 		{"intelmpi/allocation", Spec{Flavor: IntelMPI, NP: 4, Hostfile: "/h", InAllocation: true},
 			withProg("mpirun", "-bootstrap", "slurm", "-n", "4", "-f", "/h")},
 		{"intelmpi/srun", Spec{Flavor: IntelMPI, Launcher: ProgramSrun, NP: 4, SrunMPI: "pmi2", Hosts: twoNodes},
-			withProg("srun", "--mpi=pmi2", "-n", "4", "--nodelist=node1,node2", "--kill-on-bad-exit=1", "--export=ALL")},
+			withProg("env", "SLURM_KILL_BAD_EXIT=1", "srun", "--mpi=pmi2", "-n", "4", "--nodelist=node1,node2", "--export=ALL")},
 		{"intelmpi/env", Spec{Flavor: IntelMPI, Launcher: ProgramMpiexec, NP: 2, Env: env},
 			withProg("mpiexec.hydra", "-n", "2", "-genv", "A", "1", "-genv", "B", "x y")},
 		{"intelmpi/forward", Spec{Flavor: IntelMPI, NP: 2, Hostfile: "/h", ForwardEnv: tok, ExtraArgs: []string{"--genvlist=BATCHKIT_JOB_TOKEN,I_MPI_DEBUG"}},
@@ -105,7 +105,7 @@ func TestCommand(t *testing.T) {
 		{"mvapich/allocation", Spec{Flavor: MVAPICH, NP: 4, Hostfile: "/h", InAllocation: true},
 			withProg("mpirun_rsh", "-np", "4", "-hostfile", "/h")},
 		{"mvapich/srun", Spec{Flavor: MVAPICH, Launcher: ProgramSrun, NP: 4},
-			withProg("srun", "--mpi=pmi2", "-n", "4", "--kill-on-bad-exit=1", "--export=ALL")},
+			withProg("env", "SLURM_KILL_BAD_EXIT=1", "srun", "--mpi=pmi2", "-n", "4", "--export=ALL")},
 		{"mvapich/env", Spec{Flavor: MVAPICH, NP: 2, Env: env, ExtraArgs: []string{"-export"}, Bootstrap: "ssh"},
 			withProg("mpirun_rsh", "-launcher", "ssh", "-np", "2", "-export", "A=1", "B=x y")},
 		{"mvapich/mpiexec hosts", Spec{Flavor: MVAPICH, Launcher: ProgramMpiexec, NP: 4, Hosts: twoNodes, InAllocation: true},
@@ -117,17 +117,21 @@ func TestCommand(t *testing.T) {
 
 		// srun without a flavor: Slurm's MpiDefault; env on srun itself.
 		{"srun/env", Spec{Launcher: ProgramSrun, NP: 2, Env: env},
-			withProg("env", "A=1", "B=x y", "srun", "-n", "2", "--kill-on-bad-exit=1", "--export=ALL")},
+			withProg("env", "A=1", "B=x y", "SLURM_KILL_BAD_EXIT=1", "srun", "-n", "2", "--export=ALL")},
+		// SLURM_KILL_BAD_EXIT=1 is srun's --kill-on-bad-exit=1; --env's
+		// value wins.
+		{"srun/keep going", Spec{Launcher: ProgramSrun, NP: 2, Env: map[string]string{"SLURM_KILL_BAD_EXIT": "0"}},
+			withProg("env", "SLURM_KILL_BAD_EXIT=0", "srun", "-n", "2", "--export=ALL")},
 		{"srun/plugin", Spec{Launcher: ProgramSrun, NP: 2, SrunMPI: "pmix_v4", Binary: "/usr/bin/srun"},
-			withProg("/usr/bin/srun", "--mpi=pmix_v4", "-n", "2", "--kill-on-bad-exit=1", "--export=ALL")},
+			withProg("env", "SLURM_KILL_BAD_EXIT=1", "/usr/bin/srun", "--mpi=pmix_v4", "-n", "2", "--export=ALL")},
 		// srun's --export=ALL carries forwarded names; a later --export
 		// must keep them.
 		{"srun/forward", Spec{Launcher: ProgramSrun, NP: 2, Env: env, ForwardEnv: tok},
-			withProg("env", "A=1", "B=x y", "srun", "-n", "2", "--kill-on-bad-exit=1", "--export=ALL")},
+			withProg("env", "A=1", "B=x y", "SLURM_KILL_BAD_EXIT=1", "srun", "-n", "2", "--export=ALL")},
 		{"srun/forward export all", Spec{Flavor: OpenMPI, Launcher: ProgramSrun, NP: 2, ForwardEnv: tok, ExtraArgs: []string{"--export=ALL,X=1"}},
-			withProg("srun", "--mpi=pmix", "-n", "2", "--kill-on-bad-exit=1", "--export=ALL", "--export=ALL,X=1")},
+			withProg("env", "SLURM_KILL_BAD_EXIT=1", "srun", "--mpi=pmix", "-n", "2", "--export=ALL", "--export=ALL,X=1")},
 		{"srun/forward export list", Spec{Launcher: ProgramSrun, NP: 2, ForwardEnv: tok, ExtraArgs: []string{"--export", "PATH,BATCHKIT_JOB_TOKEN"}},
-			withProg("srun", "-n", "2", "--kill-on-bad-exit=1", "--export=ALL", "--export", "PATH,BATCHKIT_JOB_TOKEN")},
+			withProg("env", "SLURM_KILL_BAD_EXIT=1", "srun", "-n", "2", "--export=ALL", "--export", "PATH,BATCHKIT_JOB_TOKEN")},
 	}
 	seen := map[Flavor]map[string]bool{}
 	for _, tt := range tests {

@@ -29,9 +29,9 @@ exit code. This makes torch.distributed.init_process_group(init_method="env://")
 srun and any mpirun.
 
 Under Hydra (MPICH's, Intel MPI's, MVAPICH2's mpiexec) and srun, which let the other ranks run on
-when one fails (srun unless --kill-on-bad-exit), CMD runs as a child instead, watched: when any rank's CMD exits non-zero or dies by a
-signal, every other rank's CMD is stopped (SIGTERM, SIGKILL 5 s later) and exits with that
-status. BATCHKIT_FAIL_FAST=0 turns this off (the launcher's own behaviour); =1 turns it on under any
+when one fails (srun unless SLURM_KILL_BAD_EXIT=1, which batchkit's srun lines set), CMD runs as
+a child instead, watched: when any rank's CMD exits non-zero or dies by a signal, every other
+rank's CMD is stopped (SIGTERM, SIGKILL 5 s later) and exits with that status. BATCHKIT_FAIL_FAST=0 turns this off (the launcher's own behaviour); =1 turns it on under any
 launcher that gives every rank BATCHKIT_JOB_TOKEN.
 
 With --profile, the profile's environment comes first, as 'batchkit envsetup' prints it: its

@@ -51,7 +51,7 @@ resulting environment (see 'batchkit envsetup'). --dry-run sources nothing: it p
 
 Every rank gets BATCHKIT_JOB_TOKEN (kept if set, else new) via the launcher's environment, never argv (mpirun_rsh: none).
 
-A rank that fails ends the job: Open MPI's mpirun and srun (--kill-on-bad-exit=1) stop the other
+A rank that fails ends the job: Open MPI's mpirun and srun (SLURM_KILL_BAD_EXIT=1) stop the other
 ranks, and under Hydra every rank's batchkit exec watches the others (see 'batchkit exec').
 --no-fail-fast gives the launcher its own behaviour back (Hydra lets the others run on);
 --fail-fast has batchkit exec watch under any launcher.
@@ -331,7 +331,7 @@ func freePort() (int, error) { return freeport.On("") }
 // failFastRows are the flags that set BATCHKIT_FAIL_FAST on every rank
 // (batchkit mpirun and sbatch), and the value each sets.
 var failFastRows = []struct{ name, value, usage string }{
-	{"no-fail-fast", "0", "let the other ranks run on when one fails, as the launcher would (Hydra does): every rank gets BATCHKIT_FAIL_FAST=0, so batchkit exec does not watch; a launcher that stops the job itself (Open MPI, srun --kill-on-bad-exit=1) still does"},
+	{"no-fail-fast", "0", "let the other ranks run on when one fails, as the launcher would (Hydra does): every rank gets BATCHKIT_FAIL_FAST=0, so batchkit exec does not watch; a launcher that stops the job itself (Open MPI, srun with SLURM_KILL_BAD_EXIT=1) still does"},
 	{"fail-fast", "1", "have batchkit exec watch the other ranks under any launcher: every rank gets BATCHKIT_FAIL_FAST=1 (the ranks need a job token: not mpirun_rsh outside an allocation)"},
 }
 

@@ -41,7 +41,7 @@ passes SIGUSR1 on to the launcher, which forwards it to the ranks. With --requeu
 slurm.requeue) an exit 75 of CMD (it stopped after a checkpoint, as batchkit train does) requeues
 the job, and CMD must resume from its checkpoint when run again; without, 75 ends the job.
 
-A rank that fails ends the job (srun with --kill-on-bad-exit=1, Open MPI's mpirun, and under Hydra
+A rank that fails ends the job (srun with SLURM_KILL_BAD_EXIT=1, Open MPI's mpirun, and under Hydra
 the ranks' batchkit exec, which watch each other). --no-fail-fast puts BATCHKIT_FAIL_FAST=0 on the
 launch line, giving the launcher its own behaviour back (Hydra lets the others run on);
 --fail-fast puts BATCHKIT_FAIL_FAST=1, a watch under any launcher.

@@ -76,5 +76,11 @@ const MasterAddrCheck = "BATCHKIT_MASTER_ADDR_CHECK"
 // (launch/failfast), leaving a failed rank to the launcher as before; 1
 // makes it watch under any launcher. Unset, it watches where the launcher
 // does not stop the job itself (Hydra, MVAPICH2's mpiexec, srun without
-// --kill-on-bad-exit: launch/failfast's needed table).
+// SlurmKillBadExit: launch/failfast's needed table).
 const FailFast = "BATCHKIT_FAIL_FAST"
+
+// SlurmKillBadExit is Slurm's, not batchkit's: srun reads it as
+// --kill-on-bad-exit (0 or 1) and, like its whole environment, passes it
+// to the tasks. batchkit's srun lines set it to 1, so that a rank's
+// batchkit exec can tell that srun ends the step when a rank fails.
+const SlurmKillBadExit = "SLURM_KILL_BAD_EXIT"

@@ -2,6 +2,7 @@ package failfast
 
 import (
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/batchkit/batchkit/envsetup/envvars"
@@ -47,10 +48,12 @@ const (
 //     terminates the job. github.com/openpmix/prrte.
 //   - Cray PALS mpiexec: --abort-on-failure is on by default
 //     (github.com/Cray-HPE/craycli cray/modules/mpiexec/cli.py).
-//   - srun lets the others run on unless given --kill-on-bad-exit=1 (which
-//     batchkit's own srun lines pass) or KillOnBadExit=1 is in slurm.conf
-//     (default 0; docs/slurm-observed.md): a user's `srun batchkit exec`
-//     has neither, so the step is watched.
+//   - srun lets the others run on unless given --kill-on-bad-exit=1 or
+//     KillOnBadExit=1 is in slurm.conf (default 0; docs/slurm-observed.md).
+//     Neither shows in the tasks' environment, but SLURM_KILL_BAD_EXIT=1,
+//     the flag as a variable, does: batchkit's own srun lines set it, and
+//     then the step is not watched (srunStops). A user's `srun batchkit
+//     exec` is.
 //   - Open MPI's mpirun, torchrun and batchkit run stop the job. Single
 //     and SlurmBatch are one process.
 var needed = map[topology.Launcher]bool{
@@ -58,17 +61,34 @@ var needed = map[topology.Launcher]bool{
 	topology.OpenMPI: false, topology.Hydra: true, topology.MVAPICH: true, topology.PMIx: false, topology.PALS: false,
 }
 
-// WatchPort is the hub's port: MASTER_PORT + 15000 (topology.PortRange),
-// below it when that is past 65535. Not MASTER_PORT+1: ports derived from
-// consecutive job ids are consecutive (topology.PortForJob, 15000-29999), so
-// job N's hub would take job N+1's MASTER_PORT on a shared node (seen with
-// jobs running side by side on the test cluster); derived ports plus 15000
-// are 30000-44999, never another job's MASTER_PORT.
+// srunStops says whether srun ends the step itself when a task exits
+// non-zero, as its SLURM_KILL_BAD_EXIT says: any integer but 0, as srun
+// parses it.
+func srunStops(getenv topology.Getenv, l topology.Launcher) bool {
+	n, err := strconv.Atoi(getenv(envvars.SlurmKillBadExit))
+	return l == topology.Slurm && err == nil && n != 0
+}
+
+// WatchPort is the hub's port, which every rank derives from MASTER_PORT
+// alone. It lies outside two ranges:
+//   - the derived MASTER_PORTs (topology.PortForJob, 15000-29999): ports of
+//     consecutive job ids are consecutive, so MASTER_PORT+1 would be job
+//     N+1's MASTER_PORT on a shared node (seen on the test cluster);
+//   - Linux's default ephemeral range (32768-60999), where any process's
+//     outgoing connection may hold the port: rank 0 then cannot listen and
+//     the job runs unwatched (seen in CI, "bind: address already in use").
+//
+// MASTER_PORT's offset o in the derived range (mod 15000) maps one to one
+// onto 1024-14999 (o < 13976), then 30000-31023: jobs with derived ports
+// never share a watch port. A port a service holds leaves that job
+// unwatched, with rank 0's one-line warning.
 func WatchPort(masterPort int) int {
-	if masterPort+topology.PortRange <= 65535 {
-		return masterPort + topology.PortRange
+	const low, lowN = 1024, topology.PortBase - 1024
+	o := ((masterPort-topology.PortBase)%topology.PortRange + topology.PortRange) % topology.PortRange
+	if o < lowN {
+		return low + o
 	}
-	return masterPort - topology.PortRange
+	return 30000 + o - lowN
 }
 
 // FromEnv decides whether this rank watches and how. $BATCHKIT_FAIL_FAST
@@ -86,7 +106,7 @@ func FromEnv(getenv topology.Getenv, t topology.Topology, token func() (string, 
 	default:
 		return Config{}, false, fmt.Errorf("%s=%q: want 0 or 1", envvars.FailFast, v)
 	}
-	if t.WorldSize < 2 || (v == "" && !needed[t.Launcher]) {
+	if t.WorldSize < 2 || (v == "" && (!needed[t.Launcher] || srunStops(getenv, t.Launcher))) {
 		return Config{}, false, nil
 	}
 	tok, err := token()

@@ -19,7 +19,7 @@ func TestFromEnv(t *testing.T) {
 	openmpi.Launcher = topology.OpenMPI
 	one := hydra
 	one.WorldSize, one.Rank = 1, 0
-	on := Config{Rank: 2, Size: 3, Addr: "node1", Port: 44500, Token: "tok",
+	on := Config{Rank: 2, Size: 3, Addr: "node1", Port: 30524, Token: "tok",
 		Grace: DefaultGrace, JoinTimeout: DefaultJoinTimeout, ExitWait: DefaultExitWait}
 	tests := []struct {
 		name    string
@@ -73,6 +73,42 @@ var byLauncher = []struct {
 	{topology.MVAPICH, true},
 	{topology.PMIx, false},
 	{topology.PALS, false},
+}
+
+// srun's SLURM_KILL_BAD_EXIT (batchkit's srun lines set 1) means srun
+// stops the step itself; as srun parses it, any integer but 0. Under
+// other launchers it means nothing.
+func TestFromEnvSrunKillsOnBadExit(t *testing.T) {
+	token := func() (string, error) { return "tok", nil }
+	tests := []struct {
+		launcher topology.Launcher
+		value    string
+		watches  bool
+	}{
+		{topology.Slurm, "", true},
+		{topology.Slurm, "0", true},
+		{topology.Slurm, "1", false},
+		{topology.Slurm, "2", false},
+		{topology.Slurm, "yes", true},
+		{topology.Hydra, "1", true},
+	}
+	for _, tt := range tests {
+		top := topology.Topology{Launcher: tt.launcher, Rank: 1, WorldSize: 2, MasterAddr: "node1", MasterPort: 29500}
+		getenv := func(k string) string { return map[string]string{"SLURM_KILL_BAD_EXIT": tt.value}[k] }
+		if _, on, err := FromEnv(getenv, top, token); err != nil || on != tt.watches {
+			t.Errorf("%s with SLURM_KILL_BAD_EXIT=%q: watches %v (err %v), want %v", tt.launcher, tt.value, on, err, tt.watches)
+		}
+		// BATCHKIT_FAIL_FAST=1 watches anyway.
+		forced := func(k string) string {
+			if k == "BATCHKIT_FAIL_FAST" {
+				return "1"
+			}
+			return getenv(k)
+		}
+		if _, on, err := FromEnv(forced, top, token); err != nil || !on {
+			t.Errorf("%s with SLURM_KILL_BAD_EXIT=%q and BATCHKIT_FAIL_FAST=1: watches %v (err %v)", tt.launcher, tt.value, on, err)
+		}
+	}
 }
 
 func TestFromEnvByLauncher(t *testing.T) {
@@ -139,10 +175,26 @@ func TestEveryLauncherHasARow(t *testing.T) {
 }
 
 func TestWatchPort(t *testing.T) {
-	// Derived ports (15000-29999) map past every derived port, so that job
-	// N's hub never takes job N+1's MASTER_PORT.
-	got := []int{WatchPort(15000), WatchPort(18992), WatchPort(29500), WatchPort(29999), WatchPort(50536), WatchPort(65535)}
-	if diff := cmp.Diff([]int{30000, 33992, 44500, 44999, 35536, 50535}, got); diff != "" {
+	ports := []int{15000, 18992, 28975, 28976, 29500, 29999, 1024, 14999, 45000, 65535}
+	want := []int{1024, 5016, 14999, 30000, 30524, 31023, 2048, 31023, 1024, 6559}
+	var got []int
+	for _, p := range ports {
+		got = append(got, WatchPort(p))
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
+	}
+	// Every derived MASTER_PORT gets its own watch port, below Linux's
+	// ephemeral range and outside the derived range, never its own port.
+	seen := map[int]int{}
+	for p := topology.PortBase; p < topology.PortBase+topology.PortRange; p++ {
+		w := WatchPort(p)
+		if w < 1024 || w >= 32768 || (w >= topology.PortBase && w < topology.PortBase+topology.PortRange) {
+			t.Fatalf("WatchPort(%d) = %d: in the derived or ephemeral range, or privileged", p, w)
+		}
+		if q, ok := seen[w]; ok {
+			t.Fatalf("WatchPort(%d) = WatchPort(%d) = %d", p, q, w)
+		}
+		seen[w] = p
 	}
 }

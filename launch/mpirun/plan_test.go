@@ -160,7 +160,7 @@ func TestNewPlan(t *testing.T) {
 			}},
 		},
 		{
-			name: "--no-fail-fast with srun: on srun's environment; its --kill-on-bad-exit stays",
+			name: "--no-fail-fast with srun: on srun's environment (mpirun.Command adds SLURM_KILL_BAD_EXIT=1)",
 			o:    Options{Flavor: "mpich", Launcher: mpirun.ProgramSrun, NP: 4, NPSet: true, FailFast: "0"},
 			m:    machine(hydra, inJob, nil),
 			want: Plan{Found: true, Spec: mpirun.Spec{

@@ -188,7 +188,7 @@ func TestNewPlan(t *testing.T) {
 		wantErr string   // a launch.ErrInvalid error's text
 	}{
 		{"srun, built-in templates", Request{Profile: prof, Program: []string{"prog"}, Batchkit: "/bk", Wait: true},
-			[]string{"srun", "--mpi=pmix", "--kill-on-bad-exit=1", "--export=ALL", "/bk", "exec", "--", "prog"}, ""},
+			[]string{"env", "SLURM_KILL_BAD_EXIT=1", "srun", "--mpi=pmix", "--export=ALL", "/bk", "exec", "--", "prog"}, ""},
 		{"no program", Request{Profile: prof}, nil, "no program given: batchkit sbatch [flags] -- CMD [ARGS...]"},
 		{"bad nodes", Request{Profile: prof, Program: []string{"prog"}, Job: slurm.JobOptions{Nodes: "0"}}, nil,
 			`--nodes "0": want a number of nodes N or a range MIN-MAX, at least 1`},
@@ -197,7 +197,7 @@ func TestNewPlan(t *testing.T) {
 		// exported at submission.
 		{"--no-fail-fast, srun: on srun's environment",
 			Request{Profile: mpi(mpirun.MPICH, mpirun.ProgramSrun), Job: twoByTwo, Program: []string{"prog"}, Batchkit: "/bk", FailFast: "0"},
-			append([]string{"env", "BATCHKIT_FAIL_FAST=0", "srun", "--mpi=pmi2", "--kill-on-bad-exit=1", "--export=ALL"}, bk...), ""},
+			append([]string{"env", "BATCHKIT_FAIL_FAST=0", "SLURM_KILL_BAD_EXIT=1", "srun", "--mpi=pmi2", "--export=ALL"}, bk...), ""},
 		{"--no-fail-fast, hydra: -genv",
 			Request{Profile: mpi(mpirun.MPICH, mpirun.ProgramMpirun), Job: twoByTwo, Program: []string{"prog"}, Batchkit: "/bk", FailFast: "0"},
 			append([]string{"mpirun.mpich", "-bootstrap", "slurm", "-n", "4", "-ppn", "2", "-genv", "BATCHKIT_FAIL_FAST", "0"}, bk...), ""},

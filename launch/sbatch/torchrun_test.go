@@ -32,13 +32,13 @@ func TestScriptTorchrun(t *testing.T) {
 		wantErr string
 	}{
 		{name: "srun", mpi: srun, job: two, nproc: 2, perNode: "1",
-			want: []string{"srun", "--mpi=pmi2", "--kill-on-bad-exit=1", "--export=ALL", "/bk", "exec", "--", "sh", "-c", shell(2), "python3", "--redirects", "1", "train.py"}},
+			want: []string{"env", "SLURM_KILL_BAD_EXIT=1", "srun", "--mpi=pmi2", "--export=ALL", "/bk", "exec", "--", "sh", "-c", shell(2), "python3", "--redirects", "1", "train.py"}},
 		{name: "the profile's python", mpi: srun, python: "/usr/bin/python3", job: two, nproc: 4, perNode: "1",
-			want: []string{"srun", "--mpi=pmi2", "--kill-on-bad-exit=1", "--export=ALL", "/bk", "exec", "--", "sh", "-c", shell(4), "/usr/bin/python3", "--redirects", "1", "train.py"}},
+			want: []string{"env", "SLURM_KILL_BAD_EXIT=1", "srun", "--mpi=pmi2", "--export=ALL", "/bk", "exec", "--", "sh", "-c", shell(4), "/usr/bin/python3", "--redirects", "1", "train.py"}},
 		{name: "mpirun: one rank per node", mpi: hydra, job: slurm.JobOptions{Nodes: "3", NTasksPerNode: 1}, nproc: 2, perNode: "1",
 			want: []string{"mpirun.mpich", "-bootstrap", "slurm", "-n", "3", "-ppn", "1", "/bk", "exec", "--", "sh", "-c", shell(2), "python3", "--redirects", "1", "train.py"}},
 		{name: "without: unchanged", mpi: srun, job: slurm.JobOptions{Nodes: "2", NTasksPerNode: 4}, perNode: "4",
-			want: []string{"srun", "--mpi=pmi2", "--kill-on-bad-exit=1", "--export=ALL", "/bk", "exec", "--", "--redirects", "1", "train.py"}},
+			want: []string{"env", "SLURM_KILL_BAD_EXIT=1", "srun", "--mpi=pmi2", "--export=ALL", "/bk", "exec", "--", "--redirects", "1", "train.py"}},
 		{name: "negative", mpi: srun, job: two, nproc: -1, wantErr: "--torchrun -1: want the number of workers on each node, at least 1"},
 		{name: "ntasks-per-node", mpi: srun, job: slurm.JobOptions{Nodes: "2", NTasksPerNode: 2}, nproc: 2,
 			wantErr: "--torchrun runs one task per node, whose torchrun starts the 2 workers: drop --ntasks and --ntasks-per-node"},
