@@ -445,10 +445,8 @@ func Command(spec Spec) ([]string, error) {
 // envArgs sets the syntax's fixedEnv and spec.Env over it in the flavor's
 // syntax, sorted by name.
 func envArgs(spec Spec, sx *syntax) []string {
-	env := maps.Clone(sx.fixedEnv)
-	if env == nil {
-		env = map[string]string{}
-	}
+	env := map[string]string{}
+	maps.Copy(env, sx.fixedEnv)
 	maps.Copy(env, spec.Env)
 	var out []string
 	for _, k := range slices.Sorted(maps.Keys(env)) {

@@ -52,7 +52,7 @@ const (
 //     KillOnBadExit=1 is in slurm.conf (default 0; docs/slurm-observed.md).
 //     Neither shows in the tasks' environment, but SLURM_KILL_BAD_EXIT=1,
 //     the flag as a variable, does: batchkit's own srun lines set it, and
-//     then the step is not watched (srunStops). A user's `srun batchkit
+//     then the step is not watched (needsWatch). A user's `srun batchkit
 //     exec` is.
 //   - Open MPI's mpirun, torchrun and batchkit run stop the job. Single
 //     and SlurmBatch are one process.
@@ -61,12 +61,13 @@ var needed = map[topology.Launcher]bool{
 	topology.OpenMPI: false, topology.Hydra: true, topology.MVAPICH: true, topology.PMIx: false, topology.PALS: false,
 }
 
-// srunStops says whether srun ends the step itself when a task exits
-// non-zero, as its SLURM_KILL_BAD_EXIT says: any integer but 0, as srun
-// parses it.
-func srunStops(getenv topology.Getenv, l topology.Launcher) bool {
+// needsWatch is needed's row, except that an srun step whose srun was
+// told SLURM_KILL_BAD_EXIT (any integer but 0, as srun parses it) is
+// stopped by srun itself.
+func needsWatch(getenv topology.Getenv, l topology.Launcher) bool {
 	n, err := strconv.Atoi(getenv(envvars.SlurmKillBadExit))
-	return l == topology.Slurm && err == nil && n != 0
+	srunStops := l == topology.Slurm && err == nil && n != 0
+	return needed[l] && !srunStops
 }
 
 // WatchPort is the hub's port, which every rank derives from MASTER_PORT
@@ -106,7 +107,7 @@ func FromEnv(getenv topology.Getenv, t topology.Topology, token func() (string, 
 	default:
 		return Config{}, false, fmt.Errorf("%s=%q: want 0 or 1", envvars.FailFast, v)
 	}
-	if t.WorldSize < 2 || (v == "" && (!needed[t.Launcher] || srunStops(getenv, t.Launcher))) {
+	if t.WorldSize < 2 || (v == "" && !needsWatch(getenv, t.Launcher)) {
 		return Config{}, false, nil
 	}
 	tok, err := token()
