@@ -122,10 +122,7 @@ FUZZ_TARGETS := ./slurm:FuzzExpandHostlist ./slurm:FuzzCompressHostlist ./slurm:
 	./trainer/bench:FuzzParseSize ./internal/shquote:FuzzQuote ./detect:FuzzDetect
 
 fuzz:
-	@set -e; for t in $(FUZZ_TARGETS); do \
-	  echo "fuzz $$t for $(FUZZTIME)"; \
-	  $(GO) test -run='^$$' -fuzz="^$${t#*:}\$$" -fuzztime=$(FUZZTIME) "$${t%%:*}/"; \
-	done
+	@GO=$(GO) FUZZTIME=$(FUZZTIME) scripts/fuzz.sh $(FUZZ_TARGETS)
 
 cluster-up:
 	scripts/local-cluster.sh up
