@@ -14,7 +14,7 @@ LDFLAGS  := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 GO       ?= go
 FUZZTIME ?= 20s
 
-.PHONY: all build build-mpi man install demo bench bench-ab bench-train test vet unit integration fuzz cluster-up cluster-down cluster-status clean
+.PHONY: all build build-mpi man install demo bench bench-ab bench-train test vet unit integration fuzz cluster-up cluster-down cluster-status intel-stack clean
 
 all: build
 
@@ -100,7 +100,7 @@ bench-train:
 # Everything: install what is missing, bring the local two-node Slurm
 # cluster up, vet, unit + fuzz-seed + integration tests. BATCHKIT_REQUIRE_CLUSTER
 # turns "cluster not up" skips into failures, so nothing is silently skipped.
-test: cluster-up vet
+test: cluster-up intel-stack vet
 	BATCHKIT_REQUIRE_CLUSTER=1 $(GO) test -count=1 -timeout 20m ./...
 	$(MAKE) --no-print-directory fuzz FUZZTIME=3s
 
@@ -126,6 +126,11 @@ fuzz:
 
 cluster-up:
 	scripts/local-cluster.sh up
+
+# Intel MPI and oneCCL, the pinned wheels of scripts/intel-wheels.txt, in a virtual
+# environment outside the clone (BATCHKIT_INTEL_PREFIX, default /opt/batchkit/intel).
+intel-stack:
+	scripts/intel-stack.sh install
 
 cluster-down:
 	scripts/local-cluster.sh down

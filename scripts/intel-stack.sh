@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# intel-stack.sh - Intel MPI and oneCCL from their wheels, in a virtual environment.
+#
+# Usage: scripts/intel-stack.sh install|prefix|check
+#
+#   install  create the virtual environment when missing and pip-install the pinned wheels of
+#            scripts/intel-wheels.txt (idempotent: a second run checks the stamp and returns)
+#   prefix   print the environment's directory (what the intel-pip profile calls the prefix)
+#   check    exit 0 when the pinned wheels are installed and their libraries load
+#
+# The directory is $BATCHKIT_INTEL_PREFIX, default /opt/batchkit/intel: outside the clone, so a
+# second clone or CI run on the same machine reuses it (~550 MB). The python that makes the venv is
+# $BATCHKIT_INTEL_PYTHON, default /usr/bin/python3 (Debian's; another python3 may come first on PATH).
+set -euo pipefail
+
+readonly PROG=intel-stack
+readonly HERE=$(cd "$(dirname "$0")" && pwd)
+readonly PINS="$HERE/intel-wheels.txt"
+readonly PREFIX="${BATCHKIT_INTEL_PREFIX:-/opt/batchkit/intel}"
+readonly PYTHON="${BATCHKIT_INTEL_PYTHON:-/usr/bin/python3}"
+readonly STAMP="$PREFIX/.batchkit-intel-wheels"
+
+log() { printf '%s: %s\n' "$PROG" "$*"; }
+die() { printf '%s: error: %s\n' "$PROG" "$*" >&2; exit 1; }
+
+# The pins without comments or blank lines: what the stamp records.
+pins() { grep -v '^[[:space:]]*\(#\|$\)' "$PINS"; }
+
+# libs_load: every shared library the stack's users link against resolves all its dependencies
+# (ldd prints "not found" for one that does not: oneccl-cpu 2021.17+ lacks libccl.so.2).
+libs_load() {
+  local lib out
+  for lib in libmpi.so.12 libccl.so.1 libfabric.so.1; do
+    [[ -e $PREFIX/lib/$lib ]] || { echo "$PREFIX/lib/$lib is missing"; return 1; }
+    out=$(LD_LIBRARY_PATH="$PREFIX/lib" ldd "$PREFIX/lib/$lib" 2>&1) || { echo "ldd $lib: $out"; return 1; }
+    if grep -q 'not found' <<<"$out"; then
+      echo "$PREFIX/lib/$lib: $(grep 'not found' <<<"$out" | tr -s ' \t' ' ' | paste -sd, -)"
+      return 1
+    fi
+  done
+  for bin in mpiexec.hydra hydra_pmi_proxy; do
+    [[ -x $PREFIX/bin/$bin ]] || { echo "$PREFIX/bin/$bin is missing"; return 1; }
+  done
+}
+
+installed() { [[ -f $STAMP ]] && [[ $(cat "$STAMP") == "$(pins)" ]] && libs_load >/dev/null; }
+
+make_venv() {
+  [[ -x $PYTHON ]] || die "$PYTHON not found: apt-get install python3 (or set BATCHKIT_INTEL_PYTHON)"
+  if ! "$PYTHON" -c 'import venv, ensurepip' 2>/dev/null; then
+    [[ $(id -u) -eq 0 ]] && command -v apt-get >/dev/null || die "$PYTHON has no venv module: apt-get install python3-venv"
+    log "installing python3-venv"
+    apt-get update -q >/dev/null && apt-get install -y -q --no-install-recommends python3-venv >/dev/null ||
+      die "apt-get install python3-venv failed"
+  fi
+  mkdir -p "$(dirname "$PREFIX")" || die "cannot create $(dirname "$PREFIX") (set BATCHKIT_INTEL_PREFIX to a writable directory)"
+  "$PYTHON" -m venv "$PREFIX" || die "$PYTHON -m venv $PREFIX failed"
+}
+
+install() {
+  if installed; then log "up to date in $PREFIX"; return 0; fi
+  [[ -x $PREFIX/bin/pip ]] || make_venv
+  log "installing $(pins | paste -sd' ' -) into $PREFIX"
+  # --no-input: never wait for a prompt; the timeout and retries bound a registry that stalls.
+  "$PREFIX/bin/pip" install --no-input --disable-pip-version-check --timeout 60 --retries 3 -q \
+    -r "$PINS" || die "pip install -r $PINS failed"
+  local why
+  why=$(libs_load) || die "installed, but a library does not load: $why"
+  pins >"$STAMP"
+  log "installed in $PREFIX"
+}
+
+case "${1:-}" in
+  install) install ;;
+  prefix) echo "$PREFIX" ;;
+  check) installed || { why=$(libs_load 2>&1) || true; die "not installed in $PREFIX${why:+: $why} (run: $0 install)"; } ;;
+  *) echo "usage: $0 install|prefix|check" >&2; exit 2 ;;
+esac
