@@ -1,13 +1,11 @@
 package main
 
 import (
-	"bytes"
 	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"os/signal"
 	"strconv"
@@ -59,9 +57,14 @@ Output, on rank 0: a progress bar when stdout is a terminal, one line per epoch 
 --format json prints one summary object (epoch lines go to stderr): test_accuracy,
 test_loss, epochs, steps, world_size, backend, samples_per_second, resumed_from_step,
 weights_sha256 (SHA-256 of the final float32 parameters, little-endian), elapsed_seconds.
---metrics FILE gets one JSON line per epoch: epoch, step, loss, train_acc, test_acc, test_loss,
-samples_per_second (of the steps), elapsed (seconds since the first step, evaluations
-included); a fresh run starts the file over, a resumed one appends.
+--metrics FILE gets one JSON line per epoch: run, epoch, step, loss, train_acc, test_acc,
+test_loss, samples_per_second (of the steps), elapsed (seconds since the first step,
+evaluations included). run names the run by what a checkpoint must match (model, data shape,
+world size, batch size, seed): a file of this run's lines (or empty) is continued from the
+checkpoint's epoch (started over without one); any other existing file, another run's metrics
+or a CSV, is refused (exit 2, untouched) unless --force replaces it. "-", /dev/stdout or the
+file stdout goes to: the lines go to stdout, which is never truncated. A FIFO, a device or a
+directory is refused.
 
 Examples:
    batchkit train
@@ -80,9 +83,9 @@ Examples:
 			&cli.StringFlag{Name: "checkpoint-dir", Usage: "write checkpoints to and resume from `DIR`"},
 			&cli.IntFlag{Name: "checkpoint-every", Value: 100, Usage: "steps between checkpoints (0: only at the end and when stopped)"},
 			&cli.IntFlag{Name: "check-every", Value: 100, Usage: "steps between checks that the ranks' weights agree (0: start and end only)"},
-			&cli.StringFlag{Name: "metrics", Usage: "append one JSON line per epoch to `FILE`"},
+			&cli.StringFlag{Name: "metrics", Usage: "write one JSON line per epoch to `FILE` (- for stdout)"},
 			&cli.StringFlag{Name: "plot", Usage: "draw loss and accuracy against step into `FILE` (.png, .svg or .pdf)"},
-			&cli.BoolFlag{Name: "force", Usage: "let --plot replace an existing file"},
+			&cli.BoolFlag{Name: "force", Usage: "let --plot and --metrics replace an existing file"},
 			&cli.StringFlag{Name: "format", Aliases: []string{"f"}, Value: "text", Usage: "text or json"},
 		},
 		OnUsageError: onUsageError,
@@ -98,6 +101,8 @@ type trainSetup struct {
 	json        bool
 	dataName    string
 	train, test *trainer.Dataset
+	sizes       []int        // the model's layer sizes
+	metrics     *metricsDest // rank 0's --metrics, nil without
 }
 
 func trainAction(c *cli.Context) error {
@@ -121,8 +126,14 @@ func trainAction(c *cli.Context) error {
 		if err := checkPlotPath(plot, nil, c.Bool("force")); err != nil {
 			return err
 		}
-	} else if c.IsSet("force") && plot == "" {
-		return usagef("--force is for --plot: it lets the plot replace an existing file")
+	} else if c.IsSet("force") && plot == "" && c.String("metrics") == "" {
+		return usagef("--force is for --plot and --metrics: it lets them replace an existing file")
+	}
+	if m := c.String("metrics"); topo.Rank == 0 && m != "" {
+		run := metricsRunID(s.sizes, s.train, topo.WorldSize, s.cfg.BatchSize, s.cfg.Seed)
+		if s.metrics, err = checkMetrics(m, run, c.String("data"), c.Bool("force"), c.App.Writer, c.App.ErrWriter); err != nil {
+			return err
+		}
 	}
 	comm, err := initComm(c, collective.Config{Topology: topo, Backend: s.kind, Getenv: os.Getenv})
 	if err != nil {
@@ -170,34 +181,22 @@ func trainFlags(c *cli.Context) (*trainSetup, error) {
 	if s.train, s.test, err = trainer.Split(d); err != nil {
 		return nil, usagef("invalid --data %s: %v", s.dataName, err)
 	}
-	if _, err := trainer.NewMLP(d.Features, hidden, d.Classes); err != nil {
+	m, err := trainer.NewMLP(d.Features, hidden, d.Classes)
+	if err != nil {
 		return nil, usagef("invalid --hidden %q: %v", c.String("hidden"), err)
 	}
+	s.sizes = m.Sizes
 	return s, nil
 }
 
 // checkTrainPaths refuses, before any rank connects, the paths train would
-// fail on after the training: a checkpoint directory that is a file, and
-// (rank 0 writes it) a --metrics file that is a FIFO, a device or a
-// directory — opening a FIFO for writing blocks until a reader comes.
+// fail on after the training: a checkpoint directory that is a file. Rank
+// 0's --metrics is checkMetrics'.
 func checkTrainPaths(c *cli.Context, rank int) error {
 	if dir := c.String("checkpoint-dir"); dir != "" {
 		if fi, err := os.Stat(dir); err == nil && !fi.IsDir() {
 			return usagef("invalid --checkpoint-dir %q: is %s, not a directory", dir, cmp.Or(outfile.KindOf(fi.Mode()), "a file"))
 		}
-	}
-	var nre *outfile.NotRegularError
-	if m := c.String("metrics"); rank == 0 && m != "" {
-		if err := outfile.Check(m); errors.As(err, &nre) {
-			return usagef("invalid --metrics %q: is %s, not a regular file", m, nre.Kind)
-		}
-		// Opened once here, before the ranks connect: failing later, rank 0
-		// would leave the others to report a lost connection instead.
-		f, err := os.OpenFile(m, os.O_WRONLY|os.O_CREATE, 0o644)
-		if err != nil {
-			return usagef("invalid --metrics: %v", err)
-		}
-		f.Close()
 	}
 	return nil
 }
@@ -266,7 +265,7 @@ func runTraining(c *cli.Context, s *trainSetup, comm *collective.Comm, stop func
 	cfg := s.cfg
 	cfg.Stop = stop
 	rep := &trainReport{setup: s, out: c.App.Writer, log: c.App.Writer, backend: comm.Backend(), world: comm.Size(),
-		metricsPath: c.String("metrics"), bar: isTerminal(c.App.Writer) && !s.json}
+		bar: isTerminal(c.App.Writer) && !s.json}
 	if s.json {
 		rep.log = c.App.ErrWriter
 	}
@@ -310,8 +309,8 @@ type trainReport struct {
 	world       int
 	bar         bool
 	progress    *progressbar.ProgressBar
-	metricsPath string
-	metrics     *os.File
+	metrics     io.Writer    // --metrics, nil without
+	closeMetric func() error // nil for a stream
 	hist        trainer.History
 	resumedFrom int
 	epochs      int
@@ -330,23 +329,16 @@ func (r *trainReport) start(st trainer.Start) error {
 		}
 		fmt.Fprintf(r.log, "train: resumed from %s at step %d (%s)\n", st.ResumedFile, st.ResumedFrom, where)
 	}
-	if r.metricsPath != "" {
+	if d := r.setup.metrics; d != nil {
 		// A fresh run starts the file over; a resumed one continues it
 		// from its checkpoint, which may be older than the last epochs
 		// the killed run wrote: the lines of the epochs it will run again
 		// are dropped, or they would be there twice.
-		flags := os.O_WRONLY | os.O_CREATE | os.O_TRUNC
-		if st.ResumedFrom > 0 {
-			flags = os.O_WRONLY | os.O_CREATE | os.O_APPEND
-			if err := truncateMetrics(r.metricsPath, st.ResumedAtEpoch); err != nil {
-				return fmt.Errorf("--metrics: %w", err)
-			}
-		}
-		f, err := os.OpenFile(r.metricsPath, flags, 0o644)
+		w, closeFn, err := d.open(st.ResumedAtEpoch)
 		if err != nil {
 			return fmt.Errorf("--metrics: %w", err)
 		}
-		r.metrics = f
+		r.metrics, r.closeMetric = w, closeFn
 	}
 	if r.bar && st.TotalSteps > st.ResumedFrom {
 		r.progress = progressbar.NewOptions(st.TotalSteps-st.ResumedFrom,
@@ -354,35 +346,6 @@ func (r *trainReport) start(st trainer.Start) error {
 			progressbar.OptionSetElapsedTime(true), progressbar.OptionClearOnFinish())
 	}
 	return nil
-}
-
-// truncateMetrics rewrites the metrics file at path (whole, outfile.Write)
-// with the lines of the first epochs only, without a line a kill cut short.
-// A missing file is left missing.
-func truncateMetrics(path string, epochs int) error {
-	b, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	return outfile.Write(path, metricsUpTo(b, epochs), 0o644, true)
-}
-
-// metricsUpTo is the metrics lines of b of epochs 1 to epochs (a resumed
-// run's checkpoint has those done; it runs the rest again).
-func metricsUpTo(b []byte, epochs int) []byte {
-	var out []byte
-	for _, line := range bytes.SplitAfter(b, []byte("\n")) {
-		var l struct {
-			Epoch *int `json:"epoch"`
-		}
-		if json.Unmarshal(line, &l) == nil && l.Epoch != nil && *l.Epoch <= epochs && bytes.HasSuffix(line, []byte("\n")) {
-			out = append(out, line...)
-		}
-	}
-	return out
 }
 
 func (r *trainReport) step(s trainer.StepInfo) error {
@@ -394,8 +357,10 @@ func (r *trainReport) step(s trainer.StepInfo) error {
 	return nil
 }
 
-// epochLine is one --metrics line.
+// epochLine is one --metrics line. Run comes first: a file is recognised
+// as the run's by how its lines begin (metricsPrefix).
 type epochLine struct {
+	Run              string  `json:"run"`
 	Epoch            int     `json:"epoch"`
 	Step             int     `json:"step"`
 	Loss             float64 `json:"loss"`
@@ -416,13 +381,13 @@ func (r *trainReport) epoch(e trainer.EpochInfo) error {
 	if r.metrics == nil {
 		return nil
 	}
-	b, err := json.Marshal(epochLine{Epoch: e.Epoch, Step: e.GlobalStep, Loss: e.Loss, TrainAcc: e.TrainAcc,
+	b, err := json.Marshal(epochLine{Run: r.setup.metrics.run, Epoch: e.Epoch, Step: e.GlobalStep, Loss: e.Loss, TrainAcc: e.TrainAcc,
 		TestAcc: e.TestAcc, TestLoss: e.TestLoss, SamplesPerSecond: e.SamplesPerSecond, Elapsed: e.Elapsed.Seconds()})
 	if err == nil {
 		_, err = r.metrics.Write(append(b, '\n'))
 	}
 	if err != nil {
-		return fmt.Errorf("--metrics %s: %w", r.metricsPath, err)
+		return fmt.Errorf("--metrics %s: %w", r.setup.metrics.path, err)
 	}
 	return nil
 }
@@ -431,9 +396,9 @@ func (r *trainReport) close() error {
 	if r.progress != nil {
 		r.progress.Finish()
 	}
-	if r.metrics != nil {
-		if err := r.metrics.Close(); err != nil {
-			return fmt.Errorf("--metrics %s: %w", r.metricsPath, err)
+	if r.closeMetric != nil {
+		if err := r.closeMetric(); err != nil {
+			return fmt.Errorf("--metrics %s: %w", r.setup.metrics.path, err)
 		}
 	}
 	return nil

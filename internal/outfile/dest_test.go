@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -252,5 +253,61 @@ func loop(t *testing.T, dir string) {
 		if err := os.Symlink(l[0], filepath.Join(dir, l[1])); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// Append keeps what is there, creates what is not, and refuses, at once,
+// what is not a regular file: a FIFO with no reader must not block it.
+func TestAppendDestinations(t *testing.T) {
+	tests := []struct {
+		name    string
+		setup   func(t *testing.T, dir string)
+		wantErr string
+		changes map[string]string
+	}{
+		{name: "new file", setup: nothing, changes: map[string]string{"out": file(0o644, os.Getuid(), "new")}},
+		{name: "existing file: appended", setup: regular("out", 0o600),
+			changes: map[string]string{"out": file(0o600, os.Getuid(), "oldnew")}},
+		{name: "link to a file: appended through", setup: link(regular("target", 0o600)),
+			changes: map[string]string{"target": file(0o600, os.Getuid(), "oldnew")}},
+		{name: "FIFO", setup: fifo("out"), wantErr: "not regular: a FIFO"},
+		{name: "link to a FIFO", setup: link(fifo("target")), wantErr: "not regular: a symbolic link to a FIFO"},
+		{name: "directory", setup: directory("out"), wantErr: "not regular: a directory"},
+		{name: "dangling link", setup: link(nothing), wantErr: "not regular: a dangling symbolic link"},
+	}
+	defer syscall.Umask(syscall.Umask(0o022))
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			tt.setup(t, dir)
+			before := snapshot(t, dir)
+			done := make(chan error, 1)
+			go func() {
+				f, err := Append(filepath.Join(dir, "out"), 0o644)
+				if err == nil {
+					_, err = f.Write([]byte("new"))
+					if cerr := f.Close(); err == nil {
+						err = cerr
+					}
+				}
+				done <- err
+			}()
+			var err error
+			select {
+			case err = <-done:
+			case <-time.After(5 * time.Second):
+				t.Fatal("Append blocked")
+			}
+			if diff := cmp.Diff(tt.wantErr, errText(err)); diff != "" {
+				t.Errorf("error (-want +got):\n%s\nerror: %v", diff, err)
+			}
+			want := before
+			for name, state := range tt.changes {
+				want[name] = state
+			}
+			if diff := cmp.Diff(want, snapshot(t, dir)); diff != "" {
+				t.Errorf("directory after Append (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

@@ -1,6 +1,7 @@
 // Package outfile writes the files batchkit makes for a user (plots, batch
 // scripts) without losing what was there: a new file is created exclusively,
-// an existing one is replaced only when asked, and then whole. Only regular
+// an existing one is replaced only when asked, and then whole; a log is
+// appended to (Append), never truncated. Only regular
 // files are written: a device, FIFO, socket or directory at the path (or at
 // the end of a symbolic link) is refused and left alone, since replacing
 // /dev/null with a file, as root, breaks the system.
@@ -73,6 +74,31 @@ func Write(path string, data []byte, perm fs.FileMode, replace bool) error {
 func Check(path string) error {
 	_, _, err := resolve(path)
 	return err
+}
+
+// Append opens path for appending, creating it with mode perm if missing:
+// for a log a run continues. It never truncates, and never blocks: what is
+// not a regular file (after links) is refused with a *NotRegularError before
+// it is opened, and the open is non-blocking and checked again on the open
+// file, so that a FIFO swapped in meanwhile is refused (or fails with ENXIO)
+// instead of hanging the open until a reader comes.
+func Append(path string, perm fs.FileMode) (*os.File, error) {
+	if _, _, err := resolve(path); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE|syscall.O_NONBLOCK, perm)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err == nil && !fi.Mode().IsRegular() {
+		err = &NotRegularError{Path: path, Kind: KindOf(fi.Mode())}
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
 }
 
 // create makes a new file. O_EXCL refuses every existing name, a dangling
