@@ -119,7 +119,8 @@ unit:
 # each for a few seconds; `make fuzz FUZZTIME=5m` for longer.
 FUZZ_TARGETS := ./slurm:FuzzExpandHostlist ./slurm:FuzzCompressHostlist ./slurm:FuzzParseTasksPerNode \
 	./mpirun:FuzzParseHostfile ./profile:FuzzParseFile ./profile:FuzzSet ./templates:FuzzSiteTemplate \
-	./trainer/bench:FuzzParseSize ./internal/shquote:FuzzQuote ./detect:FuzzDetect
+	./trainer/bench:FuzzParseSize ./internal/shquote:FuzzQuote ./detect:FuzzDetect \
+	./internal/printable:FuzzLine
 
 fuzz:
 	@GO=$(GO) FUZZTIME=$(FUZZTIME) scripts/fuzz.sh $(FUZZ_TARGETS)

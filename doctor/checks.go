@@ -12,6 +12,7 @@ import (
 	"github.com/batchkit/batchkit/detect"
 	"github.com/batchkit/batchkit/envsetup"
 	"github.com/batchkit/batchkit/envsetup/envvars"
+	"github.com/batchkit/batchkit/internal/printable"
 	"github.com/batchkit/batchkit/mpirun"
 	"github.com/batchkit/batchkit/profile"
 	"github.com/batchkit/batchkit/topology"
@@ -125,16 +126,32 @@ func checkSlurmController(ctx context.Context, env *Env) Result {
 		return skip("scontrol is not on PATH")
 	}
 	out, stderr, err := env.command(ctx, Command{Path: path, Args: []string{"ping"}})
-	text := strings.TrimSpace(out + "\n" + stderr)
-	if err == nil && strings.Contains(text, "UP") && !strings.Contains(text, "DOWN") {
-		return ok("%s", strings.ReplaceAll(text, "\n", "; "))
+	text := joinLines(out + "\n" + stderr)
+	if misbehaved(err) { // scontrol's fault, not slurmctld's
+		return result(failIf(needsSlurm(env.profile())), "%v", err).
+			fix("run %s ping by hand: Slurm's scontrol prints a line for each controller and exits (type -a scontrol shows which one is first on PATH)", path)
 	}
-	msg := strings.ReplaceAll(text, "\n", "; ")
+	if err == nil && strings.Contains(text, "UP") && !strings.Contains(text, "DOWN") {
+		return ok("%s", printable.Line(text, maxExcerpt))
+	}
+	msg := printable.Line(text, maxExcerpt)
 	if err != nil {
 		msg = err.Error()
 	}
 	return result(failIf(needsSlurm(env.profile())), "slurmctld does not answer: %s", msg).
 		fix("check SLURM_CONF and that slurmctld runs (scontrol ping; systemctl status slurmctld on the controller)")
+}
+
+// joinLines is a command's output on one line: its lines trimmed (a CR
+// of a CRLF too), the empty ones dropped, joined by "; ".
+func joinLines(s string) string {
+	var lines []string
+	for line := range strings.Lines(s) {
+		if line = strings.TrimSpace(line); line != "" {
+			lines = append(lines, line)
+		}
+	}
+	return strings.Join(lines, "; ")
 }
 
 func checkMpirun(ctx context.Context, env *Env) Result {
@@ -175,19 +192,23 @@ func checkMpirun(ctx context.Context, env *Env) Result {
 	}
 	path, _ := lookPath(bin)
 	out, verErr := probe.Version(path)
-	if verErr != nil && strings.TrimSpace(out) == "" {
+	switch {
+	case misbehaved(verErr):
+		return result(Fail, "%v", verErr).fix("run %s --version by hand: a launcher prints its version and exits", path)
+	case verErr != nil && strings.TrimSpace(out) == "":
 		return result(Fail, "%v", verErr).fix("run %s --version by hand: the launcher does not answer", path)
 	}
+	version := firstLine(out)
 	got, known := mpirun.FlavorFromVersion(out)
 	switch {
 	case !known:
-		return result(Warn, "%s: cannot tell its MPI flavor from %q", path, firstLine(out)).
+		return result(Warn, "%s: cannot tell its MPI flavor from %s", path, printable.Quote(version, maxExcerpt)).
 			fix("check that %s is %s's launcher", path, flavor)
 	case got != flavor:
-		return result(Fail, "%s is %s's launcher (%s), the profile says %s", path, got, firstLine(out), flavor).
+		return result(Fail, "%s is %s's launcher (%s), the profile says %s", path, got, printable.Line(version, maxExcerpt), flavor).
 			fix("put %s's bin directory first on PATH (source its vars.sh or module load it), or set mpi.binary to its launcher", flavor)
 	}
-	return ok("%s → %s: %s", bin, path, firstLine(out))
+	return ok("%s → %s: %s", bin, path, printable.Line(version, maxExcerpt))
 }
 
 func checkScripts(ctx context.Context, env *Env) Result {

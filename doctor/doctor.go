@@ -6,7 +6,10 @@
 // Checks touch the machine only through Env, so that tests hand them fake
 // command outputs; the matching rules (version.go) are pure functions.
 // Every external command runs under a timeout and Run has a deadline:
-// doctor never hangs on a dead controller or a wedged NFS mount.
+// doctor never hangs on a dead controller or a wedged NFS mount. What a
+// command prints is bounded (ExecRunner), and every text of a result is
+// one line, escaped and bounded (printable.Line) before anyone prints it:
+// a tool's output cannot retitle or clear the terminal doctor writes to.
 package doctor
 
 import (
@@ -18,6 +21,7 @@ import (
 	"time"
 
 	"github.com/batchkit/batchkit/envsetup"
+	"github.com/batchkit/batchkit/internal/printable"
 	"github.com/batchkit/batchkit/profile"
 )
 
@@ -55,7 +59,7 @@ type Command struct {
 func (c Command) String() string { return strings.TrimSpace(c.Path + " " + strings.Join(c.Args, " ")) }
 
 // Runner runs a command to completion or until ctx is done, returning its
-// stdout and stderr.
+// stdout and stderr (ExecRunner: at most MaxOutput bytes of each).
 type Runner func(ctx context.Context, c Command) (stdout, stderr string, err error)
 
 // SourceFunc sets up a profile's environment as a job would: its scripts
@@ -104,7 +108,7 @@ type CommandError struct {
 	Cmd      string
 	TimedOut time.Duration // > 0: killed after this long
 	Err      error
-	Stderr   string // its last line
+	Stderr   string // its last line, escaped and cut to a few hundred bytes
 }
 
 func (e *CommandError) Error() string {
@@ -132,7 +136,7 @@ func (env *Env) command(ctx context.Context, c Command) (stdout, stderr string, 
 	if err == nil {
 		return stdout, stderr, nil
 	}
-	ce := &CommandError{Cmd: c.String(), Err: err, Stderr: lastLine(stderr)}
+	ce := &CommandError{Cmd: c.String(), Err: err, Stderr: printable.Line(lastLine(stderr), maxExcerpt)}
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		ce.TimedOut = timeout
 	}
@@ -180,8 +184,8 @@ func (m *memo[T]) do(ctx context.Context, key string, f func() (T, error)) (T, e
 }
 
 func lastLine(s string) string {
-	lines := strings.Split(strings.TrimSpace(s), "\n")
-	return strings.TrimSpace(lines[len(lines)-1])
+	s = strings.TrimSpace(s)
+	return strings.TrimSpace(s[strings.LastIndexByte(s, '\n')+1:])
 }
 
 func firstLine(s string) string {
@@ -189,9 +193,10 @@ func firstLine(s string) string {
 	return strings.TrimSpace(line)
 }
 
-// Run runs the checks concurrently and returns their results in order.
-// A check still running when ctx is done fails as unfinished: its
-// goroutine is left to its own command timeout.
+// Run runs the checks concurrently and returns their results in order,
+// each text escaped and bounded for printing. A check still running when
+// ctx is done fails as unfinished: its goroutine is left to its own
+// command timeout.
 func Run(ctx context.Context, env *Env, checks []Check) []Result {
 	chs := make([]chan Result, len(checks))
 	for i, c := range checks {
@@ -215,6 +220,7 @@ func Run(ctx context.Context, env *Env, checks []Check) []Result {
 					Fix:     "something on this machine hangs: run the check's command by hand"}
 			}
 		}
+		results[i] = results[i].escaped()
 	}
 	return results
 }

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+
+	"github.com/batchkit/batchkit/internal/printable"
 )
 
 // probeScript runs in the interpreter under test, once: it imports each
@@ -79,7 +81,7 @@ type ProbeError struct {
 }
 
 func (e *ProbeError) Error() string {
-	return fmt.Sprintf("%s: unexpected probe output %q: %v", e.Python, firstLine(e.Output), e.Err)
+	return fmt.Sprintf("%s: unexpected probe output %s: %v", e.Python, printable.Quote(firstLine(e.Output), maxExcerpt), e.Err)
 }
 
 func (e *ProbeError) Unwrap() error { return e.Err }

@@ -6,13 +6,40 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/batchkit/batchkit/internal/printable"
 )
 
-// WriteJSON writes {"checks": [...]}.
+// Every text doctor prints is one line, and may quote a tool: each is
+// escaped by printable.Line (ESC as \x1b, a line break as \n, invalid
+// UTF-8 as \xNN) and cut to maxField bytes, in text and in JSON alike (a
+// script's JSON field may end up on a terminal too).
+
+// maxField bounds each text of a result: room for the longest fix (the
+// by-hand sourcing line), and small against what a tool can print.
+const maxField = 2 << 10
+
+// maxExcerpt bounds a tool's output quoted in a message: a version line,
+// a ping's answer, an error's last line.
+const maxExcerpt = 400
+
+// escaped is r with each text through printable.Line. It is idempotent:
+// Run's results pass again in the writers, for results from elsewhere.
+func (r Result) escaped() Result {
+	r.Name = printable.Line(r.Name, maxField)
+	r.Status = Status(printable.Line(string(r.Status), maxField))
+	r.Message = printable.Line(r.Message, maxField)
+	r.Fix = printable.Line(r.Fix, maxField)
+	return r
+}
+
+// WriteJSON writes {"checks": [...]}, the texts escaped as WriteText's.
 func WriteJSON(w io.Writer, rs []Result) error {
-	if rs == nil {
-		rs = []Result{}
+	out := make([]Result, len(rs))
+	for i, r := range rs {
+		out[i] = r.escaped()
 	}
+	rs = out
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(struct {
@@ -28,9 +55,10 @@ func WriteText(w io.Writer, rs []Result, color bool) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	counts := map[Status]int{}
 	for _, r := range rs {
+		r = r.escaped()
 		counts[r.Status]++
 		label := strings.ToUpper(string(r.Status))
-		pad := strings.Repeat(" ", 4-len(label))
+		pad := strings.Repeat(" ", max(4-len(label), 0))
 		if color {
 			label = colors[r.Status] + label + "\x1b[0m"
 		}

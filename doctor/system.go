@@ -1,17 +1,13 @@
 package doctor
 
 import (
-	"bytes"
 	"context"
 	"net"
 	"os"
-	"os/exec"
 	"runtime"
 	"strconv"
-	"time"
 
 	"github.com/batchkit/batchkit/envsetup"
-	"github.com/batchkit/batchkit/internal/cmdgroup"
 	"github.com/batchkit/batchkit/profile"
 )
 
@@ -30,19 +26,6 @@ func System(getenv func(string) string, hostname string) *Env {
 		SysPython: "/usr/bin/python3",
 		Timeout:   DefaultTimeout,
 	}
-}
-
-// ExecRunner runs c in its own process group and kills the whole group
-// when ctx is done: a wrapper script's sleeping child would otherwise keep
-// the pipes open and Wait blocked past the timeout.
-func ExecRunner(ctx context.Context, c Command) (string, string, error) {
-	cmd := exec.CommandContext(ctx, c.Path, c.Args...)
-	cmd.Env = c.Env // nil: this process's
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	cmdgroup.Bound(cmd, 500*time.Millisecond)
-	err := cmd.Run()
-	return stdout.String(), stderr.String(), err
 }
 
 // EnvSource sets up penv with envsetup, in real bash started with

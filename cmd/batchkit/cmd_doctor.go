@@ -16,6 +16,8 @@ func doctorCommand() *cli.Command {
 		Usage: "check this node before a launch: profile, Slurm, mpirun, scripts, Python stack, topology, ports, cores",
 		Description: `Each check answers OK, WARN, FAIL or SKIP with a fix. Runs on a login node or inside a job;
 independent checks run at once and every external command has a timeout, so doctor never hangs.
+What a command prints is bounded (one that prints over 1 MiB is stopped, as is a process it leaves
+holding its output) and shown escaped: a tool's escape sequences cannot reach the terminal.
 Exit status 0 without FAIL, 1 with one, 2 for bad usage. The statuses are coloured on a terminal
 unless NO_COLOR is set; --format json is for scripts.
 

@@ -7,9 +7,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -225,6 +228,81 @@ func TestDoctorHangingProbes(t *testing.T) {
 			t.Errorf("%s = %+v, want fail %q", name, r, in)
 		}
 	}
+}
+
+// Tools that print what a terminal obeys, print without end or leave a
+// child holding their output: doctor ends quickly, names what the tool
+// did, kills what it left, and neither its text nor its JSON holds a byte
+// a terminal acts on.
+func TestDoctorHostileTools(t *testing.T) {
+	for _, tc := range []struct {
+		name, body, controller string
+	}{
+		{"terminal escapes", `printf '\033]0;PWNED title\007\033[2J\033[HSlurmctld(primary) at ctl is DOWN\r\n'`,
+			`slurmctld does not answer: \x1b]0;PWNED title\a\x1b[2J\x1b[HSlurmctld(primary) at ctl is DOWN`},
+		{"invalid UTF-8 and NUL", `printf 'bad \377\376 utf8 \000 nul\n'`, `slurmctld does not answer: bad \xff\xfe utf8 \x00 nul`},
+		{"prints without end", `exec yes 'Slurmctld(primary) at ctl is UP'`, "scontrol ping: printed more than 1 MiB on stdout: stopped"},
+		{"leaves a child holding its output", "sleep 60 &\necho $! >> \"$0.pid\"\necho 'Slurmctld(primary) at ctl is UP'",
+			"scontrol ping: exited, but a process it left behind held its output open (killed)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			tools := []string{"scontrol", "mpirun.openmpi", "python3"}
+			for _, name := range tools {
+				writeScript(t, filepath.Join(dir, name), "#!/bin/sh\n"+tc.body+"\n")
+			}
+			t.Setenv("PATH", dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+			args := []string{"--profile", "local", "--python", filepath.Join(dir, "python3"), "--timeout", "5s"}
+			start := time.Now()
+			got, _ := doctorRun(t, args...)
+			// The budget is 3 timeouts; a stopped or killed tool takes none.
+			if d := time.Since(start); d > 5*time.Second {
+				t.Errorf("doctor took %v", d)
+			}
+			if r := got["slurm-controller"]; !strings.Contains(r.Message, tc.controller) {
+				t.Errorf("slurm-controller = %s %q, want it to contain %q", r.Status, r.Message, tc.controller)
+			}
+			for name, r := range got {
+				for _, s := range []string{r.Message, r.Fix} {
+					if strings.ContainsFunc(s, func(r rune) bool { return !strconv.IsPrint(r) }) || len(s) > 2048 {
+						t.Errorf("%s: %d bytes, not one printable line: %q", name, len(s), s)
+					}
+				}
+			}
+			var stdout, stderr bytes.Buffer
+			Main(append([]string{"batchkit", "doctor"}, args...), &stdout, &stderr)
+			out := stdout.Bytes()
+			if i := bytes.IndexFunc(out, func(r rune) bool { return r != '\n' && !strconv.IsPrint(r) }); i >= 0 || !utf8.Valid(out) || len(out) > 16<<10 {
+				t.Errorf("doctor's text (%d bytes) has a byte a terminal acts on at %d: %q", len(out), i, out)
+			}
+			for _, name := range tools {
+				b, err := os.ReadFile(filepath.Join(dir, name+".pid"))
+				if err != nil {
+					continue
+				}
+				for _, pid := range strings.Fields(string(b)) { // from both runs
+					if alive(pid) {
+						t.Errorf("%s's child %s is alive", name, pid)
+					}
+				}
+			}
+		})
+	}
+}
+
+// alive: the process runs, and is not a zombie waiting for init; it gets
+// a few seconds to die.
+func alive(pid string) bool {
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		st, err := os.ReadFile("/proc/" + pid + "/stat")
+		if err != nil || strings.Contains(string(st), ") Z ") {
+			return false
+		}
+	}
+	if n, err := strconv.Atoi(pid); err == nil {
+		syscall.Kill(n, syscall.SIGKILL) // not left running after the test
+	}
+	return true
 }
 
 func TestDoctorUsage(t *testing.T) {
