@@ -10,11 +10,17 @@ import (
 	"github.com/batchkit/batchkit/topology"
 )
 
-// DeviceAffinity gives the rank at t its own Intel GPUs or tiles through
-// ZE_AFFINITY_MASK, which Level Zero reads (and so SYCL, PyTorch's XPU
-// backend and oneCCL on top of it): the mask lists the devices the process
-// may see, which Level Zero then numbers from 0. cards is intelgpu.Read's
-// list; set holds at most ZE_AFFINITY_MASK, warnings one line each.
+// DeviceAffinity gives each local rank of the node at t its own Intel GPU
+// or tile through ZE_AFFINITY_MASK, which Level Zero reads (and so SYCL,
+// PyTorch's XPU backend and oneCCL on top of it): the mask lists the
+// devices a process may see, which Level Zero numbers from 0 in its own
+// order. The mask is the same in every local rank and lists one device per
+// rank in rank order, so xpu:LOCAL_RANK is local rank LOCAL_RANK's device:
+// a different one-device mask per rank would make oneCCL lose sight of its
+// peers' devices (topo_manager.cpp: "comm_dev_uuids is not sub-vector of
+// node_dev_uuids ... narrow device affinity mask") and fall back to slower
+// paths. cards is intelgpu.Read's list; set holds at most ZE_AFFINITY_MASK,
+// warnings one line each.
 //
 // Level Zero's numbering, which the mask is written in:
 //
@@ -24,15 +30,16 @@ import (
 //     ExecutionEnvironment::sortNeoDevices). Integrated graphics count in
 //     this numbering but are never given to a rank.
 //   - ZE_FLAT_DEVICE_HIERARCHY=COMPOSITE: a device is a card, its tiles
-//     sub-devices; the mask names a card "c" or one of its tiles "c.t".
+//     sub-devices (a mask entry "c.t" would expose tiles of one card under
+//     that card, not as devices of their own, so batchkit gives out cards).
 //     FLAT (compute-runtime's default on Data Center GPU Max, whose cards
-//     have 2 tiles) and COMBINED: every tile is a device of its own, numbered
-//     across the cards in order, and "c.t" entries are ignored
-//     (ExecutionEnvironment::parseAffinityMask). Unset, batchkit assumes FLAT
-//     when a card has more than one tile, COMPOSITE otherwise: the two
+//     have 2 tiles) and COMBINED: every tile is a device of its own,
+//     numbered across the cards in order
+//     (ExecutionEnvironment::parseAffinityMask). Unset, batchkit assumes
+//     FLAT when a card has more than one tile, COMPOSITE otherwise: the two
 //     number single-tile cards alike.
 //
-// The rule, for local rank r of n:
+// The rule, for n local ranks:
 //
 //   - No discrete Intel GPU this process can open: nothing, no warning.
 //   - A ZE_AFFINITY_MASK that is not Slurm's (slurmBinding) is the user's:
@@ -44,20 +51,21 @@ import (
 //     I_MPI_OFFLOAD=1/2 with I_MPI_OFFLOAD_PIN unset), which a set
 //     ZE_AFFINITY_MASK turns off.
 //   - The candidates are the cards Slurm bound to the step or task when it
-//     did, else every discrete card. A task Slurm bound to cards of its own
-//     (--gpus-per-task, --gpu-bind; seen as fewer cards than
-//     SLURM_GPUS_ON_NODE) takes all of them: n counts as 1.
-//   - Alone on the node without a Slurm binding (n = 1): nothing; the rank
-//     keeps every device.
-//   - n at most the candidate cards: whole cards, len/n each (local rank r
-//     takes the r-th slice; the rest stay unused), spelled "c" in
-//     COMPOSITE and as the cards' tiles in FLAT. More ranks than cards:
-//     tiles, tiles/n each. More ranks than tiles: rank r takes tile
-//     (or card) r mod the count, with a warning: ranks share devices.
+//     did, else every discrete card; their devices are cards (COMPOSITE) or
+//     tiles (FLAT). A task Slurm bound to cards of its own (--gpus-per-task,
+//     --gpu-bind; seen as fewer cards than SLURM_GPUS_ON_NODE) keeps all of
+//     them, and so does the node's only rank; without a Slurm binding the
+//     node's only rank gets no mask at all.
+//   - n ranks on D >= n devices: local rank r's device is device r*D/n, in
+//     order, so ranks spread over the cards (and their sockets) when there
+//     are more devices than ranks.
+//   - More ranks than devices: all of them, and a warning that ranks share
+//     them (local rank r's is xpu:(r mod D)).
 //   - Slurm's own ZE_AFFINITY_MASK numbers cards (its oneapi autodetection
 //     enumerates in COMPOSITE): under FLAT with multi-tile cards its "1"
-//     would be card 0's second tile, so it is rewritten as card 1's tiles.
-//     A value equal to Slurm's is not set again.
+//     would be card 0's second tile, so it is rewritten in tiles.
+//   - A mask equal to the one already set, or to every device Level Zero
+//     shows when none is set, is not set.
 func DeviceAffinity(t topology.Topology, cards []intelgpu.Card, getenv topology.Getenv) (set map[string]string, warnings []string) {
 	visible := levelZeroOrder(cards, getenv)
 	if !slices.ContainsFunc(visible, func(c intelgpu.Card) bool { return !c.Integrated }) {
@@ -76,10 +84,7 @@ func DeviceAffinity(t topology.Topology, cards []intelgpu.Card, getenv topology.
 	}
 	mode, warnings := hierarchy(visible, getenv)
 
-	n, r := max(t.LocalWorldSize, 1), 0
-	if t.LocalRank > 0 {
-		r = t.LocalRank % n
-	}
+	n := max(t.LocalWorldSize, 1)
 	var cand []int // indices into visible
 	if bound {
 		for _, c := range b.cards {
@@ -90,7 +95,7 @@ func DeviceAffinity(t topology.Topology, cards []intelgpu.Card, getenv topology.
 		}
 		cand = b.cards
 		if b.own {
-			n, r = 1, 0
+			n = 1
 		}
 	} else {
 		if n == 1 {
@@ -103,53 +108,48 @@ func DeviceAffinity(t topology.Topology, cards []intelgpu.Card, getenv topology.
 		}
 	}
 
-	base := make([]int, len(visible)) // each card's first tile in FLAT numbering
-	for i := 1; i < len(visible); i++ {
-		base[i] = base[i-1] + visible[i-1].Tiles
+	flat := mode != "COMPOSITE"
+	base := make([]int, len(visible)+1) // each card's first tile in FLAT numbering; the last, their count
+	for i, c := range visible {
+		base[i+1] = base[i] + c.Tiles
 	}
-	// Units are whole cards while there are enough of them, else tiles.
-	tiles := n > len(cand) && slices.ContainsFunc(cand, func(i int) bool { return visible[i].Tiles > 1 })
-	var units [][]string // each unit's mask entries
+	// The devices Level Zero will show: cards in COMPOSITE, tiles in FLAT.
+	var units []string
 	for _, i := range cand {
-		c := visible[i]
-		switch {
-		case mode == "COMPOSITE" && (!tiles || c.Tiles == 1):
-			units = append(units, []string{strconv.Itoa(i)})
-		case mode == "COMPOSITE":
-			for tl := range c.Tiles {
-				units = append(units, []string{strconv.Itoa(i) + "." + strconv.Itoa(tl)})
-			}
-		case tiles:
-			for tl := range c.Tiles {
-				units = append(units, []string{strconv.Itoa(base[i] + tl)})
-			}
-		default: // a whole card in FLAT: all its tiles
-			var u []string
-			for tl := range c.Tiles {
-				u = append(u, strconv.Itoa(base[i]+tl))
-			}
-			units = append(units, u)
+		if !flat {
+			units = append(units, strconv.Itoa(i))
+			continue
+		}
+		for tl := range visible[i].Tiles {
+			units = append(units, strconv.Itoa(base[i]+tl))
 		}
 	}
-	var mine []string
-	if per := len(units) / n; per > 0 {
-		for _, u := range units[r*per : (r+1)*per] {
-			mine = append(mine, u...)
+	want := units // alone, or bound by Slurm alone: every candidate
+	if n > 1 && n <= len(units) {
+		want = nil
+		for r := range n {
+			want = append(want, units[r*len(units)/n])
 		}
-	} else {
+	} else if n > 1 {
 		kind := "card"
-		if tiles {
+		if flat && len(units) > len(cand) {
 			kind = "tile"
 		}
-		warnings = append(warnings, fmt.Sprintf(
-			"devices: %d local ranks on %d Intel GPU %s(s): ranks share them (local rank r takes %s r mod %d)", n, len(units), kind, kind, len(units)))
-		mine = units[r%len(units)]
+		w := fmt.Sprintf("devices: %d local ranks on %d Intel GPU %s(s): ranks share them (local rank r's is xpu:(r mod %d))", n, len(units), kind, len(units))
+		if !flat && slices.ContainsFunc(cand, func(i int) bool { return visible[i].Tiles > 1 }) {
+			w += "; ZE_FLAT_DEVICE_HIERARCHY=FLAT would give each rank a tile"
+		}
+		warnings = append(warnings, w)
 	}
-	want := strings.Join(mine, ",")
-	if want == mask {
-		return nil, warnings
+	all := len(visible)
+	if flat {
+		all = base[len(visible)]
 	}
-	return map[string]string{"ZE_AFFINITY_MASK": want}, warnings
+	got := strings.Join(want, ",")
+	if got == mask || mask == "" && len(want) == all {
+		return nil, warnings // nothing to change
+	}
+	return map[string]string{"ZE_AFFINITY_MASK": got}, warnings
 }
 
 // levelZeroOrder is the cards Level Zero can open, in its order.

@@ -58,61 +58,58 @@ func TestDeviceAffinity(t *testing.T) {
 		name: "the node's only rank keeps every device",
 		topo: topo(topology.Single, 0, 1), cards: pvc,
 	}, {
-		name: "12 ranks on 6 two-tile cards, FLAT by default: local rank 5 takes tile 5",
+		name: "12 ranks on 6 two-tile cards, FLAT by default: a tile each, xpu:LOCAL_RANK, which needs no mask",
 		topo: topo(topology.Slurm, 5, 12), cards: pvc, env: map[string]string{"SLURM_STEP_ID": "0"},
-		want: mask("5"),
 	}, {
-		name: "6 ranks on 6 two-tile cards, FLAT: local rank 2 takes card 2's two tiles",
+		name: "6 ranks on 6 two-tile cards, FLAT: a card each (its first tile), the same mask in every rank",
 		topo: topo(topology.Torchrun, 2, 6), cards: pvc,
-		want: mask("4,5"),
+		want: mask("0,2,4,6,8,10"),
 	}, {
-		name: "4 ranks on 6 cards: a card each, cards 4 and 5 unused",
+		name: "4 ranks on 12 tiles: spread over the cards in order",
 		topo: topo(topology.Hydra, 3, 4), cards: pvc,
-		want: mask("6,7"),
+		want: mask("0,3,6,9"),
 	}, {
-		name: "8 ranks on 12 tiles: a tile each, tiles 8-11 unused",
+		name: "8 ranks on 12 tiles",
 		topo: topo(topology.Torchrun, 7, 8), cards: pvc,
-		want: mask("7"),
+		want: mask("0,1,3,4,6,7,9,10"),
 	}, {
-		name: "COMPOSITE, 6 ranks on 6 cards: local rank 4 takes card 4",
-		topo: topo(topology.Torchrun, 4, 6), cards: pvc, env: map[string]string{"ZE_FLAT_DEVICE_HIERARCHY": "COMPOSITE"},
-		want: mask("4"),
+		name: "COMPOSITE, 4 ranks on 6 cards: cards 0, 1, 3 and 4",
+		topo: topo(topology.Torchrun, 1, 4), cards: pvc, env: map[string]string{"ZE_FLAT_DEVICE_HIERARCHY": "COMPOSITE"},
+		want: mask("0,1,3,4"),
 	}, {
-		name: "COMPOSITE, 12 ranks on 6 cards: local rank 5 takes card 2's second tile",
+		name: "COMPOSITE, 12 ranks on 6 cards: ranks share cards, and FLAT is suggested",
 		topo: topo(topology.Torchrun, 5, 12), cards: pvc, env: map[string]string{"ZE_FLAT_DEVICE_HIERARCHY": "COMPOSITE"},
-		want: mask("2.1"),
+		warnings: []string{"devices: 12 local ranks on 6 Intel GPU card(s): ranks share them (local rank r's is xpu:(r mod 6)); ZE_FLAT_DEVICE_HIERARCHY=FLAT would give each rank a tile"},
 	}, {
 		name: "COMBINED numbers tiles as FLAT does",
-		topo: topo(topology.Torchrun, 7, 12), cards: pvc, env: map[string]string{"ZE_FLAT_DEVICE_HIERARCHY": "COMBINED"},
-		want: mask("7"),
+		topo: topo(topology.Torchrun, 0, 6), cards: pvc, env: map[string]string{"ZE_FLAT_DEVICE_HIERARCHY": "COMBINED"},
+		want: mask("0,2,4,6,8,10"),
 	}, {
-		name: "more ranks than tiles: local rank 13 of 16 shares tile 1, one warning",
-		topo: topo(topology.Torchrun, 13, 16), cards: pvc,
-		want:     mask("1"),
-		warnings: []string{"devices: 16 local ranks on 12 Intel GPU tile(s): ranks share them (local rank r takes tile r mod 12)"},
+		name: "more ranks than tiles: all of them, one warning",
+		topo: topo(topology.Torchrun, 0, 16), cards: pvc,
+		warnings: []string{"devices: 16 local ranks on 12 Intel GPU tile(s): ranks share them (local rank r's is xpu:(r mod 12))"},
 	}, {
-		name: "3 ranks on 2 single-tile cards: local rank 2 shares card 0",
-		topo: topo(topology.Torchrun, 2, 3), cards: arc,
-		want:     mask("0"),
-		warnings: []string{"devices: 3 local ranks on 2 Intel GPU card(s): ranks share them (local rank r takes card r mod 2)"},
+		name: "3 ranks on 2 single-tile cards share them",
+		topo: topo(topology.Torchrun, 0, 3), cards: arc,
+		warnings: []string{"devices: 3 local ranks on 2 Intel GPU card(s): ranks share them (local rank r's is xpu:(r mod 2))"},
 	}, {
 		name: "integrated graphics come after the discrete cards and are never given out",
 		topo: topo(topology.Torchrun, 1, 2), cards: append([]intelgpu.Card{igpu}, arc...),
-		want: mask("1"),
+		want: mask("0,1"),
 	}, {
 		name: "ZE_ENABLE_PCI_ID_DEVICE_ORDER=1: the integrated GPU is device 0, the discrete cards 1 and 2",
 		topo: topo(topology.Torchrun, 1, 2), cards: append([]intelgpu.Card{igpu}, arc...),
 		env:  map[string]string{"ZE_ENABLE_PCI_ID_DEVICE_ORDER": "1"},
-		want: mask("2"),
+		want: mask("1,2"),
 	}, {
 		name: "PCI order with FLAT: the integrated GPU's tile shifts the numbering by one",
 		topo: topo(topology.Torchrun, 1, 6), cards: append([]intelgpu.Card{igpu}, pvc...),
 		env:  map[string]string{"ZE_ENABLE_PCI_ID_DEVICE_ORDER": "1"},
-		want: mask("3,4"),
+		want: mask("1,3,5,7,9,11"),
 	}, {
 		name: "a card that cannot be opened is not in Level Zero's numbering",
-		topo: topo(topology.Torchrun, 1, 2), cards: append(unusable(gpus(1, 1)), gpus(3, 1)[1:]...),
-		want: mask("1"),
+		topo: topo(topology.Torchrun, 1, 2), cards: append(unusable(gpus(1, 1)), gpus(4, 1)[1:]...),
+		want: mask("0,1"),
 	}, {
 		name: "the user's ZE_AFFINITY_MASK wins, with one warning",
 		topo: topo(topology.Torchrun, 1, 2), cards: pvc, env: map[string]string{"ZE_AFFINITY_MASK": "3"},
@@ -127,20 +124,20 @@ func TestDeviceAffinity(t *testing.T) {
 		warnings: []string{`devices: ONEAPI_DEVICE_SELECTOR="level_zero:0.1" picks devices by number: ZE_AFFINITY_MASK not set (it would renumber them)`},
 	}, {
 		name: "ONEAPI_DEVICE_SELECTOR naming backends and types only: the mask is set beside it",
-		topo: topo(topology.Torchrun, 1, 12), cards: pvc, env: map[string]string{"ONEAPI_DEVICE_SELECTOR": "opencl:gpu;level_zero:gpu"},
-		want: mask("1"),
+		topo: topo(topology.Torchrun, 1, 6), cards: pvc, env: map[string]string{"ONEAPI_DEVICE_SELECTOR": "opencl:gpu;level_zero:gpu"},
+		want: mask("0,2,4,6,8,10"),
 	}, {
 		name: "Intel MPI's own GPU pinning: no mask, which would turn it off",
-		topo: topo(topology.Hydra, 1, 12), cards: pvc, env: map[string]string{"I_MPI_OFFLOAD_PIN": "1"},
+		topo: topo(topology.Hydra, 1, 6), cards: pvc, env: map[string]string{"I_MPI_OFFLOAD_PIN": "1"},
 		warnings: []string{"devices: I_MPI_OFFLOAD_PIN=1: Intel MPI pins GPUs itself, ZE_AFFINITY_MASK not set (it would turn that off)"},
 	}, {
 		name: "I_MPI_OFFLOAD_PIN=0 outranks I_MPI_OFFLOAD=1",
-		topo: topo(topology.Hydra, 1, 12), cards: pvc, env: map[string]string{"I_MPI_OFFLOAD_PIN": "0", "I_MPI_OFFLOAD": "1"},
-		want: mask("1"),
+		topo: topo(topology.Hydra, 1, 6), cards: pvc, env: map[string]string{"I_MPI_OFFLOAD_PIN": "0", "I_MPI_OFFLOAD": "1"},
+		want: mask("0,2,4,6,8,10"),
 	}, {
 		name: "a junk ZE_FLAT_DEVICE_HIERARCHY: warned about, Level Zero's default assumed",
-		topo: topo(topology.Torchrun, 3, 12), cards: pvc, env: map[string]string{"ZE_FLAT_DEVICE_HIERARCHY": "flat"},
-		want:     mask("3"),
+		topo: topo(topology.Torchrun, 3, 6), cards: pvc, env: map[string]string{"ZE_FLAT_DEVICE_HIERARCHY": "flat"},
+		want:     mask("0,2,4,6,8,10"),
 		warnings: []string{`devices: ZE_FLAT_DEVICE_HIERARCHY="flat" is not FLAT, COMPOSITE or COMBINED: Level Zero ignores it, ZE_AFFINITY_MASK is computed for its default`},
 	}, {
 		name: "srun --gpus-per-task=1, ConstrainDevices, COMPOSITE: Slurm's mask is the task's own and stays",
@@ -153,21 +150,25 @@ func TestDeviceAffinity(t *testing.T) {
 		env:  map[string]string{"SLURM_STEP_GPUS": "7", "ZE_AFFINITY_MASK": "3", "GPU_DEVICE_ORDINAL": "3", "SLURM_GPUS_ON_NODE": "4"},
 		want: mask("6,7"),
 	}, {
-		name: "the step's 2 cards shared by 4 tasks (ConstrainDevices): local rank 3 takes tile 3 of them",
+		name: "the step's 2 cards shared by 4 tasks (ConstrainDevices), FLAT: Slurm's cards 0,1 are tiles 0-3, one a task",
 		topo: topo(topology.Slurm, 3, 4), cards: gpus(2, 2),
 		env:  map[string]string{"SLURM_STEP_GPUS": "4,5", "ZE_AFFINITY_MASK": "0,1", "SLURM_GPUS_ON_NODE": "2"},
-		want: mask("3"),
+		want: mask("0,1,2,3"),
 	}, {
-		name: "no device cgroup: Slurm's mask holds global indices, local rank 1 of 2 takes card 3",
+		name: "no device cgroup: Slurm's mask holds global indices; 2 tasks on its 3 cards take cards 1 and 2",
 		topo: topo(topology.Slurm, 1, 2), cards: gpus(4, 1),
-		env:  map[string]string{"SLURM_STEP_GPUS": "2,3", "ZE_AFFINITY_MASK": "2,3", "SLURM_GPUS_ON_NODE": "2"},
-		want: mask("3"),
+		env:  map[string]string{"SLURM_STEP_GPUS": "1,2,3", "ZE_AFFINITY_MASK": "1,2,3", "SLURM_GPUS_ON_NODE": "3"},
+		want: mask("1,2"),
+	}, {
+		name: "the step's only task keeps all the cards Slurm bound",
+		topo: topo(topology.Slurm, 0, 1), cards: gpus(4, 1),
+		env: map[string]string{"SLURM_STEP_GPUS": "1,2,3", "ZE_AFFINITY_MASK": "1,2,3", "SLURM_GPUS_ON_NODE": "3"},
 	}, {
 		name: "gres.conf without intel_gpu_env: GPU_DEVICE_ORDINAL's index; 2 tasks share the one card",
-		topo: topo(topology.Slurm, 1, 2), cards: gpus(1, 1),
-		env:      map[string]string{"SLURM_STEP_GPUS": "5", "GPU_DEVICE_ORDINAL": "0", "SLURM_GPUS_ON_NODE": "1"},
-		want:     mask("0"),
-		warnings: []string{"devices: 2 local ranks on 1 Intel GPU card(s): ranks share them (local rank r takes card r mod 1)"},
+		topo: topo(topology.Slurm, 1, 2), cards: gpus(2, 1),
+		env:      map[string]string{"SLURM_STEP_GPUS": "5", "GPU_DEVICE_ORDINAL": "1", "SLURM_GPUS_ON_NODE": "1"},
+		want:     mask("1"),
+		warnings: []string{"devices: 2 local ranks on 1 Intel GPU card(s): ranks share them (local rank r's is xpu:(r mod 1))"},
 	}, {
 		name: "only SLURM_JOB_GPUS (a batch script), all cards visible: its global index, one card is the task's own",
 		topo: topo(topology.Torchrun, 1, 2), cards: arc,
@@ -205,26 +206,35 @@ func TestDeviceAffinity(t *testing.T) {
 	}
 }
 
-// Every local rank of a node gets a different share of the devices as long
-// as there are enough, whatever the counts.
-func TestDeviceAffinityDisjoint(t *testing.T) {
+// Every local rank of a node computes the same mask, which has one device
+// per rank (or none, when that is every device), whatever the counts.
+func TestDeviceAffinityOneDeviceEach(t *testing.T) {
 	for _, cards := range []int{1, 2, 4, 6, 8} {
 		for _, tiles := range []int{1, 2, 4} {
 			for _, mode := range []string{"FLAT", "COMPOSITE"} {
-				for n := 2; n <= cards*tiles; n++ {
-					seen := map[string]int{}
-					for r := range n {
-						set, w := DeviceAffinity(topo(topology.Torchrun, r, n), gpus(cards, tiles),
-							topology.MapEnv(map[string]string{"ZE_FLAT_DEVICE_HIERARCHY": mode}))
-						if len(w) != 0 || set["ZE_AFFINITY_MASK"] == "" {
-							t.Fatalf("%d cards x %d tiles, %s, rank %d of %d: %v %q", cards, tiles, mode, r, n, set, w)
+				devices := cards * tiles
+				if mode == "COMPOSITE" {
+					devices = cards
+				}
+				for n := 2; n <= devices; n++ {
+					env := topology.MapEnv(map[string]string{"ZE_FLAT_DEVICE_HIERARCHY": mode})
+					first, w := DeviceAffinity(topo(topology.Torchrun, 0, n), gpus(cards, tiles), env)
+					entries := splitMask(first["ZE_AFFINITY_MASK"])
+					if len(w) != 0 || (first == nil) != (n == devices) || first != nil && len(entries) != n {
+						t.Fatalf("%d cards x %d tiles, %s, %d ranks: %v %q", cards, tiles, mode, n, first, w)
+					}
+					for r := 1; r < n; r++ {
+						set, _ := DeviceAffinity(topo(topology.Torchrun, r, n), gpus(cards, tiles), env)
+						if d := cmp.Diff(first, set); d != "" {
+							t.Errorf("%d cards x %d tiles, %s, rank %d of %d differs from rank 0:\n%s", cards, tiles, mode, r, n, d)
 						}
-						for _, e := range splitMask(set["ZE_AFFINITY_MASK"]) {
-							if prev, ok := seen[e]; ok {
-								t.Errorf("%d cards x %d tiles, %s, %d ranks: ranks %d and %d both have %s", cards, tiles, mode, n, prev, r, e)
-							}
-							seen[e] = r
+					}
+					seen := map[string]bool{}
+					for _, e := range entries {
+						if seen[e] {
+							t.Errorf("%d cards x %d tiles, %s, %d ranks: %s twice in %v", cards, tiles, mode, n, e, first)
 						}
+						seen[e] = true
 					}
 				}
 			}

@@ -49,8 +49,9 @@ them once, for all ranks).
 With --pin (or BATCHKIT_PIN=1, which a profile can export) it also sets this rank's
 OMP_NUM_THREADS, OMP_PLACES, OMP_PROC_BIND, KMP_BLOCKTIME, CCL_WORKER_COUNT, CCL_WORKER_AFFINITY,
 I_MPI_PIN_DOMAIN, CCL_ATL_TRANSPORT and CCL_PROCESS_LAUNCHER/CCL_LOCAL_RANK/CCL_LOCAL_SIZE from
-the topology and the node's CPUs, and on a node with Intel GPUs ZE_AFFINITY_MASK: each local
-rank its own GPUs or tiles, within what Slurm bound to the step (README: "Per-rank pinning").
+the topology and the node's CPUs, and on a node with Intel GPUs ZE_AFFINITY_MASK: one GPU or
+tile per local rank, within what Slurm bound, the same mask in every rank so that xpu:LOCAL_RANK
+is the rank's own (README: "Per-rank pinning").
 A value already in the environment wins; local rank 0 says so on stderr.
 
 Examples:
