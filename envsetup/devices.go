@@ -171,7 +171,7 @@ func levelZeroOrder(cards []intelgpu.Card, getenv topology.Getenv) []intelgpu.Ca
 			}
 			return -1
 		}
-		return strings.Compare(a.PCI, b.PCI)
+		return intelgpu.ComparePCI(a.PCI, b.PCI)
 	})
 	return out
 }

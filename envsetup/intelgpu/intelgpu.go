@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 )
@@ -108,8 +109,33 @@ func Read(root string) ([]Card, error) {
 			break
 		}
 	}
-	sort.SliceStable(cards, func(i, j int) bool { return cards[i].PCI < cards[j].PCI })
+	sort.SliceStable(cards, func(i, j int) bool { return ComparePCI(cards[i].PCI, cards[j].PCI) < 0 })
 	return cards, nil
+}
+
+// ComparePCI orders PCI addresses ("0000:8c:00.0") by domain, bus, device
+// and function as numbers, as Level Zero does (a VMD domain such as 10000
+// is longer than 0000, so text order would not do).
+func ComparePCI(a, b string) int {
+	ka, kb := pciKey(a), pciKey(b)
+	for i := range ka {
+		if ka[i] != kb[i] {
+			if ka[i] < kb[i] {
+				return -1
+			}
+			return 1
+		}
+	}
+	return strings.Compare(a, b)
+}
+
+func pciKey(s string) [4]uint64 {
+	var k [4]uint64
+	parts := strings.FieldsFunc(s, func(r rune) bool { return r == ':' || r == '.' })
+	for i := 0; i < len(parts) && i < 4; i++ {
+		k[i], _ = strconv.ParseUint(parts[i], 16, 64)
+	}
+	return k
 }
 
 // cardLess orders card names by number, so that the cards kept under

@@ -184,3 +184,20 @@ func TestReadHost(t *testing.T) {
 		}
 	}
 }
+
+func TestComparePCI(t *testing.T) {
+	sorted := []string{"0000:00:02.0", "0000:18:00.0", "0000:9a:00.0", "0000:9a:00.1", "0000:9b:00.0", "ffff:00:00.0", "10000:01:00.0"}
+	for i := range sorted {
+		for j := range sorted {
+			want := 0
+			if i < j {
+				want = -1
+			} else if i > j {
+				want = 1
+			}
+			if got := ComparePCI(sorted[i], sorted[j]); got != want {
+				t.Errorf("ComparePCI(%s, %s) = %d, want %d", sorted[i], sorted[j], got, want)
+			}
+		}
+	}
+}
