@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/batchkit/batchkit/envsetup/envvars"
+	"github.com/batchkit/batchkit/envsetup/intelgpu"
 	"github.com/batchkit/batchkit/topology"
 )
 
@@ -22,7 +23,9 @@ import (
 //     (PATH, LD_LIBRARY_PATH ...): a name the profile does not also set
 //     gets the scripts' value even where the user had one, as in a shell.
 //  5. batchkit's computed defaults: per-rank pinning (Pinning), which sets
-//     only what layers 2-4 left unset.
+//     only what layers 2-4 left unset, and the rank's Intel GPUs
+//     (DeviceAffinity), which also replaces a ZE_AFFINITY_MASK that Slurm,
+//     not the user, set.
 //
 // The batch template (templates/sbatch.sh.tmpl) applies layers 2-4 in
 // shell when the job runs (batchkit_user, batchkit_export) to BatchEnv's
@@ -50,10 +53,12 @@ type RankInput struct {
 	Environ []string
 	Sourced Changes           // what the profile's scripts changed (Source)
 	Vars    map[string]string // the profile's [env] variables
-	// Pin adds the pinning variables for CPUs (Pinning).
+	// Pin adds the pinning variables for CPUs (Pinning) and the rank's
+	// Intel GPUs among GPUs (DeviceAffinity).
 	Pin        bool
 	CPUs       CPUSet
 	PinOptions PinOptions
+	GPUs       []intelgpu.Card
 }
 
 // Profiled is Environ with layers 2-4 applied: the environment the
@@ -73,6 +78,9 @@ func RankEnv(in RankInput) (Changes, []string) {
 		var set map[string]string
 		set, warnings = Pinning(in.Topology, in.CPUs, in.PinOptions, getenv)
 		setAll(&ch, set)
+		dev, w := DeviceAffinity(in.Topology, in.GPUs, getenv)
+		setAll(&ch, dev)
+		warnings = append(warnings, w...)
 	}
 	setAll(&ch, Torchrun(in.Topology))
 	if a := in.Attempt; a != nil {

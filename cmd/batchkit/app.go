@@ -119,7 +119,12 @@ func oneLineUsageErrors(cmds []*cli.Command) {
 
 // Main runs the CLI and returns the process exit code.
 func Main(args []string, stdout, stderr io.Writer) int {
-	app := newApp(stdout, stderr)
+	return runApp(newApp(stdout, stderr), args, stdout, stderr)
+}
+
+// runApp is Main with the app given: tests run one whose exec reads a fake
+// node (execCommandAt).
+func runApp(app *cli.App, args []string, stdout, stderr io.Writer) int {
 	oneLineUsageErrors(app.Commands)
 	if words, ok := completionRequest(args); ok {
 		for _, c := range completions(app, words) {

@@ -11,13 +11,19 @@ import (
 	"github.com/batchkit/batchkit/detect"
 	"github.com/batchkit/batchkit/envsetup"
 	"github.com/batchkit/batchkit/envsetup/envvars"
+	"github.com/batchkit/batchkit/envsetup/intelgpu"
 	"github.com/batchkit/batchkit/launch"
 	"github.com/batchkit/batchkit/launch/failfast"
 	"github.com/batchkit/batchkit/topology"
 	"github.com/batchkit/batchkit/trainer/collective/tcp"
 )
 
-func execCommand() *cli.Command {
+func execCommand() *cli.Command { return execCommandAt("/") }
+
+// execCommandAt is exec reading this node's CPUs (proc/self/status,
+// sys/devices/system/cpu) and Intel GPUs (sys/class/drm, dev/dri) under
+// root: "/", or a fake node in tests.
+func execCommandAt(root string) *cli.Command {
 	return &cli.Command{
 		Name:      "exec",
 		Usage:     "run a program with the torchrun contract set from whatever launched this process",
@@ -43,8 +49,10 @@ them once, for all ranks).
 With --pin (or BATCHKIT_PIN=1, which a profile can export) it also sets this rank's
 OMP_NUM_THREADS, OMP_PLACES, OMP_PROC_BIND, KMP_BLOCKTIME, CCL_WORKER_COUNT, CCL_WORKER_AFFINITY,
 I_MPI_PIN_DOMAIN, CCL_ATL_TRANSPORT and CCL_PROCESS_LAUNCHER/CCL_LOCAL_RANK/CCL_LOCAL_SIZE from
-the topology and the node's CPUs (README: "Per-rank pinning"). A value
-already in the environment wins; local rank 0 says so on stderr.
+the topology and the node's CPUs, and on a node with Intel GPUs ZE_AFFINITY_MASK: one GPU or
+tile per local rank, within what Slurm bound, the same mask in every rank so that xpu:LOCAL_RANK
+is the rank's own (README: "Per-rank pinning").
+A value already in the environment wins; local rank 0 says so on stderr.
 
 Examples:
    srun -N2 --ntasks-per-node=2 batchkit exec -- python3 train.py
@@ -57,13 +65,13 @@ Examples:
 			&cli.BoolFlag{Name: "pin", EnvVars: []string{envvars.Pin},
 				Usage: "also set per-rank CPU pinning and oneCCL variables (OMP_NUM_THREADS, CCL_WORKER_AFFINITY ...)"},
 		},
-		Action: execAction,
+		Action: func(c *cli.Context) error { return execAction(c, root) },
 	}
 }
 
 // execAction sets the rank's environment and replaces this process with
-// the program.
-func execAction(c *cli.Context) error {
+// the program; root is where the node's /proc, /sys and /dev are.
+func execAction(c *cli.Context, root string) error {
 	args := c.Args().Slice()
 	if len(args) > 0 && args[0] == "--" {
 		args = args[1:]
@@ -87,12 +95,18 @@ func execAction(c *cli.Context) error {
 			t.WorldSize, t.NumNodes, t.Launcher)
 	}
 	in.Topology = t
+	var warnings []string
 	if in.Pin {
-		if in.CPUs, err = envsetup.ReadCPUs("/"); err != nil {
+		if in.CPUs, err = envsetup.ReadCPUs(root); err != nil {
 			return fmt.Errorf("exec --pin: %w", err)
 		}
+		// A node whose GPUs cannot be listed still gets its CPU pinning.
+		if in.GPUs, err = intelgpu.Read(root); err != nil {
+			warnings = append(warnings, fmt.Sprintf("devices: %v: ZE_AFFINITY_MASK not set", err))
+		}
 	}
-	ch, warnings := envsetup.RankEnv(in)
+	ch, w := envsetup.RankEnv(in)
+	warnings = append(warnings, w...)
 	// Pinning's warnings are the same on every rank of a node.
 	if t.LocalRank == 0 {
 		for _, w := range warnings {

@@ -13,6 +13,17 @@ import (
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
 		"batchkit": func() { os.Exit(Main(os.Args, os.Stdout, os.Stderr)) },
+		// batchkit-root ROOT ARGS... is batchkit whose exec reads the
+		// node's CPUs and GPUs under ROOT, a fake /proc, /sys and /dev.
+		"batchkit-root": func() {
+			app := newApp(os.Stdout, os.Stderr)
+			for i, c := range app.Commands {
+				if c.Name == "exec" {
+					app.Commands[i] = execCommandAt(os.Args[1])
+				}
+			}
+			os.Exit(runApp(app, append([]string{"batchkit"}, os.Args[2:]...), os.Stdout, os.Stderr))
+		},
 	})
 }
 
