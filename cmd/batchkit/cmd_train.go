@@ -117,6 +117,7 @@ func trainAction(c *cli.Context) error {
 	if err := checkTrainPaths(c, topo.Rank); err != nil {
 		return err
 	}
+	s.cfg.JobID = topo.JobID // named by the checkpoint directory's lock
 	if plot := c.String("plot"); topo.Rank == 0 && plot != "" {
 		if err := checkPlotPath(plot, nil, c.Bool("force")); err != nil {
 			return err
@@ -272,7 +273,7 @@ func runTraining(c *cli.Context, s *trainSetup, comm *collective.Comm, stop func
 	}
 	if comm.Rank() == 0 {
 		cfg.OnStart, cfg.OnStep, cfg.OnEpoch = rep.start, rep.step, rep.epoch
-		cfg.Warn = func(err error) { fmt.Fprintf(c.App.ErrWriter, "batchkit: warning: %v: skipped\n", err) }
+		cfg.Warn = func(err error) { fmt.Fprintf(c.App.ErrWriter, "batchkit: warning: %v\n", err) }
 	}
 	begin := time.Now()
 	res, err := trainer.Train(trainer.FromCollective(comm), s.train, s.test, cfg)
@@ -282,11 +283,13 @@ func runTraining(c *cli.Context, s *trainSetup, comm *collective.Comm, stop func
 	var (
 		pe *trainer.PreemptedError
 		ie *trainer.IncompatibleError
+		le *trainer.LockedError
+		ue *trainer.LockError
 	)
 	switch {
 	case errors.As(err, &pe):
 		return &preemptedExit{pe}
-	case errors.As(err, &ie):
+	case errors.As(err, &ie), errors.As(err, &le), errors.As(err, &ue):
 		return badInput(err)
 	case err != nil:
 		return err
