@@ -47,10 +47,13 @@ numbers with the integer label 0..K-1 last and no header (.gz: gzip). Every 5th 
 test row; features are standardised with the train rows' mean and deviation.
 
 Checkpoints (--checkpoint-dir): rank 0 writes one every --checkpoint-every steps, at the end
-and when stopped, keeping the newest 3; a run started again resumes from the newest valid one
-and ends with the weights an uninterrupted run would have. A damaged checkpoint is reported
-and the one before it used; one of another model, data shape, world size, batch size or
-seed is refused.
+and when stopped, keeping the newest 3 that verify; a run started again resumes from the newest
+valid one and ends with the weights an uninterrupted run would have. A file named ckpt-N.bkpt
+that cannot be used (damaged, another format version, junk, a symbolic link, not a regular
+file) is named in a warning, skipped and never deleted; one of another model, data shape,
+world size, batch size or seed is refused. One run at a time: rank 0 locks the directory
+(DIR/.batchkit.lock: host, PID, job id, start) until train ends; a second run on it is refused
+before its first step, exit 2, naming the first. A lock left by a killed run is taken over.
 
 SIGTERM or SIGUSR1 to any rank stops every rank after the same step; rank 0 checkpoints and
 train exits with 75 (EX_TEMPFAIL: rerun the same command to continue). Bad flags or data: 2.
