@@ -195,7 +195,7 @@ func (l *DirLock) acquire() ([]byte, error) {
 		err = flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
 		switch {
 		case errors.Is(err, syscall.EWOULDBLOCK):
-			holder := readHolder(f)
+			holder := readHolder(f, l.owner.Host)
 			f.Close()
 			return nil, &LockedError{Dir: l.dir, Holder: holder}
 		case err != nil && !noLocks(err):
@@ -215,18 +215,21 @@ func (l *DirLock) acquire() ([]byte, error) {
 	return nil, &LockError{Dir: l.dir, Err: fmt.Errorf("%s keeps being removed and created again", l.path)}
 }
 
-// readHolder reads the owner in the lock file of another run, which may be
-// writing it: an incomplete line is read again for up to a second.
-func readHolder(f *os.File) *LockOwner {
+// readHolder reads the owner in the lock file of another run, which may
+// not have written it yet: an incomplete line, or the name of a process of
+// this host (host) that no longer runs (the dead run it is taking over), is
+// read again for up to a second.
+func readHolder(f *os.File, host string) *LockOwner {
 	b := make([]byte, maxLockBytes)
+	var o *LockOwner
 	for range 100 {
 		n, _ := f.ReadAt(b, 0)
-		if o := parseOwner(b[:n]); o != nil {
+		if o = parseOwner(b[:n]); o != nil && (o.Host != host || alive(o.PID)) {
 			return o
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	return nil
+	return o
 }
 
 // parseOwner is the owner a lock file's content names, or nil.
@@ -235,10 +238,8 @@ func parseOwner(b []byte) *LockOwner {
 	if !ok || bytes.ContainsRune(line, '\n') {
 		return nil
 	}
-	var o LockOwner
-	dec := json.NewDecoder(bytes.NewReader(line))
-	dec.DisallowUnknownFields()
-	if dec.Decode(&o) != nil || o.Host == "" || o.PID <= 0 {
+	var o LockOwner // fields a later version may add are ignored
+	if json.Unmarshal(line, &o) != nil || o.Host == "" || o.PID <= 0 {
 		return nil
 	}
 	return &o
@@ -425,18 +426,19 @@ const (
 
 // openCheckpointDir is a run's checkpoint directory, nil without one. Rank
 // 0, which writes the checkpoints, locks it before any rank reads from it,
-// and every rank learns whether it did: when rank 0 is refused, every rank
-// returns at once, whatever launched them. Its close releases the lock.
+// and every rank learns whether it did (one Allgather, in every run of more
+// than one rank): when rank 0 is refused, every rank returns at once,
+// whatever launched them. Its close releases the lock.
 func openCheckpointDir(c Comm, cfg Config) (*checkpointDir, error) {
-	if cfg.CheckpointDir == "" {
-		return nil, nil
-	}
-	d := newCheckpointDir(cfg.CheckpointDir, cfg.Warn)
 	var (
+		d      *checkpointDir
 		err    error
 		status = lockOK
 	)
-	if c.Rank() == 0 {
+	if cfg.CheckpointDir != "" {
+		d = newCheckpointDir(cfg.CheckpointDir, cfg.Warn)
+	}
+	if d != nil && c.Rank() == 0 {
 		owner := LockOwner{Host: hostname(), PID: os.Getpid(), JobID: cfg.JobID, Since: time.Now().Truncate(time.Second)}
 		d.lock, err = LockCheckpointDir(cfg.CheckpointDir, owner, cfg.Warn)
 		var (
@@ -453,9 +455,14 @@ func openCheckpointDir(c Comm, cfg Config) (*checkpointDir, error) {
 		}
 	}
 	if c.Size() > 1 {
+		// Every rank passes the same Config; but should one lack the
+		// directory, the collectives still match.
 		all := make([]float64, c.Size())
 		if gerr := c.Allgather([]float64{float64(status)}, all); gerr != nil {
 			d.close()
+			if d == nil {
+				return nil, fmt.Errorf("start-up: %w", gerr)
+			}
 			return nil, fmt.Errorf("checkpoint directory lock: %w", gerr)
 		}
 		status = int(all[0])
@@ -463,14 +470,14 @@ func openCheckpointDir(c Comm, cfg Config) (*checkpointDir, error) {
 	switch {
 	case err != nil:
 		return nil, err
+	case status == lockOK:
+		return d, nil
 	case status == lockInUse:
 		return nil, &LockedError{Dir: cfg.CheckpointDir, Peer: true}
 	case status == lockUnusable:
 		return nil, &LockError{Dir: cfg.CheckpointDir, Err: errors.New("rank 0 could not (its error says why)")}
-	case status != lockOK:
-		return nil, fmt.Errorf("checkpoint directory %s: rank 0 could not lock it (its error says why)", cfg.CheckpointDir)
 	}
-	return d, nil
+	return nil, fmt.Errorf("checkpoint directory %s: rank 0 could not lock it (its error says why)", cfg.CheckpointDir)
 }
 
 // close releases the lock d holds, if any.

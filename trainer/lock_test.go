@@ -330,3 +330,31 @@ func TestLockRemovedWhileHeld(t *testing.T) {
 		t.Errorf("lock after the first run's Unlock: %v, want the second run's lock kept", err)
 	}
 }
+
+// A run refused while the holder has its flock but has not yet written its
+// name over that of the dead run it took over from names the holder, not
+// the dead run.
+func TestLockNamesHolderNotDeadPredecessor(t *testing.T) {
+	dir := t.TempDir()
+	host := hostname()
+	dead := exec.Command("true")
+	dead.Run()
+	writeFile(t, lockPath(dir), fmt.Appendf(nil, `{"host":%q,"pid":%d,"since":"2026-03-04T05:06:07Z"}`+"\n", host, dead.Process.Pid))
+	f, err := os.OpenFile(lockPath(dir), os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		time.Sleep(100 * time.Millisecond)
+		f.Truncate(0)
+		f.WriteAt(fmt.Appendf(nil, `{"host":%q,"pid":%d,"job_id":"77","since":"2026-03-04T05:06:07Z"}`+"\n", host, os.Getpid()), 0)
+	}()
+	_, err = LockCheckpointDir(dir, owner(host, os.Getpid(), ""), nil)
+	if want := fmt.Sprintf("in use by host %s pid %d (job 77)", host, os.Getpid()); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("got %v, want it to say %q", err, want)
+	}
+}
