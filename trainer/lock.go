@@ -54,6 +54,9 @@ type LockedError struct {
 	Unsure bool
 	// Peer: this rank is not rank 0, which found the directory in use.
 	Peer bool
+	// SameJob: Holder is of this run's own job (another step of it, or
+	// the run before a requeue, still going).
+	SameJob bool
 }
 
 func (e *LockedError) Error() string {
@@ -67,7 +70,11 @@ func (e *LockedError) Error() string {
 		return fmt.Sprintf("checkpoint directory %s is in use by another run (%s is locked but names none): wait for it, or use another --checkpoint-dir",
 			e.Dir, filepath.Join(e.Dir, LockFileName))
 	}
-	return fmt.Sprintf("checkpoint directory %s is in use by %s: wait for it, or use another --checkpoint-dir", e.Dir, e.Holder)
+	same := ""
+	if e.SameJob {
+		same = " (this same job: another of its steps, or its run before a requeue, still going)"
+	}
+	return fmt.Sprintf("checkpoint directory %s is in use by %s%s: wait for it, or use another --checkpoint-dir", e.Dir, e.Holder, same)
 }
 
 // LockError is a checkpoint directory that cannot be locked for a reason of
@@ -197,7 +204,8 @@ func (l *DirLock) acquire() ([]byte, error) {
 		case errors.Is(err, syscall.EWOULDBLOCK):
 			holder := readHolder(f, l.owner.Host)
 			f.Close()
-			return nil, &LockedError{Dir: l.dir, Holder: holder}
+			same := holder != nil && holder.JobID != "" && holder.JobID == l.owner.JobID
+			return nil, &LockedError{Dir: l.dir, Holder: holder, SameJob: same}
 		case err != nil && !noLocks(err):
 			f.Close()
 			return nil, &LockError{Dir: l.dir, Err: fmt.Errorf("flock %s: %w", l.path, err)}

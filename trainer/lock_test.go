@@ -37,6 +37,10 @@ func TestLockRefusesSecondHolder(t *testing.T) {
 	if !errors.As(err, &le) || err.Error() != want {
 		t.Errorf("second lock: %v\nwant %s", err, want)
 	}
+	_, err = LockCheckpointDir(dir, owner("h1", 1, "567"), w.warn)
+	if want := "(job 567) since 2026-03-04T05:06:07Z (this same job: "; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("lock by the same job: %v, want it to say %q", err, want)
+	}
 	if err := l.Unlock(); err != nil {
 		t.Fatal(err)
 	}
