@@ -1,6 +1,7 @@
 package trainer
 
 import (
+	"bufio"
 	"bytes"
 	"cmp"
 	"crypto/sha256"
@@ -115,35 +116,87 @@ func appendFloats(b []byte, fs []float32) []byte {
 // is wrong (the caller wraps it in a CorruptError with the path).
 func DecodeCheckpoint(b []byte) (*Checkpoint, error) {
 	if len(b) < len(checkpointMagic)+8+sha256.Size || string(b[:len(checkpointMagic)]) != checkpointMagic {
-		return nil, errors.New("not a batchkit checkpoint (bad magic or truncated)")
+		return nil, errNotCheckpoint
 	}
 	body, sum := b[:len(b)-sha256.Size], b[len(b)-sha256.Size:]
 	if got := sha256.Sum256(body); !bytes.Equal(got[:], sum) {
-		return nil, errors.New("checksum mismatch (truncated or damaged)")
+		return nil, errChecksum
 	}
-	r := body[len(checkpointMagic):]
+	h, off, p, err := checkpointLayout(body, int64(len(body)))
+	if err != nil {
+		return nil, err
+	}
+	r := body[off:]
+	return &Checkpoint{Header: h, Params: readFloats(r[:4*p]), Momentum: readFloats(r[4*p:])}, nil
+}
+
+var (
+	errNotCheckpoint = errors.New("not a batchkit checkpoint (bad magic or truncated)")
+	errChecksum      = errors.New("checksum mismatch (truncated or damaged)")
+)
+
+// checkpointLayout checks what follows the magic of a checkpoint whose body
+// (all but the checksum) is bodyLen bytes and starts with head, which holds
+// at least the magic, version and header length: the version, the header,
+// and that the parameters fill the rest. It returns the header, the offset
+// of the parameters and their number.
+func checkpointLayout(head []byte, bodyLen int64) (CheckpointHeader, int64, uint64, error) {
+	var h CheckpointHeader
+	r := head[len(checkpointMagic):]
 	if v := binary.LittleEndian.Uint32(r); v != CheckpointVersion {
-		return nil, fmt.Errorf("format version %d, this batchkit reads %d", v, CheckpointVersion)
+		return h, 0, 0, fmt.Errorf("format version %d, this batchkit reads %d", v, CheckpointVersion)
 	}
 	n := uint64(binary.LittleEndian.Uint32(r[4:]))
 	r = r[8:]
-	if n+8 > uint64(len(r)) {
-		return nil, errors.New("header overruns the file")
+	start := int64(len(checkpointMagic)) + 8 // of the header
+	if n+8 > uint64(bodyLen-start) {
+		return h, 0, 0, errors.New("header overruns the file")
 	}
-	ck := &Checkpoint{}
+	if n+8 > uint64(len(r)) { // head stops short: only when streamed (verifyCheckpoint)
+		return h, 0, 0, fmt.Errorf("header of %d bytes, more than a checkpoint's", n)
+	}
 	dec := json.NewDecoder(bytes.NewReader(r[:n]))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(&ck.Header); err != nil {
-		return nil, fmt.Errorf("header: %w", err)
+	if err := dec.Decode(&h); err != nil {
+		return h, 0, 0, fmt.Errorf("header: %w", err)
 	}
-	r = r[n:]
-	p := binary.LittleEndian.Uint64(r)
-	r = r[8:]
-	if p > MaxParams || uint64(len(r)) != 8*p {
-		return nil, fmt.Errorf("%d parameters do not match the %d bytes that follow", p, len(r))
+	p := binary.LittleEndian.Uint64(r[n:])
+	off := start + int64(n) + 8
+	if rest := bodyLen - off; p > MaxParams || uint64(rest) != 8*p {
+		return h, 0, 0, fmt.Errorf("%d parameters do not match the %d bytes that follow", p, rest)
 	}
-	ck.Params, ck.Momentum = readFloats(r[:4*p]), readFloats(r[4*p:])
-	return ck, nil
+	return h, off, p, nil
+}
+
+// verifyCheckpoint checks the checkpoint f, of size bytes, as
+// DecodeCheckpoint would, reading it once in constant memory: pruning
+// verifies files as large as the model without holding them.
+func verifyCheckpoint(f io.Reader, size int64) error {
+	if size < int64(len(checkpointMagic))+8+sha256.Size {
+		return errNotCheckpoint
+	}
+	bodyLen := size - sha256.Size
+	head := make([]byte, min(bodyLen, int64(len(checkpointMagic))+8+maxHeaderBytes+8))
+	if _, err := io.ReadFull(f, head); err != nil {
+		return fmt.Errorf("read: %w", err)
+	}
+	if string(head[:len(checkpointMagic)]) != checkpointMagic {
+		return errNotCheckpoint
+	}
+	h := sha256.New()
+	h.Write(head)
+	if _, err := io.CopyN(h, f, bodyLen-int64(len(head))); err != nil {
+		return fmt.Errorf("read: %w", err)
+	}
+	sum := make([]byte, sha256.Size)
+	if _, err := io.ReadFull(f, sum); err != nil {
+		return fmt.Errorf("read: %w", err)
+	}
+	if !bytes.Equal(h.Sum(nil), sum) {
+		return errChecksum
+	}
+	_, _, _, err := checkpointLayout(head, bodyLen)
+	return err
 }
 
 func readFloats(b []byte) []float32 {
@@ -266,10 +319,11 @@ func idOf(fi fs.FileInfo) fileID {
 	return id
 }
 
-// readCheckpointFile reads and decodes path, which must be a regular file:
-// a symbolic link is not followed, a FIFO not waited on, a file larger than
-// a checkpoint can be not read.
-func readCheckpointFile(path string) (*Checkpoint, fileID, error) {
+// readCheckpointFile reads path, which must be a regular file: a symbolic
+// link is not followed, a FIFO not waited on, a file larger than a
+// checkpoint can be not read. With decode it returns the checkpoint; else
+// it only verifies it (verifyCheckpoint) and returns nil.
+func readCheckpointFile(path string, decode bool) (*Checkpoint, fileID, error) {
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if errors.Is(err, syscall.ELOOP) {
 		return nil, fileID{}, symlinkError(path)
@@ -288,6 +342,9 @@ func readCheckpointFile(path string) (*Checkpoint, fileID, error) {
 	}
 	if fi.Size() > maxCheckpointBytes {
 		return nil, id, fmt.Errorf("%d bytes, more than a checkpoint can be", fi.Size())
+	}
+	if !decode {
+		return nil, id, pathReason(verifyCheckpoint(bufio.NewReaderSize(f, 1<<20), fi.Size()))
 	}
 	b, err := io.ReadAll(io.LimitReader(f, maxCheckpointBytes+1))
 	if err != nil {
@@ -347,16 +404,17 @@ func (d *checkpointDir) skip(path string, why error) {
 	}
 }
 
-// read decodes f, a symbolic link or a file not regular being an error
-// without opening it, and remembers whether it decoded.
-func (d *checkpointDir) read(f checkpointFile) (*Checkpoint, error) {
+// read decodes f (or with !decode only verifies it), a symbolic link or a
+// file not regular being an error without opening it, and remembers
+// whether it decoded.
+func (d *checkpointDir) read(f checkpointFile, decode bool) (*Checkpoint, error) {
 	switch {
 	case f.typ&fs.ModeSymlink != 0:
 		return nil, symlinkError(f.path)
 	case !f.typ.IsRegular():
 		return nil, fmt.Errorf("%s, not a regular file", outfile.KindOf(f.typ))
 	}
-	ck, id, err := readCheckpointFile(f.path)
+	ck, id, err := readCheckpointFile(f.path, decode)
 	d.seen[f.path] = verdict{id, err}
 	return ck, err
 }
@@ -368,7 +426,7 @@ func (d *checkpointDir) verify(f checkpointFile) error {
 			return v.err
 		}
 	}
-	_, err := d.read(f)
+	_, err := d.read(f, false)
 	return err
 }
 
@@ -383,7 +441,7 @@ func (d *checkpointDir) loadLatest() (*Checkpoint, string, error) {
 		d.skip(m, errMisnamed)
 	}
 	for _, f := range files {
-		ck, err := d.read(f)
+		ck, err := d.read(f, true)
 		if err == nil {
 			return ck, f.path, nil
 		}

@@ -388,3 +388,33 @@ func TestConcurrentSavesKeepEachOthersTempFiles(t *testing.T) {
 		t.Errorf("temporary files left: %v", tmps)
 	}
 }
+
+// verifyCheckpoint, which pruning reads files with in constant memory,
+// says what DecodeCheckpoint says of every truncation, every flipped byte,
+// another version, a header that overruns the file and bytes appended.
+func TestVerifyCheckpointAgreesWithDecode(t *testing.T) {
+	good := encoded(t, smallCheckpoint(7, 5))
+	overrun := slices.Clone(good)
+	binary.LittleEndian.PutUint32(overrun[len(checkpointMagic)+4:], 1<<30)
+	inputs := [][]byte{good, otherVersion(t, 7, 9), append(slices.Clone(good), 0), resum(overrun)}
+	for i := range good {
+		inputs = append(inputs, good[:i])
+		flipped := slices.Clone(good)
+		flipped[i] ^= 0x10
+		inputs = append(inputs, flipped, resum(flipped))
+	}
+	for _, b := range inputs {
+		_, derr := DecodeCheckpoint(b)
+		verr := verifyCheckpoint(bytes.NewReader(b), int64(len(b)))
+		if fmt.Sprint(derr) != fmt.Sprint(verr) {
+			t.Errorf("%d bytes: DecodeCheckpoint says %v, verifyCheckpoint %v", len(b), derr, verr)
+		}
+	}
+}
+
+// resum is b with its checksum made right again.
+func resum(b []byte) []byte {
+	body := b[:len(b)-sha256.Size]
+	sum := sha256.Sum256(body)
+	return append(slices.Clone(body), sum[:]...)
+}
