@@ -12,7 +12,10 @@
 //   - sampler.go: the per-epoch permutation and DistributedSampler sharding.
 //   - loop.go: Train, the data-parallel loop: resume, steps, checks that the
 //     ranks' weights agree, checkpoints and preemption.
-//   - checkpoint.go: the versioned, checksummed, atomically written format.
+//   - checkpoint.go: the versioned, checksummed, atomically written format;
+//     pruning and resume count only checkpoints that verify.
+//   - lock.go: one run at a time in a checkpoint directory (flock and a
+//     lock file naming host, PID and job).
 //   - comm.go: Comm, the four collectives the loop needs, over
 //     trainer/collective or in process (NewLocalWorld, for tests).
 //

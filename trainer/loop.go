@@ -27,11 +27,15 @@ type Config struct {
 	// steps (0: only at the end and on preemption).
 	CheckpointDir   string
 	CheckpointEvery int
+	// JobID is the job a checkpoint directory's lock names besides host
+	// and PID (LockOwner): batchkit train's is the Slurm job id.
+	JobID string
 
 	// Stop reports whether this rank was asked to stop (a signal, say). It
 	// is polled once a step; nil is never.
 	Stop func() bool
-	// Warn receives what the run survives: a corrupt checkpoint skipped.
+	// Warn receives what the run survives: a file named as a checkpoint
+	// that is skipped (*SkippedError), a dead run's lock taken over.
 	Warn func(error)
 	// Now is the clock for samples/s and elapsed times (nil: time.Now).
 	Now func() time.Time

@@ -14,9 +14,11 @@ import (
 // AllreduceAvg and takes the same SGD step, so every rank keeps bit-identical
 // weights (checked every CheckEvery steps).
 //
-// With a CheckpointDir it first resumes from the newest valid checkpoint
-// there; rank 0 writes one every CheckpointEvery steps, at the end and when
-// stopped. When any rank's Stop reports true, all ranks finish the same step
+// With a CheckpointDir rank 0 first locks the directory for the run
+// (LockCheckpointDir; a directory in use is a *LockedError on rank 0, on
+// every rank before the first step) until Train returns; every rank resumes
+// from the newest valid checkpoint there; rank 0 writes one every
+// CheckpointEvery steps, at the end and when stopped. When any rank's Stop reports true, all ranks finish the same step
 // and Train returns a *PreemptedError.
 func Train(c Comm, train, test *Dataset, cfg Config) (Result, error) {
 	if err := cfg.Validate(); err != nil {
@@ -30,6 +32,10 @@ func Train(c Comm, train, test *Dataset, cfg Config) (Result, error) {
 		return Result{}, err
 	}
 	r := newRun(c, m, train, test, cfg)
+	if r.dir, err = openCheckpointDir(c, r.cfg); err != nil {
+		return Result{}, err
+	}
+	defer r.dir.close()
 	if err := r.resume(); err != nil {
 		return Result{}, err
 	}
@@ -60,6 +66,7 @@ type run struct {
 	train, test *Dataset
 	cfg         Config
 	now         func() time.Time
+	dir         *checkpointDir // nil without a CheckpointDir; locked on rank 0
 
 	params []float32
 	opt    *SGD
@@ -258,7 +265,7 @@ func (r *run) checkpoint() (string, error) {
 	if r.cfg.CheckpointDir == "" || r.c.Rank() != 0 {
 		return "", nil
 	}
-	path, err := SaveCheckpoint(r.cfg.CheckpointDir, &Checkpoint{Header: r.header(), Params: r.params, Momentum: r.opt.Buf})
+	path, err := r.dir.save(&Checkpoint{Header: r.header(), Params: r.params, Momentum: r.opt.Buf})
 	if err != nil {
 		return "", fmt.Errorf("checkpoint at step %d: %w", r.globalStep, err)
 	}
@@ -273,7 +280,7 @@ func (r *run) resume() error {
 	if r.cfg.CheckpointDir == "" {
 		return nil
 	}
-	ck, path, err := LoadLatestCheckpoint(r.cfg.CheckpointDir, r.cfg.Warn)
+	ck, path, err := r.dir.loadLatest()
 	if err != nil || ck == nil {
 		return err
 	}

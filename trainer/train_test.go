@@ -146,7 +146,11 @@ func TestResumeCorruptFallsBack(t *testing.T) {
 				return nil
 			}
 			trainWorld(1, train, test, func(int) Config { return cfg })
-			names, _ := listCheckpoints(cfg.CheckpointDir)
+			files, _, _ := scanCheckpoints(cfg.CheckpointDir)
+			var names []string
+			for _, f := range files {
+				names = append(names, f.path)
+			}
 			if len(names) != KeepCheckpoints || checkpointStep(filepath.Base(names[0])) != 28 {
 				t.Fatalf("checkpoints %v, want the newest 3 up to step 28", names)
 			}

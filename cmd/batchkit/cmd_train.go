@@ -45,10 +45,13 @@ numbers with the integer label 0..K-1 last and no header (.gz: gzip). Every 5th 
 test row; features are standardised with the train rows' mean and deviation.
 
 Checkpoints (--checkpoint-dir): rank 0 writes one every --checkpoint-every steps, at the end
-and when stopped, keeping the newest 3; a run started again resumes from the newest valid one
-and ends with the weights an uninterrupted run would have. A damaged checkpoint is reported
-and the one before it used; one of another model, data shape, world size, batch size or
-seed is refused.
+and when stopped, keeping the newest 3 that verify; a run started again resumes from the newest
+valid one and ends with the weights an uninterrupted run would have. A file named ckpt-N.bkpt
+that cannot be used (damaged, another format version, junk, a symbolic link, not a regular
+file) is named in a warning, skipped and never deleted; one of another model, data shape,
+world size, batch size or seed is refused. One run at a time: rank 0 locks the directory
+(DIR/.batchkit.lock: host, PID, job id, start) until train ends; a second run on it is refused
+before its first step, exit 2, naming the first. A lock left by a killed run is taken over.
 
 SIGTERM or SIGUSR1 to any rank stops every rank after the same step; rank 0 checkpoints and
 train exits with 75 (EX_TEMPFAIL: rerun the same command to continue). Bad flags or data: 2.
@@ -122,6 +125,7 @@ func trainAction(c *cli.Context) error {
 	if err := checkTrainPaths(c, topo.Rank); err != nil {
 		return err
 	}
+	s.cfg.JobID = topo.JobID // named by the checkpoint directory's lock
 	if plot := c.String("plot"); topo.Rank == 0 && plot != "" {
 		if err := checkPlotPath(plot, nil, c.Bool("force")); err != nil {
 			return err
@@ -271,7 +275,7 @@ func runTraining(c *cli.Context, s *trainSetup, comm *collective.Comm, stop func
 	}
 	if comm.Rank() == 0 {
 		cfg.OnStart, cfg.OnStep, cfg.OnEpoch = rep.start, rep.step, rep.epoch
-		cfg.Warn = func(err error) { fmt.Fprintf(c.App.ErrWriter, "batchkit: warning: %v: skipped\n", err) }
+		cfg.Warn = func(err error) { fmt.Fprintf(c.App.ErrWriter, "batchkit: warning: %v\n", err) }
 	}
 	begin := time.Now()
 	res, err := trainer.Train(trainer.FromCollective(comm), s.train, s.test, cfg)
@@ -281,11 +285,13 @@ func runTraining(c *cli.Context, s *trainSetup, comm *collective.Comm, stop func
 	var (
 		pe *trainer.PreemptedError
 		ie *trainer.IncompatibleError
+		le *trainer.LockedError
+		ue *trainer.LockError
 	)
 	switch {
 	case errors.As(err, &pe):
 		return &preemptedExit{pe}
-	case errors.As(err, &ie):
+	case errors.As(err, &ie), errors.As(err, &le), errors.As(err, &ue):
 		return badInput(err)
 	case err != nil:
 		return err
