@@ -14,7 +14,7 @@ LDFLAGS  := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 GO       ?= go
 FUZZTIME ?= 20s
 
-.PHONY: all build build-mpi man install demo bench bench-ab bench-train test vet unit integration fuzz cluster-up cluster-down cluster-status intel-stack clean
+.PHONY: all build build-mpi build-ccl man install demo bench bench-ab bench-train test vet unit integration fuzz cluster-up cluster-down cluster-status intel-stack clean
 
 all: build
 
@@ -70,6 +70,23 @@ build-mpi:
 	  set -x; patchelf --replace-needed libmpich.so.12 libmpi.so.12 $(BIN)-$(MPI); \
 	fi
 
+# The binary with the oneCCL backend (build tag ccl), bin/batchkit-ccl, against
+# the Intel stack of `make intel-stack` (scripts/intel-stack.sh) at
+# BATCHKIT_INTEL_PREFIX. The prefix's include and lib directories reach cgo
+# through CGO_CPPFLAGS/CGO_LDFLAGS (ahead of the default prefix in
+# trainer/collective/ccl/ccl.go), and the binary finds libccl through a
+# DT_RPATH to that lib directory, not LD_LIBRARY_PATH: a DT_RPATH also
+# serves what libccl dlopens itself (libfabric and its providers), and no
+# launcher has to forward the environment.
+BATCHKIT_INTEL_PREFIX ?= /opt/batchkit/intel
+CCL_CGO_ENV = CGO_CPPFLAGS='-I$(BATCHKIT_INTEL_PREFIX)/include' \
+	CGO_LDFLAGS='-L$(BATCHKIT_INTEL_PREFIX)/lib -Wl,--disable-new-dtags -Wl,-rpath,$(BATCHKIT_INTEL_PREFIX)/lib'
+# ccl_stack: true when the prefix has oneCCL's header and library.
+ccl_stack = test -f '$(BATCHKIT_INTEL_PREFIX)/include/oneapi/ccl.hpp' -a -e '$(BATCHKIT_INTEL_PREFIX)/lib/libccl.so.1'
+build-ccl:
+	@$(ccl_stack) || { echo "make build-ccl: no oneCCL in $(BATCHKIT_INTEL_PREFIX) (include/oneapi/ccl.hpp, lib/libccl.so.1): run \`make intel-stack\` or set BATCHKIT_INTEL_PREFIX" >&2; exit 2; }
+	$(CCL_CGO_ENV) $(GO) build -trimpath -tags ccl -ldflags '$(LDFLAGS)' -o $(BIN)-ccl ./cmd/batchkit
+
 # The main job: the data-parallel trainer on two local ranks over the
 # pure-Go TCP collectives (no Slurm, no MPI), the embedded digits data set.
 DEMO_PLOT := bin/demo-train.png
@@ -104,12 +121,14 @@ test: cluster-up intel-stack vet
 	BATCHKIT_REQUIRE_CLUSTER=1 $(GO) test -count=1 -timeout 20m ./...
 	$(MAKE) --no-print-directory fuzz FUZZTIME=3s
 
-# The cgo MPI backend is vetted with each build tag (its files are excluded
-# from the default build).
+# The cgo backends are vetted with each build tag (their files are excluded
+# from the default build); ccl only where the Intel stack is installed.
 vet:
 	$(GO) vet ./...
 	$(GO) vet -tags mpi ./trainer/...
 	$(GO) vet -tags mpich ./trainer/...
+	@if $(ccl_stack); then set -x; $(CCL_CGO_ENV) $(GO) vet -tags ccl ./trainer/...; \
+	else echo "make vet: no oneCCL in $(BATCHKIT_INTEL_PREFIX): -tags ccl not vetted (make intel-stack)"; fi
 
 unit:
 	$(GO) test -count=1 -short ./...

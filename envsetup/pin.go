@@ -2,6 +2,7 @@ package envsetup
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strconv"
@@ -83,8 +84,20 @@ type PinOptions struct {
 //	                     that pin themselves at MPI_Init (srun --mpi=pmi2, a
 //	                     singleton). Left alone when the launcher already bound
 //	                     this rank to its own mask.
-//	CCL_ATL_TRANSPORT    mpi when an MPI launcher (or srun with PMI) started the
-//	                     ranks, so MPI_Init can wire them up; ofi otherwise.
+//	CCL_ATL_TRANSPORT    ofi, under every launcher: the ranks meet through the
+//	                     KVS whose address the framework hands round (batchkit's
+//	                     rendezvous, torch's store). Checked against oneCCL
+//	                     2021.16 with Intel MPI 2021.18: mpi works only under
+//	                     Intel MPI's own mpiexec (under Open MPI's mpirun its
+//	                     MPI_Init comes up as singletons and aborts "Duplicate
+//	                     ranks in rank array"; under MPICH's mpiexec MPI_Init
+//	                     fails in MPIDU_bc_table_create), and oneCCL's custom
+//	                     reductions, batchkit's max and min, exist on ofi only.
+//	CCL_WORKER_OFFLOAD   0 when a rank has no more cores than workers: a worker
+//	                     spinning on the core its rank waits on made an 8-byte
+//	                     allreduce of 2 ranks on 2 cores take 22 ms instead of
+//	                     13 µs (oneCCL 2021.16; it only turns offload off by
+//	                     itself when it computes the workers' affinity).
 //	CCL_PROCESS_LAUNCHER hydra under Hydra (oneCCL reads MPI_LOCALRANKID and
 //	                     MPI_LOCALNRANKS, which Hydra sets); none everywhere
 //	                     else, with CCL_LOCAL_RANK and CCL_LOCAL_SIZE from the
@@ -128,6 +141,7 @@ func Pinning(t topology.Topology, cpus CPUSet, opts PinOptions, getenv topology.
 		}
 		if per == 0 {
 			want["OMP_NUM_THREADS"] = "1"
+			want["CCL_WORKER_OFFLOAD"] = "0"
 			warnings = append(warnings, fmt.Sprintf(
 				"pinning: %d local ranks on %d cores: oversubscribed, OMP_NUM_THREADS=1 and no core pinning", local, len(cores)))
 			return keepSet(want, getenv, warnings)
@@ -142,6 +156,7 @@ func Pinning(t topology.Topology, cpus CPUSet, opts PinOptions, getenv topology.
 		warnings = append(warnings, fmt.Sprintf(
 			"pinning: %d core(s) per rank for %d oneCCL worker(s): the workers share cores with compute", len(mine), workers))
 	}
+	maps.Copy(want, workerOffload(len(mine), workers))
 	want["OMP_NUM_THREADS"] = strconv.Itoa(len(compute))
 	if v, ok := intelBinding(getenv); ok {
 		warnings = append(warnings, fmt.Sprintf(
@@ -217,17 +232,43 @@ func workerCount(opts PinOptions, getenv topology.Getenv) (int, []string) {
 // launcherVars sets CCL_ATL_TRANSPORT and oneCCL's process launcher from
 // the launcher that started the ranks.
 func launcherVars(t topology.Topology, getenv topology.Getenv, want map[string]string) {
-	want["CCL_ATL_TRANSPORT"] = "ofi"
-	if mpiStarted(t, getenv) {
-		want["CCL_ATL_TRANSPORT"] = "mpi"
-	}
+	maps.Copy(want, OneCCLLauncher(t))
+}
+
+// OneCCLLauncher is oneCCL's transport and process launcher for a rank at
+// t (see Pinning): what the ccl backend sets where the environment does
+// not, with or without --pin.
+func OneCCLLauncher(t topology.Topology) map[string]string {
 	if t.Launcher == topology.Hydra {
-		want["CCL_PROCESS_LAUNCHER"] = "hydra"
-		return
+		return map[string]string{"CCL_ATL_TRANSPORT": "ofi", "CCL_PROCESS_LAUNCHER": "hydra"}
 	}
-	want["CCL_PROCESS_LAUNCHER"] = "none"
-	want["CCL_LOCAL_RANK"] = strconv.Itoa(t.LocalRank)
-	want["CCL_LOCAL_SIZE"] = strconv.Itoa(max(t.LocalWorldSize, 1))
+	return map[string]string{
+		"CCL_ATL_TRANSPORT":    "ofi",
+		"CCL_PROCESS_LAUNCHER": "none",
+		"CCL_LOCAL_RANK":       strconv.Itoa(t.LocalRank),
+		"CCL_LOCAL_SIZE":       strconv.Itoa(max(t.LocalWorldSize, 1)),
+	}
+}
+
+// OneCCLOffload is CCL_WORKER_OFFLOAD for a rank of t on cpus, with the
+// environment's worker count (see Pinning): what the ccl backend sets
+// where the environment does not.
+func OneCCLOffload(t topology.Topology, cpus CPUSet, getenv topology.Getenv) map[string]string {
+	workers, _ := workerCount(PinOptions{}, getenv)
+	cores := len(physicalCores(cpus.Allowed))
+	if !ownMask(t, cpus, getenv) {
+		cores /= max(t.LocalWorldSize, 1)
+	}
+	return workerOffload(cores, workers)
+}
+
+// workerOffload turns oneCCL's workers off for a rank with no core to
+// spare for them.
+func workerOffload(cores, workers int) map[string]string {
+	if cores <= workers {
+		return map[string]string{"CCL_WORKER_OFFLOAD": "0"}
+	}
+	return nil
 }
 
 // mpiStarted reports whether MPI_Init can wire the ranks up: an MPI

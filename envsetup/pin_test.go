@@ -79,10 +79,10 @@ func TestPinning(t *testing.T) {
 			"CCL_WORKER_AFFINITY": "15,31,47,63",
 			"I_MPI_PIN_DOMAIN":    "[FFFF,FFFF0000,FFFF00000000,FFFF000000000000]"}),
 	}, {
-		name: "srun --mpi=pmi2 --cpus-per-task 2 on a whole 8-core node: 2 cores each, MPI transport",
+		name: "srun --mpi=pmi2 --cpus-per-task 2 on a whole 8-core node: 2 cores each, OFI transport (oneCCL's MPI transport works only under Intel MPI's mpiexec)",
 		topo: topo(topology.Slurm, 0, 2), cpus: flat(0, 8, 8),
 		env: map[string]string{"SLURM_STEP_ID": "0", "SLURM_CPUS_PER_TASK": "2", "PMI_RANK": "0", "PMI_SIZE": "2"},
-		want: base("0", "2", "mpi", map[string]string{"OMP_NUM_THREADS": "1",
+		want: base("0", "2", "ofi", map[string]string{"OMP_NUM_THREADS": "1",
 			"OMP_PLACES": "{0}", "OMP_PROC_BIND": "close",
 			"CCL_WORKER_AFFINITY": "1,3", "I_MPI_PIN_DOMAIN": "[3,C]"}),
 	}, {
@@ -97,7 +97,7 @@ func TestPinning(t *testing.T) {
 		env: map[string]string{"SLURM_STEP_ID": "0", "SLURM_CPUS_PER_TASK": "2"},
 		want: base("1", "2", "ofi", map[string]string{"OMP_NUM_THREADS": "1",
 			"OMP_PLACES": "{1}", "OMP_PROC_BIND": "close",
-			"CCL_WORKER_AFFINITY": "0,1", "I_MPI_PIN_DOMAIN": "[1,2]"}),
+			"CCL_WORKER_AFFINITY": "0,1", "I_MPI_PIN_DOMAIN": "[1,2]", "CCL_WORKER_OFFLOAD": "0"}),
 		warnings: []string{"pinning: 1 core(s) per rank for 1 oneCCL worker(s): the workers share cores with compute"},
 	}, {
 		name: "srun --cpu-bind=cores: SLURM_CPU_BIND_TYPE says the mask is the task's",
@@ -129,13 +129,13 @@ func TestPinning(t *testing.T) {
 		name: "Intel MPI Hydra pinned the rank: its own mask, hydra launcher, no I_MPI_PIN_DOMAIN",
 		topo: topo(topology.Hydra, 1, 2), cpus: flat(2, 2, 4),
 		env: map[string]string{"PMI_RANK": "1", "PMI_SIZE": "2", "MPI_LOCALRANKID": "1", "MPI_LOCALNRANKS": "2"},
-		want: map[string]string{"CCL_WORKER_COUNT": "1", "KMP_BLOCKTIME": "1", "CCL_ATL_TRANSPORT": "mpi",
+		want: map[string]string{"CCL_WORKER_COUNT": "1", "KMP_BLOCKTIME": "1", "CCL_ATL_TRANSPORT": "ofi",
 			"CCL_PROCESS_LAUNCHER": "hydra", "OMP_NUM_THREADS": "1",
 			"OMP_PLACES": "{2}", "OMP_PROC_BIND": "close", "CCL_WORKER_AFFINITY": "3,3"},
 	}, {
 		name: "Open MPI without binding: the node's mask is divided",
 		topo: topo(topology.OpenMPI, 0, 2), cpus: flat(0, 4, 4),
-		want: base("0", "2", "mpi", map[string]string{"OMP_NUM_THREADS": "1",
+		want: base("0", "2", "ofi", map[string]string{"OMP_NUM_THREADS": "1",
 			"OMP_PLACES": "{0}", "OMP_PROC_BIND": "close",
 			"CCL_WORKER_AFFINITY": "1,3", "I_MPI_PIN_DOMAIN": "[3,C]"}),
 	}, {
@@ -164,12 +164,12 @@ func TestPinning(t *testing.T) {
 		topo: topo(topology.Torchrun, 1, 2), cpus: flat(0, 2, 2),
 		want: base("1", "2", "ofi", map[string]string{"OMP_NUM_THREADS": "1",
 			"OMP_PLACES": "{1}", "OMP_PROC_BIND": "close",
-			"CCL_WORKER_AFFINITY": "0,1", "I_MPI_PIN_DOMAIN": "[1,2]"}),
+			"CCL_WORKER_AFFINITY": "0,1", "I_MPI_PIN_DOMAIN": "[1,2]", "CCL_WORKER_OFFLOAD": "0"}),
 		warnings: []string{"pinning: 1 core(s) per rank for 1 oneCCL worker(s): the workers share cores with compute"},
 	}, {
 		name: "more ranks than cores: oversubscribed, no pinning",
 		topo: topo(topology.Torchrun, 3, 4), cpus: flat(0, 2, 2),
-		want:     base("3", "4", "ofi", map[string]string{"OMP_NUM_THREADS": "1"}),
+		want:     base("3", "4", "ofi", map[string]string{"OMP_NUM_THREADS": "1", "CCL_WORKER_OFFLOAD": "0"}),
 		warnings: []string{"pinning: 4 local ranks on 2 cores: oversubscribed, OMP_NUM_THREADS=1 and no core pinning"},
 	}, {
 		name: "hyperthreads, srun bound the rank to 3 cores and their siblings: a place per core, its lowest thread",
@@ -181,7 +181,7 @@ func TestPinning(t *testing.T) {
 	}, {
 		name: "hyperthreads, 4 ranks on 2 cores of 2 threads: oversubscribed, no places",
 		topo: topo(topology.Torchrun, 0, 4), cpus: ht(1, 2),
-		want:     base("0", "4", "ofi", map[string]string{"OMP_NUM_THREADS": "1"}),
+		want:     base("0", "4", "ofi", map[string]string{"OMP_NUM_THREADS": "1", "CCL_WORKER_OFFLOAD": "0"}),
 		warnings: []string{"pinning: 4 local ranks on 2 cores: oversubscribed, OMP_NUM_THREADS=1 and no core pinning"},
 	}, {
 		name: "a user's KMP_AFFINITY with a type: Intel OpenMP would ignore OMP_PLACES and OMP_PROC_BIND, so neither is set",

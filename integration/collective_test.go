@@ -53,6 +53,9 @@ func testBinary(t *testing.T, pkg, tag string) string {
 		}
 		b.path = filepath.Join(filepath.Dir(bin), name)
 		cmd := exec.Command("go", append(args, "-o", b.path, "../trainer/"+pkg)...)
+		if tag == "ccl" {
+			cmd.Env = append(os.Environ(), cclCgoEnv()...)
+		}
 		b.out, b.err = cmd.CombinedOutput()
 	})
 	if b.err != nil {

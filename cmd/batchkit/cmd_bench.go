@@ -57,7 +57,7 @@ Examples:
    batchkit bench --plot busbw.png tcp.jsonl gloo.jsonl`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "op", Value: string(bench.Allreduce), Usage: "operation: " + closed.Join(bench.Collectives)},
-			&cli.StringFlag{Name: "backend", Value: string(collective.Auto), Usage: "collective backend: auto (mpi under an MPI launcher when built with MPI, else tcp), mpi or tcp"},
+			&cli.StringFlag{Name: "backend", Value: string(collective.Auto), Usage: "collective backend: auto (mpi under an MPI launcher when built with MPI, else tcp), " + closed.Join(collective.Kinds[1:])},
 			&cli.StringFlag{Name: "min-bytes", Value: "8", Usage: "smallest message `SIZE`"},
 			&cli.StringFlag{Name: "max-bytes", Value: "64MiB", Usage: "largest message `SIZE`"},
 			&cli.IntFlag{Name: "iters", Usage: "timed iterations for every size (warm-up max(1, `N`/10))", DefaultText: "by size, see the schedule above"},

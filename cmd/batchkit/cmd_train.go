@@ -82,7 +82,7 @@ Examples:
 			&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "seed of the initial weights and the sample order"},
 			&cli.StringFlag{Name: "hidden", Value: "64", Usage: "hidden layer sizes, comma-separated (\"\" for none)"},
 			&cli.StringFlag{Name: "data", Usage: "train on the CSV `FILE` instead of the embedded digits"},
-			&cli.StringFlag{Name: "backend", Value: string(collective.Auto), Usage: "collective backend: auto, mpi or tcp"},
+			&cli.StringFlag{Name: "backend", Value: string(collective.Auto), Usage: "collective backend: " + closed.Join(collective.Kinds)},
 			&cli.StringFlag{Name: "checkpoint-dir", Usage: "write checkpoints to and resume from `DIR`"},
 			&cli.IntFlag{Name: "checkpoint-every", Value: 100, Usage: "steps between checkpoints (0: only at the end and when stopped)"},
 			&cli.IntFlag{Name: "check-every", Value: 100, Usage: "steps between checks that the ranks' weights agree (0: start and end only)"},

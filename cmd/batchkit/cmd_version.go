@@ -10,6 +10,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/batchkit/batchkit/trainer/collective"
+	"github.com/batchkit/batchkit/trainer/collective/ccl"
 )
 
 // commit is set at build time (make build: -X main.commit=$(git rev-parse
@@ -24,19 +25,31 @@ type versionInfo struct {
 	Go      string `json:"go"`
 	OS      string `json:"os"`
 	Arch    string `json:"arch"`
-	// Backends are the collective backends compiled in: tcp always, mpi
-	// with a build tag; MPILibrary names the library mpi links ("" none).
+	// Backends are the collective backends compiled in (collective's
+	// table: tcp always, mpi and ccl with build tags); MPILibrary names the
+	// library mpi links ("" none), CCLVersion the oneCCL ccl runs on.
 	Backends   []string `json:"backends"`
 	MPILibrary string   `json:"mpi_library"`
+	CCLVersion string   `json:"ccl_version,omitempty"`
 }
 
 // buildVersion is pure: the link-time values, the toolchain's build
-// information (nil when the binary has none) and the MPI library built in.
-func buildVersion(version, commit string, bi *debug.BuildInfo, mpiLib string) versionInfo {
-	v := versionInfo{Version: version, Commit: commit, Go: runtime.Version(), OS: runtime.GOOS, Arch: runtime.GOARCH,
-		Backends: []string{"tcp"}, MPILibrary: mpiLib}
-	if mpiLib != "" {
-		v.Backends = append(v.Backends, "mpi")
+// information (nil when the binary has none), the backends built in
+// (collective.Built) and the oneCCL version ("" without ccl).
+func buildVersion(version, commit string, bi *debug.BuildInfo, built []collective.BuiltBackend, cclVersion string) versionInfo {
+	v := versionInfo{Version: version, Commit: commit, Go: runtime.Version(), OS: runtime.GOOS, Arch: runtime.GOARCH}
+	// tcp first, as before the table: scripts read backends[0].
+	v.Backends = append(v.Backends, string(collective.TCP))
+	for _, b := range built {
+		if b.Name != string(collective.TCP) {
+			v.Backends = append(v.Backends, b.Name)
+		}
+		switch b.Name {
+		case string(collective.MPI):
+			v.MPILibrary = b.Library
+		case string(collective.CCL):
+			v.CCLVersion = cclVersion
+		}
 	}
 	if bi != nil {
 		v.Go = bi.GoVersion
@@ -73,8 +86,11 @@ func (v versionInfo) backendsText() string {
 	parts := make([]string, len(v.Backends))
 	for i, b := range v.Backends {
 		parts[i] = b
-		if b == "mpi" {
+		switch b {
+		case string(collective.MPI):
 			parts[i] = fmt.Sprintf("mpi (%s)", v.MPILibrary)
+		case string(collective.CCL):
+			parts[i] = fmt.Sprintf("ccl (oneCCL %s)", v.CCLVersion)
 		}
 	}
 	return strings.Join(parts, ", ")
@@ -90,9 +106,10 @@ func versionCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "version",
 		Usage: "print the version, commit, Go version and the collective backends compiled in",
-		Description: `The backends are tcp, always, and mpi with the MPI library it was built against
-(make build-mpi MPI=openmpi|mpich). --format json prints one object with the keys version,
-commit, go, os, arch, backends and mpi_library. 'batchkit --version' prints the version alone.
+		Description: `The backends are tcp, always, mpi with the MPI library it was built against
+(make build-mpi MPI=openmpi|mpich) and ccl with the oneCCL it runs on (make build-ccl).
+--format json prints one object with the keys version, commit, go, os, arch, backends,
+mpi_library and (with ccl) ccl_version. 'batchkit --version' prints the version alone.
 
 Examples:
    batchkit version
@@ -104,7 +121,7 @@ Examples:
 				return err
 			}
 			bi, _ := debug.ReadBuildInfo()
-			v := buildVersion(version, commit, bi, collective.MPIBuilt)
+			v := buildVersion(version, commit, bi, collective.Built(), ccl.Version())
 			if asJSON {
 				return writeJSONLine(c.App.Writer, v)
 			}

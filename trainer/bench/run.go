@@ -164,8 +164,8 @@ func run[T collective.Float](c *collective.Comm, w io.Writer, opts Options, size
 
 	backend := c.Backend()
 	mpiLib := ""
-	if backend == "mpi" {
-		mpiLib = collective.MPIBuilt
+	if backend == string(collective.MPI) { // the JSON key scripts read is MPI's
+		mpiLib = collective.Library(backend)
 	}
 	if err := r.settle(int(sizes[0]/elem), opts.Settle); err != nil {
 		return nil, fmt.Errorf("%s %s (settling): %w", opts.Op, FormatSize(sizes[0]), err)

@@ -1,32 +1,41 @@
 package collective
 
 import (
-	"errors"
 	"fmt"
-	"github.com/batchkit/batchkit/trainer/collective/backend"
 	"sync"
 	"time"
 
+	"github.com/batchkit/batchkit/envsetup"
 	"github.com/batchkit/batchkit/envsetup/envvars"
 	"github.com/batchkit/batchkit/internal/closed"
 	"github.com/batchkit/batchkit/topology"
+	"github.com/batchkit/batchkit/trainer/collective/backend"
+	"github.com/batchkit/batchkit/trainer/collective/ccl"
 	"github.com/batchkit/batchkit/trainer/collective/mpi"
 	"github.com/batchkit/batchkit/trainer/collective/tcp"
 )
 
-// Kind selects a backend. It is a closed set.
+// Kind selects a backend. It is a closed set: Auto and the rows of
+// backends (backends.go).
 type Kind string
 
 const (
 	Auto Kind = "auto" // mpi when built with MPI and started by an MPI launcher, else tcp
 	MPI  Kind = "mpi"
+	CCL  Kind = "ccl"
 	TCP  Kind = "tcp"
 )
 
 // Kinds lists the valid backends.
-var Kinds = []Kind{Auto, MPI, TCP}
+var Kinds = func() []Kind {
+	ks := []Kind{Auto}
+	for _, r := range backends {
+		ks = append(ks, r.kind)
+	}
+	return ks
+}()
 
-// ParseKind reads "auto", "mpi" or "tcp".
+// ParseKind reads "auto" or a backend's name.
 func ParseKind(s string) (Kind, error) { return closed.Parse("backend", s, Kinds) }
 
 // Config describes the world to join.
@@ -79,8 +88,8 @@ type (
 // world is the process's one communicator: Init is idempotent.
 var world struct {
 	sync.Mutex
-	comm         *Comm
-	mpiFinalized bool // MPI cannot be initialised again in this process
+	comm      *Comm
+	finalized map[Kind]bool // backends that cannot be initialised again in this process (MPI)
 }
 
 // Init joins the world described by cfg. A second call while the first
@@ -131,34 +140,38 @@ func forget(c *Comm) {
 	if world.comm == c {
 		world.comm = nil
 	}
-	if c.b.Name() == "mpi" {
-		world.mpiFinalized = true
+	if r := rowNamed(c.b.Name()); r != nil && r.once {
+		if world.finalized == nil {
+			world.finalized = map[Kind]bool{}
+		}
+		world.finalized[r.kind] = true
 	}
 }
 
-// choose resolves Auto.
+// choose resolves Auto: the first row that offers itself, else tcp. An
+// explicit choice must be built in and pass its row's check.
 func choose(cfg Config) (Kind, error) {
 	kind := cfg.Backend
-	switch kind {
-	case "", Auto:
-		// MPI when the launcher offers this binary's library a way to
-		// join the world: not Open MPI under srun --mpi=pmi2, say.
-		if MPIBuilt != "" && mpi.Offered(MPIBuilt, cfg.Topology, getenvOf(cfg)) {
-			return MPI, nil
+	if kind == "" || kind == Auto {
+		for _, r := range backends {
+			if r.built() && r.auto != nil && r.auto(cfg) {
+				return r.kind, nil
+			}
 		}
-		return TCP, nil
-	case MPI:
-		if MPIBuilt == "" {
-			return "", ErrNoMPI
-		}
-		if err := mpi.CheckWireUp(MPIBuilt, cfg.Topology, getenvOf(cfg)); err != nil {
-			return "", fmt.Errorf("collective: mpi backend: %w", err)
-		}
-		return MPI, nil
-	case TCP:
 		return TCP, nil
 	}
-	return "", fmt.Errorf("collective: unknown backend %q (want auto, mpi or tcp)", kind)
+	r := row(kind)
+	switch {
+	case r == nil:
+		return "", fmt.Errorf("collective: unknown backend %q (want one of %s)", kind, closed.Join(Kinds))
+	case !r.built():
+		return "", r.notBuilt
+	case r.check != nil:
+		if err := r.check(cfg); err != nil {
+			return "", fmt.Errorf("collective: %s backend: %w", kind, err)
+		}
+	}
+	return kind, nil
 }
 
 func getenvOf(cfg Config) topology.Getenv {
@@ -168,57 +181,56 @@ func getenvOf(cfg Config) topology.Getenv {
 	return cfg.Getenv
 }
 
-// TokenError: the TCP backend has no job token. It is the user's setup
-// (launcher, environment, secret file), not a runtime failure.
+// TokenError: the rendezvous (tcp and ccl backends) has no job token. It
+// is the user's setup (launcher, environment, secret file), not a runtime
+// failure.
 type TokenError struct{ Err error }
 
-func (e *TokenError) Error() string { return "collective: tcp backend: " + e.Err.Error() }
+func (e *TokenError) Error() string { return e.Err.Error() }
 func (e *TokenError) Unwrap() error { return e.Err }
 
 // backendName is the Name() the chosen kind produces.
 func backendName(k Kind, size int) string {
-	switch {
-	case k == MPI:
-		return "mpi"
-	case size == 1:
+	if r := row(k); r != nil && r.selfAtOne && size == 1 {
 		return "self"
 	}
-	return "tcp"
+	return string(k)
 }
 
 func open(kind Kind, cfg Config) (backend.Backend, error) {
-	switch {
-	case kind == MPI:
-		return openMPI(cfg)
-	case cfg.Topology.WorldSize == 1:
+	r := row(kind)
+	if r.selfAtOne && cfg.Topology.WorldSize == 1 {
 		return selfBackend{}, nil
 	}
-	return openTCP(cfg)
-}
-
-func openMPI(cfg Config) (backend.Backend, error) {
-	if world.mpiFinalized {
-		return nil, errors.New("collective: MPI was finalised in this process and cannot be initialised again")
+	if world.finalized[kind] {
+		return nil, fmt.Errorf("collective: %s was finalised in this process and cannot be initialised again", r.library())
 	}
-	b, err := mpi.New(cfg.Topology, getenvOf(cfg))
+	b, err := r.open(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("collective: mpi backend: %w", err)
+		return nil, fmt.Errorf("collective: %s backend: %w", kind, err)
 	}
 	return b, nil
 }
 
-// openTCP resolves the job token (tcp.ResolveToken) unless cfg has one and
-// joins the TCP world; tcp.New fills in the zero timeouts and Logf.
-func openTCP(cfg Config) (backend.Backend, error) {
-	t := cfg.Topology
-	token := cfg.Token
-	if token == "" {
-		var err error
-		if token, err = tcp.ResolveToken(getenvOf(cfg), t); err != nil {
-			return nil, &TokenError{Err: err}
-		}
+func openMPI(cfg Config) (backend.Backend, error) { return mpi.New(cfg.Topology, getenvOf(cfg)) }
+
+// resolveToken is cfg's token, or tcp.ResolveToken's.
+func resolveToken(cfg Config) (string, error) {
+	if cfg.Token != "" {
+		return cfg.Token, nil
 	}
-	b, err := tcp.New(tcp.Options{
+	token, err := tcp.ResolveToken(getenvOf(cfg), cfg.Topology)
+	if err != nil {
+		return "", &TokenError{Err: err}
+	}
+	return token, nil
+}
+
+// rendezvousOptions is the meeting at MASTER_ADDR:MASTER_PORT that the tcp
+// and ccl backends both hold.
+func rendezvousOptions(cfg Config, token string) tcp.Options {
+	t := cfg.Topology
+	return tcp.Options{
 		Rank: t.Rank, Size: t.WorldSize,
 		MasterAddr: t.MasterAddr, MasterPort: t.MasterPort,
 		Token:   token,
@@ -226,11 +238,27 @@ func openTCP(cfg Config) (backend.Backend, error) {
 		Logf:              cfg.Logf,
 		NoShm:             getenvOf(cfg)("BATCHKIT_TCP_SHM") == "0",
 		NoMasterAddrCheck: getenvOf(cfg)(envvars.MasterAddrCheck) == "0",
-	})
-	if err != nil {
-		return nil, fmt.Errorf("collective: tcp backend: %w", err)
 	}
-	return b, nil
+}
+
+func openCCL(cfg Config) (backend.Backend, error) {
+	token, err := resolveToken(cfg)
+	if err != nil {
+		return nil, err
+	}
+	cpus, _ := envsetup.ReadCPUs("/") // unknown CPUs: nothing checked against them
+	return ccl.New(ccl.Options{Topology: cfg.Topology, Getenv: getenvOf(cfg), CPUs: cpus,
+		Rendezvous: rendezvousOptions(cfg, token)})
+}
+
+// openTCP resolves the job token (tcp.ResolveToken) unless cfg has one and
+// joins the TCP world; tcp.New fills in the zero timeouts and Logf.
+func openTCP(cfg Config) (backend.Backend, error) {
+	token, err := resolveToken(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return tcp.New(rendezvousOptions(cfg, token))
 }
 
 // selfBackend is a world of one: every collective is a copy.

@@ -23,6 +23,7 @@ const (
 	tcpVersion      = 1
 	purposeRendezv  = 1
 	purposeMesh     = 2
+	purposeStar     = 3 // the rendezvous of a backend whose data moves elsewhere (star.go)
 	byteOrderLittle = 1
 	byteOrderBig    = 2
 
@@ -138,6 +139,10 @@ func checkAcceptor(them *hello, o *Options, purpose uint8, want int, addr net.Ad
 			them.rank, byteOrderName(them.byteOrder), byteOrderName(nativeByteOrder))
 	case int(them.size) != o.Size:
 		return fatalf("world size mismatch: rank %d at %s has %d ranks, rank %d has %d", them.rank, addr, them.size, o.Rank, o.Size)
+	case isRendezvous(them.purpose) && isRendezvous(purpose) && them.purpose != purpose:
+		// Rank 0 runs another backend: it has our hello and name, and its
+		// refusal names both backends (checkBackend).
+		return nil
 	case int(them.rank) != want || them.purpose != purpose:
 		return fatalf("%s is rank %d (purpose %d), expected rank %d (purpose %d)", addr, them.rank, them.purpose, want, purpose)
 	}
@@ -176,6 +181,18 @@ func acceptHandshake(c *net.TCPConn, o *Options, purpose uint8, extraLen int, de
 		return nil, err
 	}
 	return &peerHello{hello: parseHello(fields), conn: c, extra: extra}, nil
+}
+
+func isRendezvous(p uint8) bool { return p == purposeRendezv || p == purposeStar }
+
+// checkBackend is rank 0's verdict on a joining rank's backend: "" when it
+// is rank 0's own.
+func checkBackend(p *peerHello, o *Options) string {
+	theirs, ours := nameOf(p.extra), o.backendName()
+	if isRendezvous(p.purpose) && (p.purpose != o.purpose() || theirs != ours) {
+		return fmt.Sprintf("rank %d uses the %s backend, rank 0 the %s backend: every rank must be given the same --backend", p.rank, theirs, ours)
+	}
+	return ""
 }
 
 // checkPeer is the acceptor's verdict on an authenticated dialer's hello:

@@ -29,6 +29,9 @@ import (
 
 const (
 	joinLen = 2 + net.IPv6len // listener port, IP (IPv4 in 16-byte form)
+	// nameLen: after its join record a rank names its backend, so that
+	// rank 0 can say which ranks were given another --backend.
+	nameLen = 16
 	// rendezvousGrace: a rank that reached rank 0 waits for rank 0's
 	// verdict this long beyond its own deadline, since rank 0 (which may
 	// have started later) enforces the timeout and names the missing ranks.
@@ -44,6 +47,38 @@ var tcpTestHookMeshListener func(rank int, addr net.Addr)
 
 func (o *Options) masterHostPort() string {
 	return net.JoinHostPort(o.MasterAddr, strconv.Itoa(o.MasterPort))
+}
+
+// purpose is the hello's purpose at MASTER_PORT: the TCP backend's own
+// rendezvous, or a star's (star.go).
+func (o *Options) purpose() uint8 {
+	if o.star != nil {
+		return purposeStar
+	}
+	return purposeRendezv
+}
+
+// backendName is what this rank says it runs at the rendezvous.
+func (o *Options) backendName() string {
+	if o.star != nil {
+		return o.star.backend
+	}
+	return "tcp"
+}
+
+// nameRecord is a backend's name in nameLen bytes, zero-padded.
+func nameRecord(name string) []byte {
+	b := make([]byte, nameLen)
+	copy(b, name)
+	return b
+}
+
+// nameOf reads a join's backend name.
+func nameOf(extra []byte) string {
+	if len(extra) < joinLen+nameLen {
+		return "?"
+	}
+	return strings.TrimRight(string(extra[joinLen:joinLen+nameLen]), "\x00")
 }
 
 // rendezvous returns one connection per rank (nil at o.Rank).
@@ -295,7 +330,7 @@ func badAddress(err error) bool {
 // joinRecord is what a rank tells rank 0 when it joins: where its mesh
 // listener is, as the port and the local IP of its connection to rank 0.
 func joinRecord(port int, local net.Addr) []byte {
-	b := make([]byte, joinLen)
+	b := make([]byte, joinLen, joinLen+nameLen)
 	binary.LittleEndian.PutUint16(b, uint16(port))
 	copy(b[2:], local.(*net.TCPAddr).IP.To16())
 	return b
@@ -309,7 +344,7 @@ func joinTable(joins [][]byte) []byte {
 		if r == 0 {
 			j = make([]byte, joinLen)
 		}
-		table = append(table, j...)
+		table = append(table, j[:joinLen]...)
 	}
 	return table
 }

@@ -43,6 +43,9 @@ func (e *meshError) Error() string { return e.err.Error() }
 func (e *meshError) Unwrap() error { return e.err }
 
 func rendezvousPeer(o *Options, deadline time.Time) ([]*net.TCPConn, error) {
+	if o.star != nil {
+		return starPeer(o, deadline)
+	}
 	p, err := listenPeer(o)
 	if err != nil {
 		return nil, err
@@ -115,9 +118,14 @@ func (p *peerRendezvous) closeConns() {
 // joinRoot dials rank 0, retrying until deadline, and announces where this
 // rank's mesh listener is.
 func (p *peerRendezvous) joinRoot(deadline time.Time) error {
-	port := p.ln.Addr().(*net.TCPAddr).Port
-	join := func(local net.Addr) []byte { return joinRecord(port, local) }
-	c0, err := dialPeer(p.o, p.hostport, 0, purposeRendezv, join, deadline)
+	port := 0 // a star has no mesh listener
+	if p.ln != nil {
+		port = p.ln.Addr().(*net.TCPAddr).Port
+	}
+	join := func(local net.Addr) []byte {
+		return append(joinRecord(port, local), nameRecord(p.o.backendName())...)
+	}
+	c0, err := dialPeer(p.o, p.hostport, 0, p.o.purpose(), join, deadline)
 	if err != nil {
 		return rootDialError(p.o, p.hostport, err)
 	}

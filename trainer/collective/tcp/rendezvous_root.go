@@ -48,13 +48,16 @@ func listenRoot(o *Options, deadline time.Time) (*rootRendezvous, error) {
 	}
 	return &rootRendezvous{
 		o: o, deadline: deadline, hostport: o.masterHostPort(),
-		acc:   startAcceptor(l.(*net.TCPListener), o, purposeRendezv, joinLen, deadline),
+		acc:   startAcceptor(l.(*net.TCPListener), o, o.purpose(), joinLen+nameLen, deadline),
 		conns: make([]*net.TCPConn, o.Size),
 		joins: make([][]byte, o.Size),
 	}, nil
 }
 
 func (r *rootRendezvous) run() error {
+	if r.o.star != nil {
+		return r.runStar()
+	}
 	if err := r.gather(); err != nil {
 		return err
 	}
@@ -113,7 +116,11 @@ func (r *rootRendezvous) gather() error {
 // accepted is dropped (it may retry).
 func (r *rootRendezvous) admit(p *peerHello) error {
 	rank := int(p.rank)
-	if reason := checkPeer(&p.hello, r.o, purposeRendezv); reason != "" {
+	reason := checkBackend(p, r.o)
+	if reason == "" {
+		reason = checkPeer(&p.hello, r.o, r.o.purpose())
+	}
+	if reason != "" {
 		refuse(p.conn, reason)
 		return &backend.SetupError{Err: errors.New("rendezvous: " + reason)}
 	}

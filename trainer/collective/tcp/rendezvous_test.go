@@ -2,6 +2,7 @@ package tcp
 
 import (
 	"errors"
+	"fmt"
 	"github.com/batchkit/batchkit/trainer/collective/backend"
 	"net"
 	"strings"
@@ -181,21 +182,29 @@ func TestRootAdmit(t *testing.T) {
 	for _, c := range []struct {
 		name       string
 		rank, size int
-		lastLeft   bool // the last rank admitted gave up before this one came
+		backend    string // "" is tcp's own rendezvous, else a star's
+		lastLeft   bool   // the last rank admitted gave up before this one came
 		wantErr    string
 		wantFar    string
 	}{
-		{"rank 1", 1, 3, false, "", "accept"},
-		{"rank 1 again: two processes with one rank", 1, 3, false,
+		{"rank 1", 1, 3, "", false, "", "accept"},
+		{"rank 1 again: two processes with one rank", 1, 3, "", false,
 			"setup: rendezvous: rank 1 joined twice, from 127.0.0.1:", "abort: rendezvous: rank 1 joined twice"},
-		{"rank 1 retrying after it gave up", 1, 3, true, "", "accept"},
-		{"another world size", 2, 4, false, "setup: rendezvous: world size mismatch", "abort: world size mismatch"},
+		{"rank 1 retrying after it gave up", 1, 3, "", true, "", "accept"},
+		{"another world size", 2, 4, "", false, "setup: rendezvous: world size mismatch", "abort: world size mismatch"},
+		{"rank 2 given --backend ccl", 2, 3, "ccl", false,
+			"setup: rendezvous: rank 2 uses the ccl backend, rank 0 the tcp backend: every rank must be given the same --backend",
+			"abort: rank 2 uses the ccl backend, rank 0 the tcp backend"},
 	} {
 		if c.lastLeft {
 			last.Close()
 		}
-		h, far := tcpJoiner(t, c.rank, c.size, purposeRendezv)
-		h.extra = []byte(c.name)
+		purpose, name := uint8(purposeRendezv), "tcp"
+		if c.backend != "" {
+			purpose, name = purposeStar, c.backend
+		}
+		h, far := tcpJoiner(t, c.rank, c.size, purpose)
+		h.extra = append([]byte(fmt.Sprintf("%-*.*s", joinLen, joinLen, c.name)), nameRecord(name)...)
 		if got := tcpErrString(r.admit(h)); !strings.HasPrefix(got, c.wantErr) || (c.wantErr == "") != (got == "") {
 			t.Errorf("%s: admit: %q, want %q...", c.name, got, c.wantErr)
 		}
@@ -206,7 +215,7 @@ func TestRootAdmit(t *testing.T) {
 			last = far
 		}
 	}
-	if r.joined != 1 || string(r.joins[1]) != "rank 1 retrying after it gave up" {
+	if r.joined != 1 || string(r.joins[1][:joinLen]) != "rank 1 retrying af" {
 		t.Errorf("joined %d, rank 1's record %q: want the retry's alone", r.joined, r.joins[1])
 	}
 }

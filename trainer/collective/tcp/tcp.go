@@ -57,6 +57,8 @@ type Options struct {
 	// NoMasterAddrCheck: rank 0 does not check that MASTER_ADDR is its
 	// own (BATCHKIT_MASTER_ADDR_CHECK=0); see masteraddr.go.
 	NoMasterAddrCheck bool
+
+	star *starSpec // set by JoinStar: the rendezvous of another backend
 }
 
 // The defaults for Options' zero timeouts (collective.Config re-exports

@@ -1,0 +1,21 @@
+// Package ccl is the oneCCL backend of package collective: cgo over the
+// oneCCL the binary is built against (build tag ccl, make build-ccl). The
+// installed oneCCL (the oneccl-cpu 2021.16 wheel, scripts/intel-stack.sh)
+// has only the C++ API, so the binding is a thin extern "C" shim over it
+// (shim.h, shim.cpp) that catches every exception and returns a code and
+// its text. Without the tag it has no cgo: Built is false and New returns
+// ErrNotBuilt.
+//
+// The world meets over batchkit's own authenticated rendezvous (tcp.JoinStar
+// at MASTER_ADDR:MASTER_PORT with the job token): rank 0 creates oneCCL's
+// main KVS and hands its address to every rank, which then join the
+// communicator. So the backend works under any launcher (batchkit run,
+// srun, sbatch, every mpirun), and the rendezvous connections stay open as
+// a watchdog: a rank that dies is named to every other rank, whose call in
+// flight returns an error instead of hanging in oneCCL. Calls run on a
+// worker thread (internal/handoff) so that the goroutine can give up on
+// them; Config.Timeout bounds each one as well.
+//
+// Where to read: check.go (what needs no oneCCL: the environment oneCCL is
+// given and checked against, the errors), ccl.go (the binding), shim.cpp.
+package ccl

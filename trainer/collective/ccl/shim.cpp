@@ -1,0 +1,185 @@
+//go:build ccl
+
+// The shim: see shim.h.
+
+#include "shim.h"
+
+#include <oneapi/ccl.hpp>
+
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <memory>
+
+#include "reduce.h"
+
+static_assert(ccl::kvs::address_max_size == BKCCL_ADDR_LEN, "collective: oneCCL's KVS address size changed");
+static_assert(sizeof(float) == 4 && sizeof(double) == 8, "collective: C float/double cannot carry Go float32/float64");
+
+namespace {
+
+using kvs_ptr = ccl::shared_ptr_class<ccl::kvs>;
+
+void put(char *msg, size_t len, const char *what, const char *text) {
+	if (msg && len)
+		snprintf(msg, len, "%s%s", what, text);
+}
+
+// guard runs f, turning whatever it throws into a code and a message.
+template <class F>
+int guard(char *msg, size_t len, F &&f) {
+	try {
+		f();
+		return BKCCL_OK;
+	} catch (const ccl::exception &e) {
+		put(msg, len, "", e.what());
+		return BKCCL_ERR_CCL;
+	} catch (const std::exception &e) {
+		put(msg, len, "", e.what());
+		return BKCCL_ERR_STD;
+	} catch (...) {
+		put(msg, len, "", "an exception that is not a std::exception");
+		return BKCCL_ERR_UNKNOWN;
+	}
+}
+
+// oneCCL's own max and min are std::max and std::min (comp.cpp), whose
+// NaN and signed-zero results depend on operand order: custom reductions
+// with math.Max's rules instead (reduce.h).
+template <class T, T (*op)(T, T)>
+void reduce_into(const void *in, size_t n, void *inout) {
+	const T *a = static_cast<const T *>(in);
+	T *b = static_cast<T *>(inout);
+	for (size_t i = 0; i < n; i++)
+		b[i] = op(a[i], b[i]);
+}
+
+void bk_ccl_max(const void *in, size_t n, void *inout, size_t *out_n, ccl::datatype dt, const ccl::fn_context *) {
+	if (dt == ccl::datatype::float64)
+		reduce_into<double, bk_max64>(in, n, inout);
+	else
+		reduce_into<float, bk_max32>(in, n, inout);
+	if (out_n)
+		*out_n = n;
+}
+
+void bk_ccl_min(const void *in, size_t n, void *inout, size_t *out_n, ccl::datatype dt, const ccl::fn_context *) {
+	if (dt == ccl::datatype::float64)
+		reduce_into<double, bk_min64>(in, n, inout);
+	else
+		reduce_into<float, bk_min32>(in, n, inout);
+	if (out_n)
+		*out_n = n;
+}
+
+bool dtype(int t, ccl::datatype *out) {
+	switch (t) {
+	case BKCCL_F32: *out = ccl::datatype::float32; return true;
+	case BKCCL_F64: *out = ccl::datatype::float64; return true;
+	}
+	return false;
+}
+
+// reduction is the op and, for max and min, the custom function.
+bool reduction(int op, ccl::reduction *r, ccl::reduction_fn *fn) {
+	*fn = nullptr;
+	switch (op) {
+	case BKCCL_SUM: *r = ccl::reduction::sum; return true;
+	case BKCCL_MAX: *r = ccl::reduction::custom, *fn = bk_ccl_max; return true;
+	case BKCCL_MIN: *r = ccl::reduction::custom, *fn = bk_ccl_min; return true;
+	}
+	return false;
+}
+
+int bad(char *msg, size_t len, const char *what, int v) {
+	if (msg && len)
+		snprintf(msg, len, "bkccl: unknown %s %d", what, v);
+	return BKCCL_ERR_ARG;
+}
+
+} // namespace
+
+extern "C" {
+
+int bkccl_version(char *out, size_t len) {
+	return guard(out, len, [&] {
+		auto v = ccl::get_library_version();
+		snprintf(out, len, "%u.%u.%u", v.major, v.minor, v.update);
+	});
+}
+
+int bkccl_init(char *msg, size_t len) {
+	return guard(msg, len, [&] { ccl::init(); });
+}
+
+int bkccl_main_kvs(uintptr_t *kvs, char *addr, char *msg, size_t len) {
+	return guard(msg, len, [&] {
+		auto k = ccl::create_main_kvs();
+		auto a = k->get_address();
+		memcpy(addr, a.data(), a.size());
+		*kvs = reinterpret_cast<uintptr_t>(new kvs_ptr(std::move(k)));
+	});
+}
+
+int bkccl_kvs(const char *addr, uintptr_t *kvs, char *msg, size_t len) {
+	return guard(msg, len, [&] {
+		ccl::kvs::address_type a;
+		memcpy(a.data(), addr, a.size());
+		auto k = ccl::create_kvs(a);
+		*kvs = reinterpret_cast<uintptr_t>(new kvs_ptr(std::move(k)));
+	});
+}
+
+int bkccl_kvs_free(uintptr_t kvs, char *msg, size_t len) {
+	return guard(msg, len, [&] { delete reinterpret_cast<kvs_ptr *>(kvs); });
+}
+
+int bkccl_comm_create(int size, int rank, uintptr_t kvs, uintptr_t *comm, char *msg, size_t len) {
+	return guard(msg, len, [&] {
+		auto k = *reinterpret_cast<kvs_ptr *>(kvs);
+		auto c = ccl::create_communicator(size, rank, k);
+		*comm = reinterpret_cast<uintptr_t>(new ccl::communicator(std::move(c)));
+	});
+}
+
+int bkccl_comm_free(uintptr_t comm, char *msg, size_t len) {
+	return guard(msg, len, [&] { delete reinterpret_cast<ccl::communicator *>(comm); });
+}
+
+int bkccl_call(const bk_request *req, char *msg, size_t len) {
+	ccl::datatype dt;
+	ccl::reduction red = ccl::reduction::sum;
+	ccl::reduction_fn fn = nullptr;
+	if (req->kind != BKCCL_BARRIER && !dtype(req->t, &dt))
+		return bad(msg, len, "type", req->t);
+	if ((req->kind == BKCCL_ALLREDUCE || req->kind == BKCCL_REDUCE_SCATTER) && !reduction(req->op, &red, &fn))
+		return bad(msg, len, "op", req->op);
+	const ccl::communicator &comm = *reinterpret_cast<const ccl::communicator *>(req->h);
+	void *send = reinterpret_cast<void *>(req->send), *recv = reinterpret_cast<void *>(req->recv);
+	size_t n = static_cast<size_t>(req->count);
+	switch (req->kind) {
+	case BKCCL_ALLREDUCE:
+		return guard(msg, len, [&] {
+			auto attr = ccl::create_operation_attr<ccl::allreduce_attr>();
+			if (fn)
+				attr.set<ccl::allreduce_attr_id::reduction_fn>(fn);
+			ccl::allreduce(send, recv, n, dt, red, comm, attr).wait();
+		});
+	case BKCCL_BCAST:
+		return guard(msg, len, [&] { ccl::broadcast(send, n, dt, req->arg, comm).wait(); });
+	case BKCCL_ALLGATHER:
+		return guard(msg, len, [&] { ccl::allgather(send, recv, n, dt, comm).wait(); });
+	case BKCCL_REDUCE_SCATTER:
+		return guard(msg, len, [&] {
+			auto attr = ccl::create_operation_attr<ccl::reduce_scatter_attr>();
+			if (fn)
+				attr.set<ccl::reduce_scatter_attr_id::reduction_fn>(fn);
+			ccl::reduce_scatter(send, recv, n, dt, red, comm, attr).wait();
+		});
+	case BKCCL_BARRIER:
+		return guard(msg, len, [&] { ccl::barrier(comm).wait(); });
+	}
+	return bad(msg, len, "collective", req->kind);
+}
+
+} // extern "C"
