@@ -161,7 +161,7 @@ func lookupIn(environ []string) func(string) (string, bool) {
 // sourced per rank. The profile's variables go by the launcher (-genv),
 // not here.
 func sourceOnce(c *cli.Context, env profile.Env) (envsetup.Changes, error) {
-	if len(env.Source) == 0 && !env.OneCCLBindings {
+	if len(env.Source) == 0 && !env.OneCCLBindings && env.IntelWheels == "" {
 		return envsetup.Changes{}, nil
 	}
 	sourced, err := sourceScripts(c.Context, os.Environ(), profileScripts(env.Source), env, c.Duration("source-timeout"))
