@@ -123,7 +123,8 @@ func mpirunAction(c *cli.Context) error {
 			return err
 		}
 	}
-	m := mpilaunch.Machine{Getenv: os.Getenv, Probe: mpilaunch.SystemProbe(c.Duration("probe-timeout")), ReadFile: mpilaunch.ReadHostfile, Self: self, FreePort: freePort}
+	m := mpilaunch.Machine{Getenv: os.Getenv, Probe: mpilaunch.SystemProbe(c.Duration("probe-timeout")), ReadFile: mpilaunch.ReadHostfile, Self: self, FreePort: freePort,
+		DryRun: c.Bool("dry-run")}
 	if !c.Bool("dry-run") { // a dry run may be for hosts this machine does not know
 		m.Resolve = mpilaunch.ResolveHost
 	}
