@@ -3,9 +3,11 @@ package integration
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -167,4 +169,109 @@ func TestIntelMPIBackend(t *testing.T) {
 			t.Errorf("want a 2-rank result on the mpi backend:\n%s", stdout.String())
 		}
 	})
+}
+
+// intelRankLine is what each rank prints in TestIntelPipProfile.
+const intelRankLine = `echo "INTEL rank=$RANK/$WORLD_SIZE local=$LOCAL_RANK node=${GROUP_RANK-?} master=$MASTER_ADDR root=$I_MPI_ROOT omp=$OMP_NUM_THREADS mpiexec=$(command -v mpiexec)"`
+
+// The intel-pip profile with the venv active ($VIRTUAL_ENV, nothing else of
+// Intel's set) runs Intel MPI's Hydra for real: on this host; with the
+// seed workflow's hostfile (-f hostfile -n 4 -ppn 2 -genv) across the two
+// cluster nodes in an allocation (Hydra's Slurm bootstrap); as a batch
+// job; and as an srun --mpi=pmi2 step.
+func TestIntelPipProfile(t *testing.T) {
+	prefix := needIntel(t)
+	venv := "VIRTUAL_ENV=" + prefix
+	check := func(t *testing.T, out string, n, ppn int) {
+		t.Helper()
+		for r := 0; r < n; r++ {
+			want := regexp.MustCompile(fmt.Sprintf(`(?m)^INTEL rank=%d/%d local=%d .*root=%s omp=\d+ mpiexec=%s/bin/mpiexec$`,
+				r, n, r%ppn, regexp.QuoteMeta(prefix), regexp.QuoteMeta(prefix)))
+			if !want.MatchString(out) {
+				t.Errorf("no line matching %s:\n%s", want, out)
+			}
+		}
+	}
+	t.Run("local", func(t *testing.T) {
+		t.Parallel()
+		out := runEnv(t, intelEnv(localEnv(), venv), bin, "mpirun", "--profile", "intel-pip", "-n", "2", "--", "sh", "-c", intelRankLine)
+		check(t, out, 2, 2)
+	})
+	t.Run("hostfile across nodes", func(t *testing.T) {
+		needCluster(t)
+		t.Parallel()
+		dir := t.TempDir()
+		hf := filepath.Join(dir, "hostfile")
+		if err := os.WriteFile(hf, []byte("node1\nnode2\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out := runEnv(t, intelEnv(os.Environ(), venv), "salloc", "-N2", "--time=5", bin, "mpirun", "--profile", "intel-pip",
+			"--hostfile", hf, "-n", "4", "--ppn", "2", "--env", "OMP_NUM_THREADS=1", "--", "sh", "-c", intelRankLine)
+		check(t, out, 4, 2)
+		if !strings.Contains(out, "master=node1 ") || !strings.Contains(out, "omp=1 ") {
+			t.Errorf("want MASTER_ADDR node1 and the -genv OMP_NUM_THREADS 1 on every rank:\n%s", out)
+		}
+	})
+	t.Run("sbatch", func(t *testing.T) {
+		needCluster(t)
+		t.Parallel()
+		dir := t.TempDir()
+		os.Chmod(dir, 0o777)
+		jobOut := filepath.Join(dir, "job.out")
+		runEnv(t, intelEnv(os.Environ(), venv), bin, "sbatch", "--profile", "intel-pip", "--wait", "-N", "2", "--ntasks-per-node", "2",
+			"--time", "5", "-o", jobOut, "--", "sh", "-c", intelRankLine)
+		b, _ := os.ReadFile(jobOut)
+		check(t, string(b), 4, 2)
+	})
+	t.Run("srun --mpi=pmi2", func(t *testing.T) {
+		needCluster(t)
+		if _, err := os.Stat(intelPMI2); err != nil {
+			requireOrSkip(t, intelPMI2+" is missing (apt-get install libpmi2-0)")
+		}
+		t.Parallel()
+		dir := intelBinaries(t)
+		coll := filepath.Join(dir, "collective.test")
+		out := runEnv(t, intelEnv(os.Environ(), venv, "BATCHKIT_TEST_WORLD=mpi"), bin, "mpirun", "--profile", "intel-pip", "--launcher", "srun",
+			"-n", "4", "--mpi-arg", "-N2", "--mpi-arg", "--time=5", "--env", "I_MPI_PMI_LIBRARY="+intelPMI2, "--",
+			coll, "-test.run", "^TestWorld$", "-test.v", "-test.count", "1")
+		if got := strings.Count(out, "--- PASS: TestWorld ("); got != 4 {
+			t.Errorf("%d of 4 ranks passed TestWorld on the mpi backend:\n%s", got, out)
+		}
+	})
+}
+
+// Bad input under the Intel profiles: one line naming the cause and the
+// fix, exit 2, within seconds, nothing started.
+func TestIntelBadInput(t *testing.T) {
+	prefix := needIntel(t)
+	half := t.TempDir()
+	os.MkdirAll(filepath.Join(half, "bin"), 0o755)
+	os.Symlink(filepath.Join(prefix, "bin", "mpiexec.hydra"), filepath.Join(half, "bin", "mpiexec.hydra"))
+	for _, tc := range []struct {
+		name string
+		env  []string
+		args []string
+		want string
+	}{
+		{"no venv active", nil, []string{"mpirun", "--profile", "intel-pip", "-n", "2", "--", "true"},
+			`env.intel_wheels is "$VIRTUAL_ENV", but no virtual environment is active`},
+		{"half-installed wheel", []string{"VIRTUAL_ENV=" + half}, []string{"mpirun", "--profile", "intel-pip", "-n", "2", "--", "true"},
+			`has no bin/hydra_pmi_proxy: the impi-rt wheel is missing or half-installed there`},
+		{"missing venv", []string{"VIRTUAL_ENV=/nonexistent/venv"}, []string{"sbatch", "--profile", "intel-pip", "-N", "1", "--", "true"},
+			`/nonexistent/venv is not a directory`},
+		{"Open MPI's mpirun on PATH", nil, []string{"mpirun", "--flavor", "intelmpi", "-n", "2", "--", "true"},
+			`mpirun (/usr/bin/mpirun) is Open MPI's, not Intel MPI's: put Intel MPI's first on PATH`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			if strings.Contains(tc.name, "Open MPI") {
+				needTool(t, "mpirun.openmpi")
+			}
+			code, took, out := runExit(t, intelEnv(localEnv(), tc.env...), append([]string{bin}, tc.args...))
+			lines := strings.Split(strings.TrimSpace(out), "\n")
+			if code != 2 || took > 5*time.Second || len(lines) != 1 || !strings.Contains(out, tc.want) {
+				t.Errorf("exit %d after %v, output:\n%s\nwant exit 2 within seconds and one line containing %q", code, took, out, tc.want)
+			}
+		})
+	}
 }
