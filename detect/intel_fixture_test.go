@@ -68,5 +68,3 @@ func readFixture(t *testing.T, path string) (map[string]string, string) {
 	}
 	return vars, want
 }
-
-

@@ -7,6 +7,7 @@
 #            scripts/intel-wheels.txt (idempotent: a second run checks the stamp and returns)
 #   prefix   print the environment's directory (what the intel-pip profile calls the prefix)
 #   check    exit 0 when the pinned wheels are installed and their libraries load
+#   cgo-key  print the CGO_CFLAGS word every cgo build against the wheels adds (see Makefile)
 #   pkgconfig DIR
 #            write DIR/mpich.pc: Intel MPI's mpi.h and libmpi.so.12 under the name the cgo MPI
 #            backend's build tag mpich asks pkg-config for (make build-mpi MPI=intel), with a
@@ -115,5 +116,8 @@ case "${1:-}" in
   prefix) echo "$PREFIX" ;;
   check) installed || { why=$(libs_load 2>&1) || true; die "not installed in $PREFIX${why:+: $why} (run: $0 install)"; } ;;
   pkgconfig) pkgconfig "${2:-}" ;;
-  *) echo "usage: $0 install|prefix|check|pkgconfig DIR" >&2; exit 2 ;;
+  # cgo-key: a CGO_CFLAGS word that tells Go's build cache this prefix's Intel MPI from Debian's
+  # MPICH (the cache keys cgo packages by the pkg-config command, not PKG_CONFIG_PATH).
+  cgo-key) echo "-DBK_INTEL_MPI_PREFIX=$PREFIX" ;;
+  *) echo "usage: $0 install|prefix|check|pkgconfig DIR|cgo-key" >&2; exit 2 ;;
 esac
