@@ -54,13 +54,28 @@ install: build man
 # libmpi.so.12; Debian's MPICH names it libmpich.so.12, so the binary's
 # dependency is renamed with patchelf (run it here with LD_LIBRARY_PATH
 # pointing at a libmpi.so.12 link to Debian's library; see README).
+#
+# MPI=intel: the MPICH build against Intel MPI itself, the impi-devel wheel
+# of scripts/intel-wheels.txt in BATCHKIT_INTEL_PREFIX (make intel-stack):
+# its own mpi.h and libmpi.so.12, found through a pkg-config file that
+# scripts/intel-stack.sh writes next to the binary, with a RUNPATH to the
+# wheel's lib/ (no patchelf; LD_LIBRARY_PATH still wins when set).
+# INTEL_CGO_KEY goes into CGO_CFLAGS: Go's build cache keys a cgo package by
+# the pkg-config command, not by PKG_CONFIG_PATH or its output, so without a
+# difference here the Intel objects would be reused for MPI=mpich (and the
+# reverse). scripts/intel-stack.sh cgo-key prints it for other builds.
+INTEL_CGO_KEY = $(shell scripts/intel-stack.sh cgo-key 2>/dev/null)
 MPI ?=
 build-mpi:
 	@set -e; case '$(MPI)' in \
 	  openmpi)   tag=mpi pc=ompi pkg=libopenmpi-dev ;; \
 	  mpich)     tag=mpich pc=mpich pkg=libmpich-dev ;; \
 	  mpich-abi) tag=mpich pc=mpich pkg=libmpich-dev ;; \
-	  *) echo "make build-mpi: set MPI=openmpi, MPI=mpich or MPI=mpich-abi (got '$(MPI)')" >&2; exit 2 ;; \
+	  intel)     tag=mpich pc=mpich pkg='the Intel MPI wheels (make intel-stack)'; \
+	             scripts/intel-stack.sh pkgconfig $(dir $(BIN))pkgconfig-intel || exit 2; \
+	             export PKG_CONFIG_PATH=$(abspath $(dir $(BIN))pkgconfig-intel); \
+	             export CGO_CFLAGS="$${CGO_CFLAGS:--O2 -g} $(INTEL_CGO_KEY)" ;; \
+	  *) echo "make build-mpi: set MPI=openmpi, MPI=mpich, MPI=mpich-abi or MPI=intel (got '$(MPI)')" >&2; exit 2 ;; \
 	esac; \
 	pkg-config --exists $$pc || { echo "make build-mpi: pkg-config finds no '$$pc': apt-get install $$pkg" >&2; exit 2; }; \
 	if [ '$(MPI)' = mpich-abi ]; then command -v patchelf >/dev/null || { echo "make build-mpi: MPI=mpich-abi needs patchelf: apt-get install patchelf" >&2; exit 2; }; fi; \

@@ -121,6 +121,7 @@ func FindLauncher(p Probe, flavor Flavor, launcher Program, binary string) (f Fl
 	if launcher == ProgramSrun {
 		names = srunRow.binaries
 	}
+	var wrong error // the first generic name found that is another MPI's
 	for _, name := range names {
 		path, err := p.LookPath(name)
 		if err != nil {
@@ -132,6 +133,9 @@ func FindLauncher(p Probe, flavor Flavor, launcher Program, binary string) (f Fl
 				return "", "", false, err
 			}
 			if ok && v != flavor {
+				if wrong == nil {
+					wrong = WrongMPI(name, path, v, flavor)
+				}
 				continue // /usr/bin/mpirun of another MPI
 			}
 		}
@@ -140,7 +144,41 @@ func FindLauncher(p Probe, flavor Flavor, launcher Program, binary string) (f Fl
 	if len(names) == 0 {
 		return flavor, "", false, fmt.Errorf("no binaries known for flavor %q", flavor)
 	}
+	if wrong != nil {
+		return flavor, names[0], false, wrong
+	}
 	return flavor, names[0], false, nil
+}
+
+// WrongMPIError is a launcher of flavor Want found on PATH that is
+// another MPI's: Name (at Path) answered --version as Got's. FindLauncher
+// returns it with the flavor and binary it would otherwise have returned:
+// a dry run, which may be for another machine, goes on.
+type WrongMPIError struct {
+	Name, Path string
+	Got, Want  Flavor
+}
+
+func (e *WrongMPIError) Error() string {
+	where := e.Name
+	if e.Path != "" && e.Path != e.Name {
+		where += " (" + e.Path + ")"
+	}
+	return fmt.Sprintf("%s is %s's, not %s's: %s, or give its launcher with --mpirun PATH",
+		where, flavorRows[e.Got].name, flavorRows[e.Want].name, fixPath[e.Want])
+}
+
+// WrongMPI is a *WrongMPIError.
+func WrongMPI(name, path string, got, want Flavor) error {
+	return &WrongMPIError{Name: name, Path: path, Got: got, Want: want}
+}
+
+// fixPath says how to put a flavor's launcher first on PATH.
+var fixPath = map[Flavor]string{
+	IntelMPI: "put Intel MPI's first on PATH (activate the venv with the impi-rt wheel, or use --profile intel-pip; oneAPI: source setvars.sh)",
+	OpenMPI:  "put Open MPI's bin directory first on PATH",
+	MPICH:    "put MPICH's bin directory first on PATH (Debian: mpirun.mpich)",
+	MVAPICH:  "put MVAPICH2's bin directory first on PATH",
 }
 
 // givenBinary is FindLauncher for a binary the user named: its flavor from
@@ -166,7 +204,20 @@ func (p Probe) givenBinary(flavor Flavor, launcher Program, binary string) (Flav
 			return flavor, binary, true, nil
 		}
 	}
-	_, lerr := p.LookPath(binary)
+	path, lerr := p.LookPath(binary)
+	if lerr == nil && launcher != ProgramSrun && generic(binary) && !strings.Contains(binary, "/") {
+		// A generic name looked up on PATH that is another MPI's (a
+		// profile's binary = "mpirun" with the wrong MPI first on PATH)
+		// would start ranks that cannot talk to each other, or fail far
+		// from the cause. A path is the user's own choice: not asked.
+		v, ok, err := p.versionFlavor(path)
+		if err != nil {
+			return "", binary, true, err
+		}
+		if ok && v != flavor {
+			return flavor, binary, true, WrongMPI(binary, path, v, flavor)
+		}
+	}
 	return flavor, binary, lerr == nil, nil
 }
 

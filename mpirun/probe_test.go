@@ -115,13 +115,16 @@ func TestFindLauncher(t *testing.T) {
 		{"unknown mpirun", map[string]string{"mpirun": "some other thing"}, "", "mpirun", "", "", "", false, "no MPI launcher found"},
 		{"flavor mpich", debian, MPICH, "mpirun", "", MPICH, "mpirun.mpich", true, ""},
 		{"flavor mpich mpiexec", debian, MPICH, "mpiexec", "", MPICH, "mpiexec.mpich", true, ""},
-		// /usr/bin/mpirun is Open MPI's: not taken for Intel.
-		{"flavor intel on debian", debian, IntelMPI, "mpirun", "", IntelMPI, "mpirun", false, ""},
+		// /usr/bin/mpirun is Open MPI's: not taken for Intel, and said so.
+		{"flavor intel on debian", debian, IntelMPI, "mpirun", "", IntelMPI, "mpirun", false, "mpirun (/bin/mpirun) is Open MPI's, not Intel MPI's: put Intel MPI's first on PATH (activate the venv with the impi-rt wheel"},
+		{"flavor intel, none on PATH", map[string]string{}, IntelMPI, "mpirun", "", IntelMPI, "mpirun", false, ""},
 		{"flavor intel", intel, IntelMPI, "mpirun", "", IntelMPI, "mpirun", true, ""},
-		{"flavor openmpi mpiexec", intel, OpenMPI, "mpiexec", "", OpenMPI, "mpiexec.openmpi", false, ""},
+		{"flavor openmpi mpiexec", intel, OpenMPI, "mpiexec", "", OpenMPI, "mpiexec.openmpi", false, "mpiexec (/bin/mpiexec) is Intel MPI's, not Open MPI's: put Open MPI's bin directory first on PATH"},
 		{"binary by name", debian, "", "mpirun", "/opt/x/mpirun.mpich", MPICH, "/opt/x/mpirun.mpich", false, ""},
 		{"binary by version", intel, "", "mpirun", "mpirun", IntelMPI, "mpirun", true, ""},
-		{"binary and flavor", debian, IntelMPI, "mpirun", "mpirun", IntelMPI, "mpirun", true, ""},
+		{"binary and flavor", intel, IntelMPI, "mpirun", "mpirun", IntelMPI, "mpirun", true, ""},
+		{"binary of another flavor", debian, IntelMPI, "mpirun", "mpirun", IntelMPI, "mpirun", true, "mpirun (/bin/mpirun) is Open MPI's, not Intel MPI's"},
+		{"binary by name, flavor given", debian, IntelMPI, "mpirun", "mpirun.openmpi", IntelMPI, "mpirun.openmpi", true, ""},
 		{"binary unknown", map[string]string{"mpirun": "??"}, "", "mpirun", "mpirun", "", "mpirun", true, "cannot tell the MPI flavor of mpirun from its --version output: pass --flavor"},
 		{"binary missing", map[string]string{}, "", "mpirun", "mympirun", "", "mympirun", false, "cannot tell the MPI flavor of mympirun"},
 		// A launcher that never answers --version is the error, not skipped.

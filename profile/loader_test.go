@@ -542,7 +542,7 @@ func TestListResolvesChains(t *testing.T) {
 		bad[e.Name] = e.Err != nil
 	}
 	want := map[string]bool{"ok": false, "nobase": true, "c1": true, "c2": true, "noflavor": true,
-		"local": false, "mpich": false, "intel-oneccl": false, "generic-openmpi": false}
+		"local": false, "mpich": false, "intel-oneccl": false, "intel-pip": false, "generic-openmpi": false}
 	if diff := cmp.Diff(want, bad); diff != "" {
 		t.Errorf("invalid marks (-want +got):\n%s", diff)
 	}

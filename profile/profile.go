@@ -91,8 +91,14 @@ type Env struct {
 	OneCCLBindings bool `toml:"oneccl_bindings"`
 	// Python is the interpreter the job trains with ("" is python3 on
 	// PATH): oneccl_bindings finds the bindings with it, doctor checks it.
-	Python string            `toml:"python"`
-	Vars   map[string]string `toml:"vars"`
+	Python string `toml:"python"`
+	// IntelWheels is the prefix (a venv) where pip installed the Intel MPI
+	// and oneCCL wheels, or "$VIRTUAL_ENV" for the user's activated one:
+	// after Source, I_MPI_ROOT, CCL_ROOT, FI_PROVIDER_PATH, PATH and
+	// LD_LIBRARY_PATH are set from it (envsetup.WheelsChanges), as the
+	// vars.sh the wheels lack would.
+	IntelWheels string            `toml:"intel_wheels"`
+	Vars        map[string]string `toml:"vars"`
 }
 
 // Script is a shell script to source, with optional arguments.

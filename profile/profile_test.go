@@ -28,7 +28,7 @@ func TestShippedProfiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"generic-openmpi.toml", "intel-oneccl.toml", "local.toml", "mpich.toml"}
+	want := []string{"generic-openmpi.toml", "intel-oneccl.toml", "intel-pip.toml", "local.toml", "mpich.toml"}
 	if diff := cmp.Diff(want, names); diff != "" {
 		t.Fatalf("embedded profiles (-want +got):\n%s", diff)
 	}
@@ -303,7 +303,7 @@ func TestKeys(t *testing.T) {
 		"extends", "description", "templates",
 		"slurm.partition", "slurm.account", "slurm.qos", "slurm.time", "slurm.constraint", "slurm.requeue", "slurm.extra_sbatch", "slurm.modules",
 		"mpi.flavor", "mpi.launcher", "mpi.binary", "mpi.args", "mpi.bootstrap", "mpi.srun_mpi", "mpi.allow_run_as_root", "mpi.oversubscribe",
-		"env.source", "env.oneccl_bindings", "env.python", "env.vars.NAME",
+		"env.source", "env.oneccl_bindings", "env.python", "env.intel_wheels", "env.vars.NAME",
 		"rendezvous.port_policy", "rendezvous.port",
 	}
 	if diff := cmp.Diff(want, Keys()); diff != "" {

@@ -79,6 +79,7 @@ var checks = map[string]map[string]check{
 		"source":          each(sourceScript),
 		"oneccl_bindings": typeOnly,
 		"python":          value(nonEmptyLine),
+		"intel_wheels":    value(wheelsPrefix),
 		"vars":            value(variable), // each variable's value, at env.vars.NAME
 	},
 	"rendezvous": {

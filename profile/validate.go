@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/batchkit/batchkit/envsetup"
 	"github.com/batchkit/batchkit/envsetup/envvars"
 	"github.com/batchkit/batchkit/mpirun"
 	"github.com/batchkit/batchkit/slurm"
@@ -196,6 +197,19 @@ func sourceScript(s Script, at keyPath) []issue {
 		}
 	}
 	return out
+}
+
+// wheelsPrefix is env.intel_wheels: an absolute path, or "$VIRTUAL_ENV"
+// (envsetup.WheelsActive), the venv active when batchkit runs.
+func wheelsPrefix(s string, at keyPath) []issue {
+	switch {
+	case s == envsetup.WheelsActive:
+	case !filepath.IsAbs(s):
+		return []issue{issuef(at, "%s: want an absolute path, or %q for the virtual environment active when batchkit runs", quoteTOML(s), envsetup.WheelsActive)}
+	case strings.ContainsAny(s, "\n\r"):
+		return []issue{issuef(at, "%s spans lines", quoteTOML(s))}
+	}
+	return nil
 }
 
 // variable is one entry of env.vars: at names it.

@@ -7,6 +7,11 @@
 #            scripts/intel-wheels.txt (idempotent: a second run checks the stamp and returns)
 #   prefix   print the environment's directory (what the intel-pip profile calls the prefix)
 #   check    exit 0 when the pinned wheels are installed and their libraries load
+#   cgo-key  print the CGO_CFLAGS word every cgo build against the wheels adds (see Makefile)
+#   pkgconfig DIR
+#            write DIR/mpich.pc: Intel MPI's mpi.h and libmpi.so.12 under the name the cgo MPI
+#            backend's build tag mpich asks pkg-config for (make build-mpi MPI=intel), with a
+#            RUNPATH to the wheel's lib/, so the binary starts without LD_LIBRARY_PATH
 #
 # The directory is $BATCHKIT_INTEL_PREFIX, default /opt/batchkit/intel: outside the clone, so a
 # second clone or CI run on the same machine reuses it (~550 MB). The python that makes the venv is
@@ -57,7 +62,20 @@ make_venv() {
   "$PYTHON" -m venv "$PREFIX" || die "$PYTHON -m venv $PREFIX failed"
 }
 
+# Slurm's PMI-2 client library: Intel MPI ranks started by `srun --mpi=pmi2` load it through
+# I_MPI_PMI_LIBRARY (Intel MPI's own PMI does not speak to slurmd). Debian's libpmi2-0.
+readonly PMI2_LIB=/usr/lib/x86_64-linux-gnu/libpmi2.so.0
+pmi2() {
+  [[ -e $PMI2_LIB ]] && return 0
+  [[ $(id -u) -eq 0 ]] && command -v apt-get >/dev/null || { log "warning: $PMI2_LIB missing (apt-get install libpmi2-0): no srun --mpi=pmi2 for Intel MPI"; return 0; }
+  log "installing libpmi2-0 (Slurm's PMI-2 library, for srun --mpi=pmi2)"
+  apt-get install -y -q --no-install-recommends libpmi2-0 >/dev/null ||
+    { apt-get update -q >/dev/null && apt-get install -y -q --no-install-recommends libpmi2-0 >/dev/null; } ||
+    die "apt-get install libpmi2-0 failed"
+}
+
 install() {
+  pmi2
   if installed; then log "up to date in $PREFIX"; return 0; fi
   [[ -x $PREFIX/bin/pip ]] || make_venv
   log "installing $(pins | paste -sd' ' -) into $PREFIX"
@@ -70,9 +88,36 @@ install() {
   log "installed in $PREFIX"
 }
 
+# pkgconfig DIR: Intel MPI as pkg-config's "mpich" (the wheel ships no impi.pc or mpich.pc; its
+# ccl.pc names a "Requires: impi" that is not there). Intel MPI is MPICH-ABI: mpi.h is MPICH's
+# interface, the library libmpi.so.12.
+pkgconfig() {
+  local dir=$1 version
+  [[ -n $dir ]] || { echo "usage: $0 pkgconfig DIR" >&2; exit 2; }
+  installed || die "not installed in $PREFIX (run: $0 install)"
+  [[ -f $PREFIX/include/mpi.h ]] || die "$PREFIX/include/mpi.h is missing: the impi-devel wheel is not installed (pip install impi-devel)"
+  version=$(pins | sed -n 's/^impi-devel==//p')
+  mkdir -p "$dir"
+  cat >"$dir/mpich.pc" <<EOF
+# Written by scripts/intel-stack.sh pkgconfig: Intel MPI $version from the impi-devel wheel in
+# $PREFIX, as the MPICH ABI. RUNPATH: the binary finds libmpi.so.12 there without
+# LD_LIBRARY_PATH (which still wins when set).
+prefix=$PREFIX
+Name: mpich
+Description: Intel MPI (MPICH ABI) from the impi-devel wheel
+Version: $version
+Cflags: -I\${prefix}/include
+Libs: -L\${prefix}/lib -Wl,-rpath,\${prefix}/lib -lmpi
+EOF
+}
+
 case "${1:-}" in
   install) install ;;
   prefix) echo "$PREFIX" ;;
   check) installed || { why=$(libs_load 2>&1) || true; die "not installed in $PREFIX${why:+: $why} (run: $0 install)"; } ;;
-  *) echo "usage: $0 install|prefix|check" >&2; exit 2 ;;
+  pkgconfig) pkgconfig "${2:-}" ;;
+  # cgo-key: a CGO_CFLAGS word that tells Go's build cache this prefix's Intel MPI from Debian's
+  # MPICH (the cache keys cgo packages by the pkg-config command, not PKG_CONFIG_PATH).
+  cgo-key) echo "-DBK_INTEL_MPI_PREFIX=$PREFIX" ;;
+  *) echo "usage: $0 install|prefix|check|pkgconfig DIR|cgo-key" >&2; exit 2 ;;
 esac

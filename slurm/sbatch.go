@@ -42,6 +42,10 @@ type Script struct {
 	// after Sources, found by running Python with Probe (which prints the
 	// package's directory).
 	Bindings *Bindings
+	// Wheels, when set, is the Intel MPI and oneCCL wheels' prefix (a
+	// profile's env.intel_wheels, resolved): the script exports what
+	// envsetup.WheelsChanges sets, after the scripts.
+	Wheels string
 }
 
 // Bindings is how the batch script finds the oneCCL bindings for PyTorch.

@@ -74,7 +74,7 @@ func TestSbatchScriptSignals(t *testing.T) {
 			write("scontrol", "#!/bin/sh\necho \"$@\" >> \""+filepath.Join(dir, "scontrol.log")+"\"\n")
 			script, err := set.Render(Sbatch, map[string]any{
 				"Profile": "p", "Directives": []map[string]string{}, "Modules": []string{}, "Sources": []map[string]any{},
-				"Env": []map[string]string{}, "Launch": []string{launcher}, "Requeue": tc.requeue, "Bindings": nil,
+				"Env": []map[string]string{}, "Launch": []string{launcher}, "Requeue": tc.requeue, "Bindings": nil, "Wheels": "",
 			})
 			if err != nil {
 				t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/batchkit/batchkit/envsetup"
 	"github.com/batchkit/batchkit/internal/hostile"
 	"github.com/batchkit/batchkit/internal/shquote"
 )
@@ -243,6 +244,7 @@ func TestSbatchTemplateSyntax(t *testing.T) {
 		"Launch":     []string{"srun", "batchkit", "exec", "--", "python3", "train.py"},
 		"Requeue":    true,
 		"Bindings":   map[string]string{"Python": "/opt/conda/bin/python", "Probe": "import sys; print(sys.prefix)"},
+		"Wheels":     "/opt/venv",
 	}
 	out, err := s.Render(Sbatch, data)
 	if err != nil {
@@ -276,7 +278,7 @@ func TestProfileNameStaysInTheComment(t *testing.T) {
 		"Profile":    "./evil\ntouch PWNED\r\x1b.toml",
 		"Directives": []map[string]string{},
 		"Modules":    []string{}, "Sources": []map[string]any{}, "Env": []map[string]string{},
-		"Launch": []string{"true"}, "Requeue": false, "Bindings": nil,
+		"Launch": []string{"true"}, "Requeue": false, "Bindings": nil, "Wheels": "",
 	}
 	out, err := s.Render(Sbatch, data)
 	if err != nil {
@@ -325,7 +327,7 @@ func TestProfileVariablesKeepTheUsers(t *testing.T) {
 		"Sources": []map[string]any{{"Path": vendor, "Args": []string{}}},
 		"Env":     []map[string]string{{"Name": "CCL_WORKER_COUNT", "Value": "1"}, {"Name": "FI_PROVIDER", "Value": "psm3"}, {"Name": "I_MPI_PIN_DOMAIN", "Value": "socket"}},
 		"Launch":  []string{"sh", "-c", `echo "$CCL_WORKER_COUNT $FI_PROVIDER $I_MPI_PIN_DOMAIN"`},
-		"Requeue": false, "Bindings": nil,
+		"Requeue": false, "Bindings": nil, "Wheels": "",
 	}
 	script, err := s.Render(Sbatch, data)
 	if err != nil {
@@ -348,5 +350,29 @@ func TestProfileVariablesKeepTheUsers(t *testing.T) {
 		if got := strings.TrimSuffix(string(out), "\n"); got != tc.want {
 			t.Errorf("env %q: the program saw %q, want %q", tc.env, got, tc.want)
 		}
+	}
+}
+
+// The batch script's block for env.intel_wheels is envsetup.WheelsShell's
+// text, line for line: what batchkit envsetup and mpirun set, the job sets.
+func TestSbatchWheelsMatchEnvsetup(t *testing.T) {
+	s, err := Load("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	prefix := "/opt/my venv"
+	out, err := s.Render(Sbatch, map[string]any{
+		"Profile": "p", "Directives": []map[string]string{}, "Modules": []string{}, "Sources": []map[string]any{},
+		"Env": []map[string]string{}, "Launch": []string{"true"}, "Requeue": false, "Bindings": nil, "Wheels": prefix,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := envsetup.WheelsShell(prefix, shquote.Quote)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "\n"+want) {
+		t.Errorf("the batch script lacks envsetup.WheelsShell's lines:\n%s\n--- script\n%s", want, out)
 	}
 }

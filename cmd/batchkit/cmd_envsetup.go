@@ -123,16 +123,43 @@ func setUpEnv(ctx context.Context, environ []string, env profile.Env, extra []en
 
 // sourceScripts sources scripts in one real bash started with environ (the
 // edge: the rest of a rank's environment is envsetup's pure functions).
-// With env.OneCCLBindings the bindings' setvars.sh follows them.
+// With env.OneCCLBindings the bindings' setvars.sh follows them; with
+// env.IntelWheels, the wheels' variables (envsetup.WheelsChanges) over
+// what they left.
 func sourceScripts(ctx context.Context, environ []string, scripts []envsetup.Script, env profile.Env, timeout time.Duration) (envsetup.Changes, error) {
 	if ctx == nil {
 		ctx = context.Background()
+	}
+	// Checked first: a prefix without the wheels is the cause to name,
+	// not what a script then fails at.
+	wheels, err := wheelsPrefix(env, environ)
+	if err != nil {
+		return envsetup.Changes{}, err
 	}
 	sourced, err := envsetup.Runner{Timeout: timeout}.SourceEnv(ctx, environ, scripts, env.OneCCLBindings, env.Python)
 	if err != nil {
 		return envsetup.Changes{}, sourceFailure(err)
 	}
-	return sourced, nil
+	if wheels == "" {
+		return sourced, nil
+	}
+	after := envsetup.Apply(environ, sourced)
+	more := envsetup.WheelsChanges(wheels, envsetup.Environ(after))
+	return envsetup.Diff(envsetup.Environ(environ), envsetup.Environ(envsetup.Apply(after, more))), nil
+}
+
+// wheelsPrefix is env.intel_wheels' prefix ("$VIRTUAL_ENV" read from
+// environ), checked to hold the Intel MPI wheel; "" when not set. Its
+// errors are bad input (exit 2).
+func wheelsPrefix(env profile.Env, environ []string) (string, error) {
+	if env.IntelWheels == "" {
+		return "", nil
+	}
+	p, err := envsetup.WheelsPrefix(env.IntelWheels, envsetup.Environ(environ)["VIRTUAL_ENV"])
+	if err != nil {
+		return "", badInput(err)
+	}
+	return p, nil
 }
 
 // sourceFailure maps a script that cannot be read to bad input (exit 2);
@@ -212,6 +239,17 @@ func sourceLines(env profile.Env) (string, error) {
 	}
 	if env.OneCCLBindings {
 		text, err := envsetup.BindingsShell(env.Python)
+		if err != nil {
+			return "", err
+		}
+		b.WriteString(text)
+	}
+	if env.IntelWheels != "" {
+		wheels, err := wheelsPrefix(env, os.Environ())
+		if err != nil {
+			return "", err
+		}
+		text, err := envsetup.WheelsShell(wheels, shquote.Quote)
 		if err != nil {
 			return "", err
 		}

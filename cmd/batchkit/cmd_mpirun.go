@@ -123,7 +123,8 @@ func mpirunAction(c *cli.Context) error {
 			return err
 		}
 	}
-	m := mpilaunch.Machine{Getenv: os.Getenv, Probe: mpilaunch.SystemProbe(c.Duration("probe-timeout")), ReadFile: mpilaunch.ReadHostfile, Self: self, FreePort: freePort}
+	m := mpilaunch.Machine{Getenv: os.Getenv, Probe: mpilaunch.SystemProbe(c.Duration("probe-timeout")), ReadFile: mpilaunch.ReadHostfile, Self: self, FreePort: freePort,
+		DryRun: c.Bool("dry-run")}
 	if !c.Bool("dry-run") { // a dry run may be for hosts this machine does not know
 		m.Resolve = mpilaunch.ResolveHost
 	}
@@ -161,7 +162,7 @@ func lookupIn(environ []string) func(string) (string, bool) {
 // sourced per rank. The profile's variables go by the launcher (-genv),
 // not here.
 func sourceOnce(c *cli.Context, env profile.Env) (envsetup.Changes, error) {
-	if len(env.Source) == 0 && !env.OneCCLBindings {
+	if len(env.Source) == 0 && !env.OneCCLBindings && env.IntelWheels == "" {
 		return envsetup.Changes{}, nil
 	}
 	sourced, err := sourceScripts(c.Context, os.Environ(), profileScripts(env.Source), env, c.Duration("source-timeout"))

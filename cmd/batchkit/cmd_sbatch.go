@@ -252,6 +252,12 @@ func sbatchRequest(c *cli.Context, program []string) (sbatch.Request, error) {
 		Chdir: c.String("chdir"), MailType: c.String("mail-type"), MailUser: c.String("mail-user"),
 		Requeue: r.Profile.Slurm.Requeue, Extra: []string(*c.Generic("sbatch-arg").(*stringList)),
 	}
+	// The job runs with the environment it is submitted from (sbatch
+	// exports it): "$VIRTUAL_ENV" is the venv active here, written into
+	// the script as its path.
+	if r.Profile.Env.IntelWheels, err = wheelsPrefix(r.Profile.Env, os.Environ()); err != nil {
+		return sbatch.Request{}, err
+	}
 	return sbatch.Request{ProfileName: r.Name, Profile: r.Profile, Job: job, Program: program, Batchkit: self,
 		Templates: set, Wait: c.Bool("wait"), SubmitTimeout: c.Duration("submit-timeout"), Torchrun: c.Int("torchrun"), FailFast: failFast}, nil
 }

@@ -38,6 +38,9 @@ const (
 // calls it): then batchkit exec watches. Read from the launchers' sources:
 //   - Hydra (MPICH, Intel MPI) kills the job only when a rank that opened its
 //     PMI connection dies (hydra pm/pmiserv/pmip_cb.c): the others run on.
+//     Measured for Intel MPI 2021.18's mpiexec.hydra too (the wheel): after
+//     a rank's exit 3 or SIGKILL the others ran to their end (30 s), Hydra
+//     reporting only then (integration TestFailFast's intelmpi rows).
 //   - MVAPICH2: mpirun_rsh ends the job on any non-zero exit (mpispawn.c
 //     child_handler reports it, wfe_mpirun.c fails the run, mpirun_rsh.c
 //     cleans up), but MVAPICH2's mpiexec is Hydra and sets the same

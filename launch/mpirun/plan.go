@@ -73,6 +73,10 @@ type Machine struct {
 	Self     string                       // the batchkit binary, which every rank runs
 	FreePort func() (int, error)
 	Resolve  func(host string) error // ResolveHost; nil: no check
+	// DryRun: the launch is only printed, maybe for another machine; a
+	// launcher of another MPI on this PATH (mpirun.WrongMPIError) is no
+	// error then.
+	DryRun bool
 }
 
 // Plan is a launch decided but not started.
@@ -86,6 +90,10 @@ type Plan struct {
 // (exit 2) unless the machine failed (no free port, say).
 func NewPlan(o Options, m Machine) (Plan, error) {
 	program, flavor, bin, found, err := findLauncher(o, m.Probe)
+	var wrong *mpirun.WrongMPIError
+	if errors.As(err, &wrong) && m.DryRun {
+		err, found = nil, false
+	}
 	if err != nil {
 		return Plan{}, err
 	}

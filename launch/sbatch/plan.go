@@ -132,6 +132,7 @@ func Script(req Request) (slurm.Script, error) {
 	}
 	return slurm.Script{
 		Bindings:   bindings,
+		Wheels:     p.Env.IntelWheels,
 		Profile:    req.ProfileName,
 		Directives: directives,
 		Modules:    p.Slurm.Modules,

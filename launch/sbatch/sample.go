@@ -22,6 +22,7 @@ func Sample() slurm.Script {
 		Launch:     []string{"srun", "batchkit", "exec", "--", "python3", "train.py"},
 		Requeue:    true,
 		Bindings:   &slurm.Bindings{Python: "python3", Probe: "print(1)"},
+		Wheels:     "/opt/venv",
 	}
 }
 
