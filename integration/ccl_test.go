@@ -17,12 +17,14 @@ import (
 // launcher (its world meets over batchkit's rendezvous, whatever started
 // it), a rank killed mid-training, and the refusals a user meets.
 
-// intelPrefix is where scripts/intel-stack.sh installs the stack.
+// intelPrefix is where scripts/intel-stack.sh installs the stack (the
+// script's answer: its default and BATCHKIT_INTEL_PREFIX live there only).
 func intelPrefix() string {
-	if p := os.Getenv("BATCHKIT_INTEL_PREFIX"); p != "" {
-		return p
+	out, err := exec.Command("../scripts/intel-stack.sh", "prefix").Output()
+	if err != nil {
+		return "" // needIntel has failed the test already
 	}
-	return "/opt/batchkit/intel"
+	return strings.TrimSpace(string(out))
 }
 
 // cclCgoEnv is what `make build-ccl` gives cgo.
@@ -30,20 +32,6 @@ func cclCgoEnv() []string {
 	p := intelPrefix()
 	return []string{"CGO_CPPFLAGS=-I" + p + "/include",
 		"CGO_LDFLAGS=-L" + p + "/lib -Wl,--disable-new-dtags -Wl,-rpath," + p + "/lib"}
-}
-
-// needIntel: the stack is installed, or the test is skipped (failed under
-// BATCHKIT_REQUIRE_CLUSTER=1, as in `make test`, which installs it).
-func needIntel(t *testing.T) {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("integration test in -short mode")
-	}
-	for _, f := range []string{"include/oneapi/ccl.hpp", "lib/libccl.so.1", "bin/mpiexec"} {
-		if _, err := os.Stat(filepath.Join(intelPrefix(), f)); err != nil {
-			requireOrSkip(t, "the Intel stack is not installed: "+err.Error()+" (make intel-stack)")
-		}
-	}
 }
 
 // cclBinary builds batchkit with the ccl tag, once.
