@@ -35,6 +35,12 @@ Examples:
 	}
 }
 
+// cclVersion is oneCCL's own version call (ccl::get_library_version) in a
+// binary built with the ccl collective backend, nil in one without: doctor
+// reads the version from the library found then. Set where the backend is
+// compiled in.
+var cclVersion func() string
+
 func runDoctor(c *cli.Context) error {
 	if c.NArg() > 0 {
 		return usagef("doctor takes no arguments, got %q", c.Args().First())
@@ -49,6 +55,7 @@ func runDoctor(c *cli.Context) error {
 	}
 	env := doctor.System(os.Getenv, hostname())
 	env.Timeout, env.Python = timeout, c.String("python")
+	env.CCLVersion = cclVersion
 	env.ProfileName = c.String("profile")
 	if env.ProfileName == "" {
 		env.ProfileName = profile.DefaultName(os.Getenv)
