@@ -34,6 +34,10 @@ const (
 	Warn Status = "warn"
 	Fail Status = "fail"
 	Skip Status = "skip"
+
+	// notHere is a check about a stack this machine does not have (the
+	// Intel checks on an Open MPI site): Run leaves its result out.
+	notHere Status = "not here"
 )
 
 // Result is one check's outcome; Fix says what to do when it is not OK.
@@ -42,10 +46,6 @@ type Result struct {
 	Status  Status `json:"status"`
 	Message string `json:"message"`
 	Fix     string `json:"fix"`
-
-	// hidden: a SKIP of a check about a stack this machine does not have
-	// (the Intel checks on an Open MPI site); Run leaves it out.
-	hidden bool
 }
 
 // Check is one named probe of the machine.
@@ -211,7 +211,7 @@ func firstLine(s string) string {
 
 // Run runs the checks concurrently and returns their results in order,
 // each text escaped and bounded for printing, leaving out the checks that
-// do not apply to this machine at all (hidden SKIPs). A check still running when
+// do not apply to this machine at all (notHere). A check still running when
 // ctx is done fails as unfinished: its goroutine is left to its own
 // command timeout.
 func Run(ctx context.Context, env *Env, checks []Check) []Result {
@@ -239,7 +239,7 @@ func Run(ctx context.Context, env *Env, checks []Check) []Result {
 		}
 		results[i] = results[i].escaped()
 	}
-	return slices.DeleteFunc(results, func(r Result) bool { return r.hidden })
+	return slices.DeleteFunc(results, func(r Result) bool { return r.Status == notHere })
 }
 
 // Failed reports whether any result is a FAIL.

@@ -52,12 +52,10 @@ type rankEnv struct {
 	cclCheck bool // the oneccl check applies
 }
 
-// notApplicable is a SKIP that leaves no line: the check is about a stack
-// this profile and environment do not have.
+// notApplicable leaves no line: the check is about a stack this profile
+// and environment do not have.
 func notApplicable(format string, a ...any) Result {
-	r := skip(format, a...)
-	r.hidden = true
-	return r
+	return result(notHere, format, a...)
 }
 
 const notIntel = "neither the profile nor the environment uses Intel MPI or oneCCL"
@@ -75,7 +73,9 @@ func (env *Env) rank(ctx context.Context) (rankEnv, *Result) {
 	job, err := env.job(ctx)
 	if err != nil {
 		res := skip(needsScripts)
-		res.hidden = !r.intelMPI && !r.oneCCL
+		if !r.intelMPI && !r.oneCCL {
+			res = notApplicable(needsScripts)
+		}
 		return rankEnv{}, &res
 	}
 	base := job.environ
@@ -239,7 +239,7 @@ func checkIntelMPI(ctx context.Context, env *Env) Result {
 	}
 	v, known := impiLibVersion(data)
 	if !known {
-		return result(Warn, "libmpi.so.12 from %s (%s%s) loads, but has no Intel MPI version in it: another MPI's library of that name?", l.dir(), l.via, note).
+		return result(status, "libmpi.so.12 from %s (%s%s) loads, but has no Intel MPI version in it: another MPI's library (MPICH's has that name too)?", l.dir(), l.via, note).
 			fix("put Intel MPI's lib directory first on LD_LIBRARY_PATH (its env/vars.sh does)")
 	}
 	msg := fmt.Sprintf("Intel MPI %s: libmpi.so.12 from %s (%s%s) loads", v, l.dir(), l.via, note)
