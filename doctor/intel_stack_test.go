@@ -80,14 +80,17 @@ func TestIntelStackReal(t *testing.T) {
 }
 
 // oneccl-cpu 2022.1.2, the real wheel when pip reaches the index within a
-// minute (6 MB), else a libccl.so.1 built to need libccl.so.2 as it does.
+// minute (6 MB, then pip's cache), else a libccl.so.1 built to need libccl.so.2 as it does.
 func TestIntelStackBrokenCCL(t *testing.T) {
 	p := intelPrefix(t)
 	broken, wheel := t.TempDir(), "oneccl-cpu 2022.1.2"
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	var out bytes.Buffer
-	venv := exec.CommandContext(ctx, "sh", "-c", `python3 -m venv "$1" && "$1/bin/pip" install -q --no-input --disable-pip-version-check --no-deps --timeout 15 oneccl-cpu==2022.1.2`, "sh", broken)
+	// pip --prefix lays the wheel out as in a venv (lib/, lib/pythonX.Y/site-packages), without
+	// making one.
+	venv := exec.CommandContext(ctx, "python3", "-m", "pip", "install", "-q", "--no-input", "--disable-pip-version-check",
+		"--root-user-action=ignore", "--no-warn-script-location", "--no-deps", "--timeout", "15", "--prefix", broken, "oneccl-cpu==2022.1.2")
 	venv.Stdout, venv.Stderr = &out, &out
 	if err := venv.Run(); err != nil {
 		t.Logf("no oneccl-cpu 2022.1.2 from pip (%v: %s): a libccl.so.1 that needs libccl.so.2 instead", err, lastLine(out.String()))
