@@ -16,6 +16,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -33,6 +34,10 @@ const (
 	Warn Status = "warn"
 	Fail Status = "fail"
 	Skip Status = "skip"
+
+	// notHere is a check about a stack this machine does not have (the
+	// Intel checks on an Open MPI site): Run leaves its result out.
+	notHere Status = "not here"
 )
 
 // Result is one check's outcome; Fix says what to do when it is not OK.
@@ -93,8 +98,19 @@ type Env struct {
 
 	Timeout time.Duration // for each external command
 
+	// LibDirs are the loader's default directories, searched after its
+	// cache (DefaultLibDirs).
+	LibDirs []string
+	// CCLVersion is oneCCL's own version call (ccl::get_library_version),
+	// in a binary built with the ccl backend: the library that binary runs
+	// on. nil in a binary without it, which has no cgo: the version is
+	// then read from the library found.
+	CCLVersion func() string
+
 	probes memo[PyInfo] // by interpreter path
 	jobs   memo[jobEnv] // one key: the profile's
+
+	ldcaches memo[map[string][]string] // one key: ldconfig -p's answer
 }
 
 // DefaultTimeout bounds each external command: scontrol ping against a
@@ -194,7 +210,8 @@ func firstLine(s string) string {
 }
 
 // Run runs the checks concurrently and returns their results in order,
-// each text escaped and bounded for printing. A check still running when
+// each text escaped and bounded for printing, leaving out the checks that
+// do not apply to this machine at all (notHere). A check still running when
 // ctx is done fails as unfinished: its goroutine is left to its own
 // command timeout.
 func Run(ctx context.Context, env *Env, checks []Check) []Result {
@@ -222,7 +239,7 @@ func Run(ctx context.Context, env *Env, checks []Check) []Result {
 		}
 		results[i] = results[i].escaped()
 	}
-	return results
+	return slices.DeleteFunc(results, func(r Result) bool { return r.Status == notHere })
 }
 
 // Failed reports whether any result is a FAIL.

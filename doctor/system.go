@@ -25,6 +25,7 @@ func System(getenv func(string) string, hostname string) *Env {
 		Hostname:  hostname,
 		SysPython: "/usr/bin/python3",
 		Timeout:   DefaultTimeout,
+		LibDirs:   DefaultLibDirs,
 	}
 }
 

@@ -83,6 +83,12 @@ func TestDoctorSystemTorch(t *testing.T) {
 			t.Errorf("%s = %+v, want ok", name, got[name])
 		}
 	}
+	// Open MPI's profile, no Intel stack in the environment: no Intel lines.
+	for _, name := range []string{"intel-mpi", "oneccl", "libfabric"} {
+		if r, ok := got[name]; ok {
+			t.Errorf("%s = %+v under profile local, want no line", name, r)
+		}
+	}
 
 	// A profile whose collectives are oneCCL's needs the bindings: intel-oneccl
 	// with a stand-in for oneAPI's setvars.sh, since the checks of Python run
@@ -132,16 +138,63 @@ func TestDoctorIntelWithoutOneAPI(t *testing.T) {
 		t.Errorf("exit %d, want 1", code)
 	}
 	statuses := map[string]doctor.Status{}
-	for _, name := range []string{"env-scripts", "mpirun", "python", "torch", "oneccl-bindings", "ipex"} {
+	for _, name := range []string{"env-scripts", "mpirun", "intel-mpi", "oneccl", "libfabric", "python", "torch", "oneccl-bindings", "ipex"} {
 		statuses[name] = got[name].Status
 	}
-	want := map[string]doctor.Status{"env-scripts": doctor.Fail,
-		"mpirun": doctor.Skip, "python": doctor.Skip, "torch": doctor.Skip, "oneccl-bindings": doctor.Skip, "ipex": doctor.Skip}
+	want := map[string]doctor.Status{"env-scripts": doctor.Fail, "mpirun": doctor.Skip,
+		"intel-mpi": doctor.Skip, "oneccl": doctor.Skip, "libfabric": doctor.Skip,
+		"python": doctor.Skip, "torch": doctor.Skip, "oneccl-bindings": doctor.Skip, "ipex": doctor.Skip}
 	if diff := cmp.Diff(want, statuses); diff != "" {
 		t.Errorf("statuses (-want +got):\n%s", diff)
 	}
 	if r := got["env-scripts"]; r.Message != "/opt/intel/oneapi/setvars.sh does not exist" {
 		t.Errorf("env-scripts = %+v", r)
+	}
+}
+
+// The real Intel stack of scripts/intel-stack.sh, in the environment the
+// intel-pip profile gives a job (set here in doctor's own): the versions
+// of the library, the launcher and oneCCL, and libfabric's providers. The
+// broken cases are doctor's package tests.
+func TestDoctorIntelStack(t *testing.T) {
+	p := os.Getenv("BATCHKIT_INTEL_PREFIX")
+	if p == "" {
+		p = "/opt/batchkit/intel"
+	}
+	if _, err := os.Stat(filepath.Join(p, "lib", "libccl.so.1")); err != nil {
+		if os.Getenv("BATCHKIT_REQUIRE_CLUSTER") == "1" {
+			t.Fatalf("no Intel stack in %s (scripts/intel-stack.sh install; BATCHKIT_REQUIRE_CLUSTER=1)", p)
+		}
+		t.Skipf("no Intel stack in %s (scripts/intel-stack.sh install)", p)
+	}
+	dir := t.TempDir()
+	writeScript(t, filepath.Join(dir, "wheels.toml"), `description = "the Intel wheels, set up by the caller"
+[mpi]
+flavor = "intelmpi"
+launcher = "mpirun"
+binary = "mpirun"
+[env.vars]
+FI_PROVIDER = "tcp"
+CCL_WORKER_COUNT = "1"
+`)
+	t.Setenv("BATCHKIT_PROFILE_PATH", dir)
+	t.Setenv("PATH", p+"/bin/libfabric:"+p+"/bin:"+os.Getenv("PATH"))
+	t.Setenv("LD_LIBRARY_PATH", p+"/lib")
+	t.Setenv("FI_PROVIDER_PATH", p+"/lib")
+	t.Setenv("I_MPI_ROOT", p)
+	t.Setenv("CCL_ROOT", p)
+	got, _ := doctorRun(t, "--profile", "wheels", "--python", "/usr/bin/python3")
+	for name, in := range map[string]string{
+		"intel-mpi": "Intel MPI 2021.18.1 Build ",
+		"oneccl":    "oneCCL 2021.16.1 (the library's version string Gold-2021.16.1 ",
+		"libfabric": "FI_PROVIDER=tcp is among them",
+	} {
+		if r := got[name]; r.Status != doctor.OK || !strings.Contains(r.Message, in) {
+			t.Errorf("%s = %+v, want ok with %q", name, r, in)
+		}
+	}
+	if r := got["intel-mpi"]; !strings.Contains(r.Message, "mpirun ("+p+"/bin/mpirun) is the same build") {
+		t.Errorf("intel-mpi = %+v, want the launcher compared", r)
 	}
 }
 
