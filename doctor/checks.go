@@ -244,6 +244,9 @@ func checkScripts(ctx context.Context, env *Env) Result {
 		}
 		lines = append(lines, strings.ReplaceAll(strings.TrimSpace(text), "\n", "; "))
 	}
+	if p.Env.IntelWheels != "" {
+		names = append(names, "the Intel wheels' variables (env.intel_wheels = "+p.Env.IntelWheels+")")
+	}
 	if _, err := env.job(ctx); err != nil {
 		return result(Fail, "%v", err).fix("see what it says: batchkit envsetup --profile %s (or by hand in bash: %s)", env.ProfileName, strings.Join(lines, "; "))
 	}

@@ -44,8 +44,11 @@ func (env *Env) job(ctx context.Context) (jobEnv, error) {
 	})
 }
 
-// sourcesScripts: a job of the profile sources something before it starts.
-func sourcesScripts(e profile.Env) bool { return len(e.Source) > 0 || e.OneCCLBindings }
+// sourcesScripts: a job of the profile sources something before it starts
+// (env.intel_wheels stands for the vars.sh the wheels lack).
+func sourcesScripts(e profile.Env) bool {
+	return len(e.Source) > 0 || e.OneCCLBindings || e.IntelWheels != ""
+}
 
 // onPath names the PATH a program was looked up on, for messages.
 func (j jobEnv) onPath() string {

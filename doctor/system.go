@@ -30,13 +30,22 @@ func System(getenv func(string) string, hostname string) *Env {
 }
 
 // EnvSource sets up penv with envsetup, in real bash started with
-// env.Environ(), the way batchkit mpirun and envsetup do.
+// env.Environ(), then env.intel_wheels' variables, the way batchkit mpirun
+// and envsetup do.
 func EnvSource(ctx context.Context, env *Env, penv profile.Env) (envsetup.Changes, error) {
 	var ss []envsetup.Script
 	for _, s := range penv.Source {
 		ss = append(ss, envsetup.Script{Path: s.Script, Args: s.Args})
 	}
-	return envsetup.Runner{Timeout: env.Timeout}.SourceEnv(ctx, env.Environ(), ss, penv.OneCCLBindings, penv.Python)
+	environ := env.Environ()
+	var wheels string
+	if penv.IntelWheels != "" {
+		var err error
+		if wheels, err = envsetup.WheelsPrefix(penv.IntelWheels, envsetup.Environ(environ)["VIRTUAL_ENV"]); err != nil {
+			return envsetup.Changes{}, err
+		}
+	}
+	return envsetup.Runner{Timeout: env.Timeout}.SourceWithWheels(ctx, environ, ss, penv.OneCCLBindings, penv.Python, wheels)
 }
 
 func listen(port int) error {

@@ -1,6 +1,7 @@
 package envsetup
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -131,4 +132,18 @@ func WheelsShell(prefix string, quote func(string) (string, error)) (string, err
 		fmt.Fprintf(&b, "export %s=%s${%s:+:$%s}\n", l.name, strings.Join(front, ":"), l.name, l.name)
 	}
 	return b.String(), nil
+}
+
+// SourceWithWheels is SourceEnv, then, with a wheels prefix (WheelsPrefix's
+// answer; "" for none), the wheels' variables over what the scripts left:
+// the whole set-up of a profile's environment before its own variables, as
+// a job, `batchkit envsetup` and doctor see it.
+func (r Runner) SourceWithWheels(ctx context.Context, environ []string, scripts []Script, bindings bool, python, wheels string) (Changes, error) {
+	sourced, err := r.SourceEnv(ctx, environ, scripts, bindings, python)
+	if err != nil || wheels == "" {
+		return sourced, err
+	}
+	after := Apply(environ, sourced)
+	more := WheelsChanges(wheels, Environ(after))
+	return Diff(Environ(environ), Environ(Apply(after, more))), nil
 }

@@ -136,16 +136,11 @@ func sourceScripts(ctx context.Context, environ []string, scripts []envsetup.Scr
 	if err != nil {
 		return envsetup.Changes{}, err
 	}
-	sourced, err := envsetup.Runner{Timeout: timeout}.SourceEnv(ctx, environ, scripts, env.OneCCLBindings, env.Python)
+	changes, err := envsetup.Runner{Timeout: timeout}.SourceWithWheels(ctx, environ, scripts, env.OneCCLBindings, env.Python, wheels)
 	if err != nil {
 		return envsetup.Changes{}, sourceFailure(err)
 	}
-	if wheels == "" {
-		return sourced, nil
-	}
-	after := envsetup.Apply(environ, sourced)
-	more := envsetup.WheelsChanges(wheels, envsetup.Environ(after))
-	return envsetup.Diff(envsetup.Environ(environ), envsetup.Environ(envsetup.Apply(after, more))), nil
+	return changes, nil
 }
 
 // wheelsPrefix is env.intel_wheels' prefix ("$VIRTUAL_ENV" read from
