@@ -12,4 +12,6 @@
 // environments, Apply applies them to an environ list, and WithVars layers a
 // profile's variables over sourced changes (a value the user exported
 // before wins, as in the batch template).
+//
+// See ExamplePinning and ExampleDeviceAffinity for a rank's pinning and GPU.
 package envsetup

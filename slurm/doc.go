@@ -14,4 +14,6 @@
 // garbage (an unclosed '[', whitespace inside brackets, overflowing numbers)
 // this package returns an error instead: every expression scontrol rejects
 // is rejected here too, but not the other way round.
+//
+// See ExampleExpandHostlist and ExampleParseTasksPerNode for the typical use.
 package slurm
