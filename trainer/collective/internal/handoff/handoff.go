@@ -58,6 +58,12 @@ const Lost = -1 << 30
 // the library, with the buffers: the worker takes no more calls.
 var ErrAbandoned = errors.New("handoff: call abandoned")
 
+// ErrNotSent: the request could not be written to the thread's pipe (it
+// cannot happen with a pipe we own, with room), so the call was not made
+// and nothing holds the buffers: the caller may make it another way (the
+// mpi backend makes it on its own thread).
+var ErrNotSent = errors.New("handoff: request not sent to the worker thread")
+
 // Worker is the Go side of one worker thread.
 type Worker struct {
 	c       *C.bk_worker    // C memory: the request, the message, the thread
@@ -161,7 +167,7 @@ func (w *Worker) Call(r Request, deadline time.Time) (rc int, msg string, err er
 	req.count, req.max, req.iters = C.int64_t(r.Count), C.int64_t(r.Max), C.int64_t(r.Iters)
 	if !rawWrite(w.req, 'r') { // cannot happen: a pipe we own, with room
 		w.pin.Unpin()
-		return Lost, "", nil
+		return 0, "", ErrNotSent
 	}
 	rc, err = w.result()
 	if err != nil {
