@@ -121,6 +121,16 @@ func TestMPI(t *testing.T) {
 		}
 	})
 
+	// The shared conformance suite (internal/conform), natively and through
+	// the fallbacks; then again with every call handed to the worker thread.
+	t.Run("conformance", func(t *testing.T) { conform.World(t, c) })
+	t.Run("conformance on the worker thread", func(t *testing.T) {
+		was := m.HandoffThreshold()
+		defer m.SetHandoffThreshold(was)
+		m.SetHandoffThreshold(1)
+		conform.World(t, c)
+	})
+
 	t.Run("go signals", func(t *testing.T) {
 		// MPI (or UCX under it) must not have taken over SIGSEGV: a nil
 		// dereference is still a Go panic that recover catches.
