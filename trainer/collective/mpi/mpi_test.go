@@ -582,8 +582,8 @@ func boolInt(b bool) int {
 // frees, and checks the next calls' results. The hazard behind it, Go
 // storing a buffer's pointer into the worker's C memory (the GC's write
 // barrier then saw a freed buffer in the slot: "found bad pointer in Go
-// heap", once in CI), is ruled out at compile time beside mpiKind in
-// mpi.go: the slots are integers.
+// heap", once in CI), is ruled out at compile time in the shared
+// internal/handoff/handoff.go: the slots are integers.
 func testMPIWorkerGC(t *testing.T, c *collective.Comm) {
 	want := float64(c.Size() * (c.Size() + 1) / 2)
 	check := func(what string, x []float64) {

@@ -64,6 +64,13 @@ var ErrAbandoned = errors.New("handoff: call abandoned")
 // mpi backend makes it on its own thread).
 var ErrNotSent = errors.New("handoff: request not sent to the worker thread")
 
+// Buffers go to the thread as integers, never as Go pointers stored in C
+// memory: such a store runs the GC's write barrier on the slot's old value,
+// a buffer the collector may have freed since ("found bad pointer in Go
+// heap", once in CI with the mpi backend). A compile error here means a
+// buffer field of bk_request became a pointer.
+var _ = func(r *C.bk_request) (C.uintptr_t, C.uintptr_t) { return r.send, r.recv }
+
 // Worker is the Go side of one worker thread.
 type Worker struct {
 	c       *C.bk_worker    // C memory: the request, the message, the thread
