@@ -11,9 +11,11 @@
 // collective.
 //
 // Where to read: check.go (what needs no MPI: the errors, the wire-up and
-// world checks), mpi.go (the binding: the C side, then MPI_Init, the
-// collectives and the worker thread that takes large calls), handoff.go
-// (the worker's threshold), process.go (SetupProcess), and the build-tag
+// world checks), shim.c and shim.h (the C side: one MPI call per function,
+// and the max and min ops on the shared internal/handoff/reduce.h), mpi.go
+// (the binding: MPI_Init, the collectives, and the hand-over of large calls
+// to the shared worker thread, internal/handoff), handoff.go (the worker's
+// threshold), yield.go, process.go (SetupProcess), and the build-tag
 // variants none.go, openmpi.go, mpich.go, both.go. docs/mpi-backend.md
 // has the measurements behind the choices.
 package mpi

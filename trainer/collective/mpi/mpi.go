@@ -5,13 +5,11 @@ package mpi
 // The MPI backend: cgo bindings to the MPI library the binary is built
 // against (tag mpi = Open MPI, tag mpich = MPICH or ABI-compatible Intel MPI).
 //
-// MPI handles are pointers in Open MPI and ints in MPICH, and MPI_FLOAT,
-// MPI_SUM, MPI_COMM_WORLD, ... are macros cgo cannot use, so Go never touches
-// a handle or a predefined object: the small static C functions below take
-// int codes (the values of DType and Op) and a communicator carried as a
-// uintptr_t, and each makes exactly one MPI call (the collectives loop only
-// to chunk counts above INT_MAX). One cgo call per collective keeps the
-// overhead per call to the cgo transition and a mutex.
+// The C is in shim.c and shim.h (MPI handles stay on that side: Go never
+// touches a handle or a predefined object), the max and min rules in the
+// shared internal/handoff/reduce.h, and the worker thread is the shared
+// internal/handoff. One cgo call per collective keeps the overhead per call
+// to the cgo transition and a mutex.
 //
 // Go memory is handed to MPI only for the duration of a blocking call: no
 // non-blocking MPI. Short calls run on the calling goroutine's thread and
@@ -30,368 +28,25 @@ package mpi
 #cgo mpi CFLAGS: -DBK_WANT_OPEN_MPI
 #cgo mpich pkg-config: mpich
 #cgo mpich CFLAGS: -DBK_WANT_MPICH
+#cgo CPPFLAGS: -I${SRCDIR}/../internal/handoff
 #cgo noescape bk_call
 #cgo nocallback bk_call
-#cgo nocallback bk_start_worker
-#cgo nocallback bk_join_worker
-#cgo nocallback bk_wait_result
-
-#include <mpi.h>
-#include <errno.h>
-#include <math.h>
-#include <poll.h>
-#include <pthread.h>
-#include <signal.h>
-#include <stdint.h>
-#include <stdlib.h>
-#include <stddef.h>
-#include <string.h>
-#include <unistd.h>
-
-#if defined(BK_WANT_OPEN_MPI) && !defined(OPEN_MPI)
-#error "collective: built with -tags mpi (Open MPI) but mpi.h is not Open MPI's: check pkg-config ompi"
-#endif
-#if defined(BK_WANT_MPICH) && defined(OPEN_MPI)
-#error "collective: built with -tags mpich (MPICH) but mpi.h is Open MPI's: check pkg-config mpich"
-#endif
-
-// Go's float32 and float64 travel as MPI_FLOAT and MPI_DOUBLE.
-_Static_assert(sizeof(float) == 4, "collective: C float is not 4 bytes, MPI_FLOAT cannot carry Go float32");
-_Static_assert(sizeof(double) == 8, "collective: C double is not 8 bytes, MPI_DOUBLE cannot carry Go float64");
-_Static_assert(sizeof(MPI_Comm) <= sizeof(uintptr_t), "collective: MPI_Comm does not fit in uintptr_t");
-
-// The values of backend.DType and backend.Op (asserted in Go).
-enum { BK_F32 = 1, BK_F64 = 2 };
-enum { BK_SUM = 1, BK_MAX = 3, BK_MIN = 4 };
-enum { BK_THREAD_SERIALIZED = MPI_THREAD_SERIALIZED, BK_MAX_ERROR_STRING = MPI_MAX_ERROR_STRING };
-
-// Unknown codes map to the null handles so that MPI itself rejects them
-// (MPI_ERR_TYPE, MPI_ERR_OP) instead of this file guessing.
-static inline MPI_Datatype bk_type(int t) {
-	switch (t) {
-	case BK_F32: return MPI_FLOAT;
-	case BK_F64: return MPI_DOUBLE;
-	}
-	return MPI_DATATYPE_NULL;
-}
-static inline size_t bk_size(int t) { return t == BK_F64 ? 8 : 4; }
-// Max and Min are Go's math.Max and math.Min, not MPI_MAX and MPI_MIN: those
-// leave NaN and -0 vs +0 to operand order (x > y ? x : y), which differs
-// between ranks, so ranks could end with different bits. Here +Inf beats NaN
-// beats everything for max (-Inf for min), +0 beats -0 (-0 for min), and a
-// NaN result is always math.NaN()'s bits, as in the TCP backend (backend.Reduce).
-static MPI_Op bk_max_op = MPI_OP_NULL, bk_min_op = MPI_OP_NULL;
-
-static inline double bk_nan64(void) { uint64_t u = 0x7FF8000000000001ULL; double d; memcpy(&d, &u, 8); return d; }
-static inline float bk_nan32(void) { uint32_t u = 0x7FC00000U; float f; memcpy(&f, &u, 4); return f; }
-
-// Equal values differ only as -0 and +0: max keeps x unless x is -0
-// (signbit set), min keeps x unless x is +0.
-static inline double bk_max64(double x, double y) {
-	if (x > y) return x;
-	if (y > x) return y;
-	if (x == INFINITY || y == INFINITY) return INFINITY;
-	if (x != x || y != y) return bk_nan64();
-	return signbit(x) ? y : x;
-}
-static inline double bk_min64(double x, double y) {
-	if (x < y) return x;
-	if (y < x) return y;
-	if (x == -INFINITY || y == -INFINITY) return -INFINITY;
-	if (x != x || y != y) return bk_nan64();
-	return signbit(x) ? x : y;
-}
-static inline float bk_max32(float x, float y) {
-	if (x > y) return x;
-	if (y > x) return y;
-	if (x == INFINITY || y == INFINITY) return INFINITY;
-	if (x != x || y != y) return bk_nan32();
-	return signbit(x) ? y : x;
-}
-static inline float bk_min32(float x, float y) {
-	if (x < y) return x;
-	if (y < x) return y;
-	if (x == -INFINITY || y == -INFINITY) return -INFINITY;
-	if (x != x || y != y) return bk_nan32();
-	return signbit(x) ? x : y;
-}
-
-// MPI_User_function: inout[i] = in[i] op inout[i]. Only MPI_FLOAT and
-// MPI_DOUBLE reach these (bk_type).
-static void bk_max_fn(void *in, void *inout, int *len, MPI_Datatype *dt) {
-	int n = *len;
-	if (*dt == MPI_FLOAT) {
-		float *a = in, *b = inout;
-		for (int i = 0; i < n; i++) b[i] = bk_max32(a[i], b[i]);
-	} else {
-		double *a = in, *b = inout;
-		for (int i = 0; i < n; i++) b[i] = bk_max64(a[i], b[i]);
-	}
-}
-static void bk_min_fn(void *in, void *inout, int *len, MPI_Datatype *dt) {
-	int n = *len;
-	if (*dt == MPI_FLOAT) {
-		float *a = in, *b = inout;
-		for (int i = 0; i < n; i++) b[i] = bk_min32(a[i], b[i]);
-	} else {
-		double *a = in, *b = inout;
-		for (int i = 0; i < n; i++) b[i] = bk_min64(a[i], b[i]);
-	}
-}
-
-// bk_create_ops makes the two ops (commutative) once MPI is initialised.
-static int bk_create_ops(void) {
-	int rc = MPI_Op_create(bk_max_fn, 1, &bk_max_op);
-	if (rc != MPI_SUCCESS)
-		return rc;
-	rc = MPI_Op_create(bk_min_fn, 1, &bk_min_op);
-	if (rc != MPI_SUCCESS) {
-		MPI_Op_free(&bk_max_op);
-		bk_max_op = MPI_OP_NULL;
-	}
-	return rc;
-}
-static int bk_free_ops(void) {
-	int rc = MPI_SUCCESS, rc2 = MPI_SUCCESS;
-	if (bk_max_op != MPI_OP_NULL)
-		rc = MPI_Op_free(&bk_max_op);
-	if (bk_min_op != MPI_OP_NULL)
-		rc2 = MPI_Op_free(&bk_min_op);
-	bk_max_op = bk_min_op = MPI_OP_NULL;
-	return rc != MPI_SUCCESS ? rc : rc2;
-}
-
-static inline MPI_Op bk_op(int op) {
-	switch (op) {
-	case BK_SUM: return MPI_SUM;
-	case BK_MAX: return bk_max_op;
-	case BK_MIN: return bk_min_op;
-	}
-	return MPI_OP_NULL;
-}
-static inline MPI_Comm bk_comm(uintptr_t h) { return (MPI_Comm)h; }
-
-// ---- set-up and tear-down: one MPI call each, so errors name the call.
-
-static uintptr_t bk_comm_world(void) { return (uintptr_t)MPI_COMM_WORLD; }
-static int bk_errors_return(uintptr_t h) { return MPI_Comm_set_errhandler(bk_comm(h), MPI_ERRORS_RETURN); }
-static int bk_comm_rank(uintptr_t h, int *r) { return MPI_Comm_rank(bk_comm(h), r); }
-static int bk_comm_size(uintptr_t h, int *s) { return MPI_Comm_size(bk_comm(h), s); }
-static int bk_comm_dup(uintptr_t h, uintptr_t *out) {
-	MPI_Comm c = MPI_COMM_NULL;
-	int rc = MPI_Comm_dup(bk_comm(h), &c);
-	*out = (uintptr_t)c;
-	return rc;
-}
-static int bk_comm_free(uintptr_t *h) {
-	MPI_Comm c = bk_comm(*h);
-	int rc = MPI_Comm_free(&c);
-	*h = (uintptr_t)c;
-	return rc;
-}
-static int bk_init_thread(int *provided) { return MPI_Init_thread(NULL, NULL, MPI_THREAD_SERIALIZED, provided); }
-
-// ---- the collectives. count is in elements; max is the largest count one
-// MPI call may carry (INT_MAX; lowered by tests to exercise the chunking).
-
-static int bk_allreduce(uintptr_t h, char *send, char *recv, int64_t count, int t, int op, int inplace, int64_t max) {
-	MPI_Comm c = bk_comm(h);
-	MPI_Datatype dt = bk_type(t);
-	MPI_Op o = bk_op(op);
-	if (count <= max)
-		return MPI_Allreduce(inplace ? MPI_IN_PLACE : send, recv, (int)count, dt, o, c);
-	size_t es = bk_size(t);
-	for (int64_t off = 0; off < count; off += max) {
-		int64_t n = count - off < max ? count - off : max;
-		void *s = inplace ? MPI_IN_PLACE : (void *)(send + (size_t)off * es);
-		int rc = MPI_Allreduce(s, recv + (size_t)off * es, (int)n, dt, o, c);
-		if (rc != MPI_SUCCESS)
-			return rc;
-	}
-	return MPI_SUCCESS;
-}
-
-static int bk_bcast(uintptr_t h, char *buf, int64_t count, int t, int root, int64_t max) {
-	MPI_Comm c = bk_comm(h);
-	MPI_Datatype dt = bk_type(t);
-	if (count <= max)
-		return MPI_Bcast(buf, (int)count, dt, root, c);
-	size_t es = bk_size(t);
-	for (int64_t off = 0; off < count; off += max) {
-		int64_t n = count - off < max ? count - off : max;
-		int rc = MPI_Bcast(buf + (size_t)off * es, (int)n, dt, root, c);
-		if (rc != MPI_SUCCESS)
-			return rc;
-	}
-	return MPI_SUCCESS;
-}
-
-// Per-rank counts: the Go side has checked that they fit in an int.
-static int bk_allgather(uintptr_t h, char *send, char *recv, int count, int t) {
-	return MPI_Allgather(send, count, bk_type(t), recv, count, bk_type(t), bk_comm(h));
-}
-static int bk_reduce_scatter_block(uintptr_t h, char *send, char *recv, int count, int t, int op) {
-	return MPI_Reduce_scatter_block(send, recv, count, bk_type(t), bk_op(op), bk_comm(h));
-}
-
-// bk_call runs one collective, named by kind (the values of mpiKind). arg is
-// the in-place flag for allreduce and the root for broadcast.
-enum { BK_ALLREDUCE = 1, BK_BCAST = 2, BK_ALLGATHER = 3, BK_REDUCE_SCATTER = 4, BK_BARRIER = 5 };
-static int bk_call(int kind, uintptr_t h, char *send, char *recv, int64_t count, int t, int op, int arg, int64_t max) {
-	switch (kind) {
-	case BK_ALLREDUCE: return bk_allreduce(h, send, recv, count, t, op, arg, max);
-	case BK_BCAST: return bk_bcast(h, send, count, t, arg, max);
-	case BK_ALLGATHER: return bk_allgather(h, send, recv, (int)count, t);
-	case BK_REDUCE_SCATTER: return bk_reduce_scatter_block(h, send, recv, (int)count, t, op);
-	case BK_BARRIER: return MPI_Barrier(bk_comm(h));
-	}
-	return MPI_ERR_ARG;
-}
-
-// ---- the worker: one C thread that makes the large calls (see mpiHandoff).
-// The Go side fills bk_w while the thread waits, then writes one byte to the
-// request pipe; the thread makes the call and writes its int32 result to
-// the done pipe. Both sides of a call are plain memory and pipe traffic, no
-// cgo call (see mpiWorker for why). The Go side holds mpiState's lock from
-// the request to the result, so there is at most one call in flight and
-// MPI still sees serialised calls.
-
-// Not static: Go writes the requests into it, and cgo reaches only C
-// symbols with external linkage (hence the prefixed name).
-struct {
-	pthread_t th;
-	int req_fd;  // the thread reads requests here (blocking) till end of file
-	int done_fd; // and writes each call's int32 result here
-	int kind, t, op, arg;
-	// The buffers travel as integers: Go storing a pointer into C memory
-	// runs a write barrier on the slot's old value, a buffer the GC may
-	// have freed since ("found bad pointer in Go heap").
-	uintptr_t h, send, recv;
-	int64_t count, max, iters;
-} batchkit_mpi_worker;
-#define bk_w batchkit_mpi_worker
-
-static void *bk_worker(void *unused) {
-	(void)unused;
-	for (;;) {
-		char b;
-		ssize_t n = read(bk_w.req_fd, &b, 1);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n != 1)
-			return NULL;
-		int rc = MPI_SUCCESS;
-		for (int64_t i = 0; i < bk_w.iters && rc == MPI_SUCCESS; i++)
-			rc = bk_call(bk_w.kind, bk_w.h, (char *)bk_w.send, (char *)bk_w.recv, bk_w.count, bk_w.t, bk_w.op, bk_w.arg, bk_w.max);
-		int32_t r = rc;
-		while (write(bk_w.done_fd, &r, sizeof r) < 0 && errno == EINTR)
-			;
-	}
-}
-
-// bk_start_worker starts the thread with every signal blocked (signals
-// belong to Go's threads). It returns 0 or the error number.
-static int bk_start_worker(int req_fd, int done_fd) {
-	bk_w.req_fd = req_fd, bk_w.done_fd = done_fd;
-	sigset_t all, old;
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	int err = pthread_create(&bk_w.th, NULL, bk_worker, NULL);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	return err;
-}
-
-// bk_wait_result reads a call's result from the done pipe, waiting with
-// poll: the Go side's fallback when its own read failed. A result it cannot
-// read becomes MPI_ERR_INTERN.
-static int bk_wait_result(int fd) {
-	int32_t r = MPI_ERR_INTERN;
-	char buf[sizeof r];
-	for (size_t got = 0; got < sizeof r;) {
-		struct pollfd p = {fd, POLLIN, 0};
-		if (poll(&p, 1, -1) < 0 && errno != EINTR)
-			return MPI_ERR_INTERN;
-		ssize_t n = read(fd, buf + got, sizeof r - got);
-		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
-			return MPI_ERR_INTERN;
-		if (n > 0)
-			got += n;
-	}
-	memcpy(&r, buf, sizeof r);
-	return r;
-}
-
-// bk_join_worker waits for the thread to end (after the Go side has closed
-// the request pipe).
-static void bk_join_worker(void) { pthread_join(bk_w.th, NULL); }
-
-// bk_abort is what an MPI library does on a fatal transport error (tests).
-static void bk_abort(void) { abort(); }
-
-// ---- errors.
-
-static int bk_error_string(int rc, char *buf) {
-	int len = 0;
-	if (MPI_Error_string(rc, buf, &len) != MPI_SUCCESS)
-		len = 0;
-	if (len < 0)
-		len = 0;
-	if (len >= BK_MAX_ERROR_STRING)
-		len = BK_MAX_ERROR_STRING - 1;
-	buf[len] = 0;
-	return len;
-}
-
-#define BK_CLASS(x) case x: return #x;
-static const char *bk_class_name(int rc) {
-	int cls = rc;
-	if (MPI_Error_class(rc, &cls) != MPI_SUCCESS)
-		return "";
-	switch (cls) {
-	BK_CLASS(MPI_ERR_BUFFER) BK_CLASS(MPI_ERR_COUNT) BK_CLASS(MPI_ERR_TYPE)
-	BK_CLASS(MPI_ERR_TAG) BK_CLASS(MPI_ERR_COMM) BK_CLASS(MPI_ERR_RANK)
-	BK_CLASS(MPI_ERR_REQUEST) BK_CLASS(MPI_ERR_ROOT) BK_CLASS(MPI_ERR_GROUP)
-	BK_CLASS(MPI_ERR_OP) BK_CLASS(MPI_ERR_TOPOLOGY) BK_CLASS(MPI_ERR_DIMS)
-	BK_CLASS(MPI_ERR_ARG) BK_CLASS(MPI_ERR_UNKNOWN) BK_CLASS(MPI_ERR_TRUNCATE)
-	BK_CLASS(MPI_ERR_OTHER) BK_CLASS(MPI_ERR_INTERN) BK_CLASS(MPI_ERR_IN_STATUS)
-	BK_CLASS(MPI_ERR_PENDING) BK_CLASS(MPI_ERR_KEYVAL) BK_CLASS(MPI_ERR_NO_MEM)
-	BK_CLASS(MPI_ERR_INFO) BK_CLASS(MPI_ERR_INFO_KEY) BK_CLASS(MPI_ERR_INFO_VALUE)
-	BK_CLASS(MPI_ERR_INFO_NOKEY) BK_CLASS(MPI_ERR_SPAWN) BK_CLASS(MPI_ERR_PORT)
-	BK_CLASS(MPI_ERR_SERVICE) BK_CLASS(MPI_ERR_NAME) BK_CLASS(MPI_ERR_WIN)
-	BK_CLASS(MPI_ERR_SIZE) BK_CLASS(MPI_ERR_DISP) BK_CLASS(MPI_ERR_BASE)
-	BK_CLASS(MPI_ERR_LOCKTYPE) BK_CLASS(MPI_ERR_UNSUPPORTED_OPERATION)
-#ifdef MPI_ERR_PROC_ABORTED
-	BK_CLASS(MPI_ERR_PROC_ABORTED)
-#endif
-#ifdef MPI_ERR_VALUE_TOO_LARGE
-	BK_CLASS(MPI_ERR_VALUE_TOO_LARGE)
-#endif
-#ifdef MPIX_ERR_PROC_FAILED
-	BK_CLASS(MPIX_ERR_PROC_FAILED)
-#endif
-#ifdef MPIX_ERR_REVOKED
-	BK_CLASS(MPIX_ERR_REVOKED)
-#endif
-	}
-	return "";
-}
+#include "shim.h"
 */
 import "C"
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"github.com/batchkit/batchkit/trainer/collective/backend"
 	"math"
-	"os"
 	"runtime"
 	"sync"
-	"syscall"
 	"time"
 	"unsafe"
 
 	"github.com/batchkit/batchkit/topology"
+	"github.com/batchkit/batchkit/trainer/collective/backend"
+	"github.com/batchkit/batchkit/trainer/collective/internal/handoff"
 )
 
 // The C side switches on the values of DType and Op: a compile error here
@@ -403,13 +58,6 @@ var (
 	_ = [1]struct{}{}[int(C.BK_MAX)-int(backend.Max)]
 	_ = [1]struct{}{}[int(C.BK_MIN)-int(backend.Min)]
 )
-
-// The hand-over passes buffers to the worker as integers, never as Go
-// pointers stored in C memory: such a store runs the GC's write barrier on
-// the slot's old value, a buffer the collector may have freed since
-// ("found bad pointer in Go heap", once in CI). A compile error here means
-// a buffer field became a pointer.
-var _ = func() (C.uintptr_t, C.uintptr_t) { return C.batchkit_mpi_worker.send, C.batchkit_mpi_worker.recv }
 
 // mpiKind names a collective for bk_call and the worker.
 type mpiKind C.int
@@ -438,9 +86,9 @@ var mpiState struct {
 	initCalls int  // MPI_Init_thread calls (tests: MPI is initialised once)
 	finalized int  // MPI_Finalize calls (tests: once)
 
-	worker    *mpiWorker // started by the first hand-over
-	workerOff bool       // it could not be started: calls stay on their callers' threads
-	handoffs  int        // calls the worker made (tests)
+	worker    *handoff.Worker // started by the first hand-over
+	workerOff bool            // it could not be started: calls stay on their callers' threads
+	handoffs  int             // calls the worker made (tests)
 
 	newest *mpiBackend // the backend New made last (tests: the one under a Comm)
 }
@@ -596,7 +244,7 @@ func (m *mpiBackend) Close() error {
 		if rc := C.bk_free_ops(); rc != C.MPI_SUCCESS {
 			errs = append(errs, mpiError("MPI_Op_free", rc))
 		}
-		mpiState.worker.stop()
+		mpiState.worker.Stop()
 		mpiState.worker, mpiState.workerOff = nil, false
 	}
 	if mpiState.open == 0 && mpiState.owned {
@@ -700,139 +348,41 @@ func callBytes(kind mpiKind, count int, t backend.DType, ranks int) int {
 	return bytes
 }
 
-// mpiWorker is the Go side of the worker thread: the pipes that carry its
-// requests and results. The calling goroutine waits for each result through
-// the netpoller, so that its P is free while MPI runs and sysmon sleeps.
-//
-// Every step of a hand-over is a raw system call or a memory store, none of
-// them a cgo call or a syscall.Syscall: those tell the runtime a system
-// call begins, which wakes a sleeping sysmon into polling every 20 µs on
-// the core the rank busy-polls on (docs/mpi-backend.md).
-type mpiWorker struct {
-	req     int             // the request pipe's write end (blocking)
-	reqRead int             // its read end, the thread's
-	done    *os.File        // the result pipe's read end, in the netpoller
-	doneW   *os.File        // its write end, the thread's
-	raw     syscall.RawConn // done's
-	pin     runtime.Pinner
-}
-
-// startMPIWorker makes the pipes and starts the thread; nil when either
-// cannot be had (the calls then stay on their callers' threads).
-func startMPIWorker() *mpiWorker {
-	var fds [2]int
-	if err := syscall.Pipe2(fds[:], syscall.O_CLOEXEC); err != nil {
-		return nil
-	}
-	w := &mpiWorker{reqRead: fds[0], req: fds[1]}
-	var err error
-	if w.done, w.doneW, err = os.Pipe(); err == nil {
-		w.raw, err = w.done.SyscallConn()
-	}
-	if err == nil && C.bk_start_worker(C.int(w.reqRead), C.int(w.doneW.Fd())) == 0 {
-		return w
-	}
-	w.close()
-	return nil
-}
-
-// close closes whatever pipe ends exist (the thread is not running).
-func (w *mpiWorker) close() {
-	syscall.Close(w.req)
-	syscall.Close(w.reqRead)
-	if w.done != nil {
-		w.done.Close()
-		w.doneW.Close()
-	}
-}
-
-// stop ends the thread (end of file on its request pipe) and closes the
-// pipes (nil: nothing started).
-func (w *mpiWorker) stop() {
-	if w == nil {
-		return
-	}
-	syscall.Close(w.req)
-	w.req = -1
-	C.bk_join_worker()
-	w.close()
-}
-
-// mpiHandoff runs one call (iters times in a row) on the worker, starting
-// it on first use, and waits for it (under mpiState's lock). ok is false
-// when the call was not made: then the caller makes it itself.
+// mpiHandoff runs one call (iters times in a row) on the shared worker
+// thread (internal/handoff), starting it on first use, and waits for it in
+// the netpoller (under mpiState's lock). ok is false when the call was not
+// made: then the caller makes it itself. MPI's calls are never abandoned
+// (no deadline, no Interrupt: a dead peer is the MPI library's to report),
+// so the worker's Start and Call errors are the cases that cannot happen
+// with pipes we own; each turns the worker off for good, as before.
 func mpiHandoff(kind mpiKind, comm C.uintptr_t, send, recv unsafe.Pointer, count int, t backend.DType, op backend.Op, arg, iters int) (rc C.int, ok bool) {
 	if mpiState.workerOff {
 		return 0, false
 	}
 	w := mpiState.worker
 	if w == nil {
-		if w = startMPIWorker(); w == nil {
+		var err error
+		if w, err = handoff.Start(unsafe.Pointer(C.bk_mpi_call)); err != nil {
 			mpiState.workerOff = true
 			return 0, false
 		}
 		mpiState.worker = w
 	}
-	// The thread reads these pointers from C memory: pinned till it is done.
-	for _, p := range [2]unsafe.Pointer{send, recv} {
-		if p != nil {
-			w.pin.Pin(p)
-		}
-	}
-	defer w.pin.Unpin()
-	req := &C.batchkit_mpi_worker
-	req.kind, req.h, req.send, req.recv = C.int(kind), comm, C.uintptr_t(uintptr(send)), C.uintptr_t(uintptr(recv))
-	req.count, req.t, req.op, req.arg = C.int64_t(count), C.int(t), C.int(op), C.int(arg)
-	req.max, req.iters = C.int64_t(mpiMaxCount), C.int64_t(iters)
-	if !rawWrite(w.req, 'r') { // cannot happen: a pipe we own, with room
+	r := handoff.Request{Kind: int(kind), DType: int(t), Op: int(op), Arg: arg, Handle: uintptr(comm),
+		Send: send, Recv: recv, Count: int64(count), Max: mpiMaxCount, Iters: int64(iters)}
+	code, _, err := w.Call(r, time.Time{})
+	if errors.Is(err, handoff.ErrNotSent) {
 		mpiState.workerOff = true
 		return 0, false
 	}
 	mpiState.handoffs++
-	return w.result(), true
-}
-
-// result waits in the netpoller for the worker's int32 result.
-func (w *mpiWorker) result() C.int {
-	var res [4]byte
-	got := 0
-	err := w.raw.Read(func(fd uintptr) bool {
-		for got < len(res) {
-			n, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&res[got])), uintptr(len(res)-got))
-			switch {
-			case e == syscall.EINTR:
-				continue
-			case e == syscall.EAGAIN:
-				return false // wait in the netpoller
-			case e != 0 || n == 0:
-				return true
-			}
-			got += int(n)
-		}
-		return true
-	})
-	if err != nil || got != len(res) {
-		// Cannot happen with pipes we own (a 4-byte write to a pipe is
-		// atomic); the thread may still be using the buffers, so wait for
-		// it in C, and make no more hand-overs.
+	if err != nil || w.Broken() {
 		mpiState.workerOff = true
-		if got != 0 {
-			return C.MPI_ERR_INTERN
-		}
-		return C.bk_wait_result(C.int(w.done.Fd()))
 	}
-	return C.int(int32(binary.NativeEndian.Uint32(res[:])))
-}
-
-// rawWrite writes one byte with a raw system call (see mpiWorker).
-func rawWrite(fd int, b byte) bool {
-	for {
-		n, _, e := syscall.RawSyscall(syscall.SYS_WRITE, uintptr(fd), uintptr(unsafe.Pointer(&b)), 1)
-		if e == syscall.EINTR {
-			continue
-		}
-		return e == 0 && n == 1
+	if err != nil || code == handoff.Lost {
+		return C.MPI_ERR_INTERN, true
 	}
+	return C.int(code), true
 }
 
 // cLoop makes the collective iters times in a row from C, on the worker

@@ -121,6 +121,16 @@ func TestMPI(t *testing.T) {
 		}
 	})
 
+	// The shared conformance suite (internal/conform), natively and through
+	// the fallbacks; then again with every call handed to the worker thread.
+	t.Run("conformance", func(t *testing.T) { conform.World(t, c) })
+	t.Run("conformance on the worker thread", func(t *testing.T) {
+		was := m.HandoffThreshold()
+		defer m.SetHandoffThreshold(was)
+		m.SetHandoffThreshold(1)
+		conform.World(t, c)
+	})
+
 	t.Run("go signals", func(t *testing.T) {
 		// MPI (or UCX under it) must not have taken over SIGSEGV: a nil
 		// dereference is still a Go panic that recover catches.
@@ -572,8 +582,8 @@ func boolInt(b bool) int {
 // frees, and checks the next calls' results. The hazard behind it, Go
 // storing a buffer's pointer into the worker's C memory (the GC's write
 // barrier then saw a freed buffer in the slot: "found bad pointer in Go
-// heap", once in CI), is ruled out at compile time beside mpiKind in
-// mpi.go: the slots are integers.
+// heap", once in CI), is ruled out at compile time in the shared
+// internal/handoff/handoff.go: the slots are integers.
 func testMPIWorkerGC(t *testing.T, c *collective.Comm) {
 	want := float64(c.Size() * (c.Size() + 1) / 2)
 	check := func(what string, x []float64) {

@@ -1,8 +1,9 @@
-// Package conform holds the expected values of the collective conformance
-// suite, shared by the tests of package collective (the suite itself) and
-// of package mpi (the MPI backend's own tests, which go through the same
-// Comm). It imports only package backend, so that collective's in-package
-// tests can use it without an import cycle.
+// Package conform is the collective conformance suite every backend must
+// pass (suite.go: Run for in-process worlds, World for this rank of a
+// launcher's world, Check for one rank's part) and its expected values
+// (this file: Input, Want, Compare ...), which the backends' own tests
+// use too. A new backend's tests call Run or World with one line; the
+// suite drives the backend through collective.Comm, as programs do.
 package conform
 
 import (

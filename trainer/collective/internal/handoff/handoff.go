@@ -58,6 +58,19 @@ const Lost = -1 << 30
 // the library, with the buffers: the worker takes no more calls.
 var ErrAbandoned = errors.New("handoff: call abandoned")
 
+// ErrNotSent: the request could not be written to the thread's pipe (it
+// cannot happen with a pipe we own, with room), so the call was not made
+// and nothing holds the buffers: the caller may make it another way (the
+// mpi backend makes it on its own thread).
+var ErrNotSent = errors.New("handoff: request not sent to the worker thread")
+
+// Buffers go to the thread as integers, never as Go pointers stored in C
+// memory: such a store runs the GC's write barrier on the slot's old value,
+// a buffer the collector may have freed since ("found bad pointer in Go
+// heap", once in CI with the mpi backend). A compile error here means a
+// buffer field of bk_request became a pointer.
+var _ = func(r *C.bk_request) (C.uintptr_t, C.uintptr_t) { return r.send, r.recv }
+
 // Worker is the Go side of one worker thread.
 type Worker struct {
 	c       *C.bk_worker    // C memory: the request, the message, the thread
@@ -161,7 +174,7 @@ func (w *Worker) Call(r Request, deadline time.Time) (rc int, msg string, err er
 	req.count, req.max, req.iters = C.int64_t(r.Count), C.int64_t(r.Max), C.int64_t(r.Iters)
 	if !rawWrite(w.req, 'r') { // cannot happen: a pipe we own, with room
 		w.pin.Unpin()
-		return Lost, "", nil
+		return 0, "", ErrNotSent
 	}
 	rc, err = w.result()
 	if err != nil {
