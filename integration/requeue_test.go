@@ -74,7 +74,7 @@ func testSbatchRequeue(t *testing.T, launcher []string) {
 			got := lastSummary(t, string(b))
 			t.Logf("job %s: signalled (scancel %s) after checkpoint 50, requeued, resumed from step %d; %.1f s in all",
 				id, how, got.ResumedFromStep, time.Since(start).Seconds())
-			if !strings.Contains(string(b), "batchkit: exit 75 (checkpointed): requeueing job "+id) {
+			if !strings.Contains(string(b), "batchkit: exit 75 (preempted): requeueing job "+id) {
 				t.Errorf("no requeue message in the job output:\n%s", b)
 			}
 			if got.ResumedFromStep < 50 || got.ResumedFromStep >= want.Steps {
