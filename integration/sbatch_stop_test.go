@@ -121,8 +121,11 @@ func TestSbatchStop(t *testing.T) {
 			if c.err != nil {
 				t.Fatalf("%v\njob output:\n%s", c.err, tail(c.log, 40))
 			}
-			t.Logf("job %s: %s after %d restarts; signalled %.1f s after its submission, ended after %.1f s",
-				c.id, c.state, c.restarts, c.signalled.Seconds(), c.took.Seconds())
+			signalled := "never signalled"
+			if c.signalled > 0 {
+				signalled = fmt.Sprintf("signalled %.1f s after its submission", c.signalled.Seconds())
+			}
+			t.Logf("job %s: %s after %d restarts; %s, ended after %.1f s", c.id, c.state, c.restarts, signalled, c.took.Seconds())
 			c.check(t, want)
 		})
 	}
