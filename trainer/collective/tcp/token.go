@@ -14,7 +14,7 @@ import (
 	"syscall"
 
 	"github.com/batchkit/batchkit/detect"
-	"github.com/batchkit/batchkit/envsetup/envvars"
+	"github.com/batchkit/batchkit/envvars"
 	"github.com/batchkit/batchkit/topology"
 )
 
