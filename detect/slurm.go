@@ -24,14 +24,6 @@ func SlurmJobHosts(getenv topology.Getenv) ([]string, error) {
 	return readHosts(getenv, slurmJobNodes)
 }
 
-// SrunPMI reports whether this process has the PMI variables srun sets
-// with a PMI plugin (srun --mpi=pmi2/pmix: a PMI rank without node-local
-// variables). Detect reports such a task as Slurm's; its PMI variables let
-// MPI_Init wire the ranks up.
-func SrunPMI(getenv topology.Getenv) bool {
-	return pmiOnly(getenv, match(getenv, below(topology.Torchrun)))
-}
-
 // readHosts expands the first of names that is set; nil when none is.
 func readHosts(getenv topology.Getenv, names []string) ([]string, error) {
 	name := topology.AnySet(getenv, names...)

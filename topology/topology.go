@@ -5,10 +5,12 @@
 // package takes that value instead of re-reading SLURM_* or PMI_* itself.
 //
 // This package holds the type, its validation, the errors that name a bad
-// variable, the helpers that read one value (Int, Value) and the
-// deterministic MASTER_PORT formula. Which launcher started a process, and
-// which variables say so, is package detect's alone; what a rank's
-// environment gets from a Topology is envsetup's (RankEnv).
+// variable, the helpers that read one value (Int, Value), the
+// deterministic MASTER_PORT formula, and the launchers with a traits row
+// each (launchers.go): what stops a job, which PMI it offers, what pinning
+// needs of it. Which launcher started a process, and which variables say
+// so, is package detect's alone; what a rank's environment gets from a
+// Topology is envsetup's (RankEnv).
 package topology
 
 import (
@@ -18,21 +20,8 @@ import (
 	"strings"
 )
 
-// Launcher names the layer a Topology was read from. It is a closed set.
-type Launcher string
-
-const (
-	Single      Launcher = "single"      // no launcher: one local process
-	Torchrun    Launcher = "torchrun"    // torchrun / torch.distributed.run, or batchkit run
-	Slurm       Launcher = "slurm"       // a task of an srun step
-	SlurmBatch  Launcher = "slurm-batch" // the sbatch batch script itself (not a task)
-	OpenMPI     Launcher = "openmpi"     // Open MPI mpirun/prterun
-	Hydra       Launcher = "hydra"       // MPICH / Intel MPI Hydra (mpiexec.hydra)
-	MVAPICH     Launcher = "mvapich"     // MVAPICH2 mpirun_rsh / mpiexec
-	PMIx        Launcher = "pmix"        // a bare PMIx server (prterun, srun --mpi=pmix)
-	PALS        Launcher = "pals"        // HPE Cray PALS (aprun/mpiexec on Shasta)
-	DefaultPort          = 29500         // torchrun's default MASTER_PORT
-)
+// DefaultPort is torchrun's default MASTER_PORT.
+const DefaultPort = 29500
 
 // Topology is the placement of one process in a job.
 type Topology struct {

@@ -2,10 +2,6 @@ package failfast
 
 import (
 	"errors"
-	"go/ast"
-	"go/parser"
-	"go/token"
-	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -58,7 +54,7 @@ func TestFromEnv(t *testing.T) {
 }
 
 // Unset, BATCHKIT_FAIL_FAST watches under the launchers that let the
-// other ranks run on (needed's comment says why each). A row per launcher:
+// other ranks run on (topology's traits rows say why each). A row per launcher:
 // one added to topology without a row here fails TestEveryLauncherHasARow.
 var byLauncher = []struct {
 	launcher topology.Launcher
@@ -133,44 +129,15 @@ func TestFromEnvByLauncher(t *testing.T) {
 	}
 }
 
-// TestEveryLauncherHasARow reads topology's Launcher constants from its
-// source, so that a new launcher cannot miss a decision in needed.
+// TestEveryLauncherHasARow: byLauncher has a row for every launcher
+// (topology.Launchers), so that a new one cannot miss a decision here.
 func TestEveryLauncherHasARow(t *testing.T) {
-	f, err := parser.ParseFile(token.NewFileSet(), "../../topology/topology.go", nil, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var declared []string
-	ast.Inspect(f, func(n ast.Node) bool {
-		if vs, ok := n.(*ast.ValueSpec); ok {
-			if id, ok := vs.Type.(*ast.Ident); ok && id.Name == "Launcher" {
-				for _, v := range vs.Values {
-					if lit, ok := v.(*ast.BasicLit); ok {
-						declared = append(declared, lit.Value[1:len(lit.Value)-1])
-					}
-				}
-			}
-		}
-		return true
-	})
-	var rows, decided []string
+	var rows []topology.Launcher
 	for _, r := range byLauncher {
-		rows = append(rows, string(r.launcher))
+		rows = append(rows, r.launcher)
 	}
-	for l := range needed {
-		decided = append(decided, string(l))
-	}
-	slices.Sort(declared)
-	slices.Sort(rows)
-	slices.Sort(decided)
-	if len(declared) == 0 {
-		t.Fatal("no Launcher constants found in topology.go")
-	}
-	if diff := cmp.Diff(declared, rows); diff != "" {
-		t.Errorf("byLauncher rows (-declared +rows):\n%s", diff)
-	}
-	if diff := cmp.Diff(declared, decided); diff != "" {
-		t.Errorf("needed's launchers (-declared +needed):\n%s", diff)
+	if diff := cmp.Diff(topology.Launchers, rows); diff != "" {
+		t.Errorf("byLauncher's launchers (-topology.Launchers +byLauncher):\n%s", diff)
 	}
 }
 

@@ -65,23 +65,24 @@ func (e *WorldError) Error() string { return e.Msg }
 
 func worldErrorf(format string, a ...any) error { return &WorldError{fmt.Sprintf(format, a...)} }
 
-// mpiWireUp is, per library this package builds against, how a launcher
-// offers it a way to find its peers: launchers that speak its process
-// management interface, and variables whose presence says the interface is
-// there (srun --mpi=pmi2 or --mpi=pmix; a set counts when all are set).
-// Debian's Open MPI 4.1 has no Slurm PMI-2 support and its MPICH 4.0 no
-// PMIx, like most builds; Intel MPI uses PMIx only when pointed at the
-// library (I_MPI_PMI_LIBRARY).
+// mpiWireUp is, per library this package builds against, the process
+// management interfaces its MPI_Init speaks (the launcher's traits row
+// says which one it offers), and variables whose presence says an
+// interface is there whatever the launcher (srun --mpi=pmi2 or
+// --mpi=pmix; a set counts when all are set). Debian's Open MPI 4.1 has
+// no Slurm PMI-2 support and its MPICH 4.0 no PMIx, like most builds;
+// Intel MPI uses PMIx only when pointed at the library
+// (I_MPI_PMI_LIBRARY).
 var mpiWireUp = map[string]struct {
-	launchers []topology.Launcher
-	vars      [][]string
+	speaks topology.PMI
+	vars   [][]string
 }{
 	"openmpi": {
-		[]topology.Launcher{topology.OpenMPI, topology.PMIx},
+		topology.OffersORTE | topology.OffersPMIx,
 		[][]string{{"OMPI_COMM_WORLD_SIZE"}, {"PMIX_RANK"}},
 	},
 	"mpich": {
-		[]topology.Launcher{topology.Hydra, topology.MVAPICH, topology.PALS},
+		topology.OffersPMI2,
 		[][]string{{"PMI_RANK"}, {"PMI_FD"}, {"PMI_PORT"}, {"PMIX_RANK", "I_MPI_PMI_LIBRARY"}},
 	},
 }
@@ -93,7 +94,7 @@ func Offered(built string, t topology.Topology, getenv topology.Getenv) bool {
 	if !ok {
 		return false
 	}
-	if slices.Contains(w.launchers, t.Launcher) {
+	if t.Launcher.Traits().PMI&w.speaks != 0 {
 		return true
 	}
 	for _, set := range w.vars {
