@@ -59,6 +59,7 @@ func Detect(getenv topology.Getenv, opts Options) (topology.Topology, error) {
 	if err := finish(getenv, opts, &t); err != nil {
 		return topology.Topology{}, err
 	}
+	t.PMI = offeredPMI(getenv, t.Launcher)
 	if err := t.Validate(); err != nil {
 		return topology.Topology{}, fmt.Errorf("%s environment: %w", t.Launcher, err)
 	}

@@ -14,7 +14,9 @@ import (
 // job's node list it stays true under any launcher inside the job.
 func SlurmJobID(getenv topology.Getenv) string { return topology.FirstString(getenv, slurmJobID...) }
 
-// SlurmStepID returns the srun step's id, or "" outside a step.
+// SlurmStepID returns the srun step's id, or "" outside a step: for a
+// caller that has no Topology (doctor, where detection may fail). A
+// Topology carries its launch's as StepID, an srun step's only.
 func SlurmStepID(getenv topology.Getenv) string { return topology.FirstString(getenv, slurmStepID...) }
 
 // SlurmJobHosts expands the job's node list (SLURM_JOB_NODELIST). These

@@ -36,6 +36,25 @@ type Topology struct {
 	MasterAddr     string   `json:"master_addr"`
 	MasterPort     int      `json:"master_port"`
 	JobID          string   `json:"job_id"`
+
+	// What else detection read from the launcher's variables, so that no
+	// consumer reads them again. Not in `batchkit env --format json`,
+	// whose object is the placement above.
+
+	// StepID is the launch's own id inside job JobID: an srun step's
+	// ("" under every other launcher, whose ranks carry a stale daemon
+	// step's). With JobID it names the launch (RendezvousID): its
+	// MASTER_PORT and the TCP backend's job token.
+	StepID string `json:"-"`
+	// PMI is what this process is offered to wire up an MPI library: its
+	// launcher's (Traits.PMI), and what the variables say besides:
+	// srun --mpi=pmi2/pmix's plugin, or an MPI launcher's under the
+	// torchrun or batchkit exec it started.
+	PMI PMI `json:"-"`
+	// KillOnBadExit: the launcher was told to end the job when a rank
+	// exits non-zero (srun's SLURM_KILL_BAD_EXIT), whatever its
+	// Traits.LeavesRanksRunning says.
+	KillOnBadExit bool `json:"-"`
 }
 
 // Getenv looks a variable up; "" means unset. Detection never reads the

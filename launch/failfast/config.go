@@ -2,7 +2,6 @@ package failfast
 
 import (
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/batchkit/batchkit/envvars"
@@ -36,12 +35,10 @@ const (
 // needsWatch says whether the launcher lets the other ranks run on when
 // one exits non-zero, so that batchkit exec watches: its traits row
 // (topology.Traits.LeavesRanksRunning, which says why for each launcher),
-// except that an srun step whose srun was told SLURM_KILL_BAD_EXIT (any
-// integer but 0, as srun parses it) is stopped by srun itself.
-func needsWatch(getenv topology.Getenv, l topology.Launcher) bool {
-	n, err := strconv.Atoi(getenv(envvars.SlurmKillBadExit))
-	srunStops := l == topology.Slurm && err == nil && n != 0
-	return l.Traits().LeavesRanksRunning && !srunStops
+// unless it was told to end the job itself (an srun given
+// SLURM_KILL_BAD_EXIT: Topology.KillOnBadExit).
+func needsWatch(t topology.Topology) bool {
+	return t.Launcher.Traits().LeavesRanksRunning && !t.KillOnBadExit
 }
 
 // WatchPort is the hub's port, which every rank derives from MASTER_PORT
@@ -81,7 +78,7 @@ func FromEnv(getenv topology.Getenv, t topology.Topology, token func() (string, 
 	default:
 		return Config{}, false, fmt.Errorf("%s=%q: want 0 or 1", envvars.FailFast, v)
 	}
-	if t.WorldSize < 2 || (v == "" && !needsWatch(getenv, t.Launcher)) {
+	if t.WorldSize < 2 || (v == "" && !needsWatch(t)) {
 		return Config{}, false, nil
 	}
 	tok, err := token()

@@ -71,39 +71,35 @@ var byLauncher = []struct {
 	{topology.PALS, false},
 }
 
-// srun's SLURM_KILL_BAD_EXIT (batchkit's srun lines set 1) means srun
-// stops the step itself; as srun parses it, any integer but 0. Under
-// other launchers it means nothing.
+// An srun told SLURM_KILL_BAD_EXIT (batchkit's srun lines set 1) stops
+// the step itself: detection says so (Topology.KillOnBadExit; detect's
+// TestLauncherFacts has how srun parses the value, and that it counts
+// under srun only).
 func TestFromEnvSrunKillsOnBadExit(t *testing.T) {
 	token := func() (string, error) { return "tok", nil }
 	tests := []struct {
+		name     string
 		launcher topology.Launcher
-		value    string
+		kill     bool
 		watches  bool
 	}{
-		{topology.Slurm, "", true},
-		{topology.Slurm, "0", true},
-		{topology.Slurm, "1", false},
-		{topology.Slurm, "2", false},
-		{topology.Slurm, "yes", true},
-		{topology.Hydra, "1", true},
+		{"srun", topology.Slurm, false, true},
+		{"srun --kill-on-bad-exit", topology.Slurm, true, false},
+		{"hydra", topology.Hydra, false, true},
 	}
 	for _, tt := range tests {
-		top := topology.Topology{Launcher: tt.launcher, Rank: 1, WorldSize: 2, MasterAddr: "node1", MasterPort: 29500}
-		getenv := func(k string) string { return map[string]string{"SLURM_KILL_BAD_EXIT": tt.value}[k] }
-		if _, on, err := FromEnv(getenv, top, token); err != nil || on != tt.watches {
-			t.Errorf("%s with SLURM_KILL_BAD_EXIT=%q: watches %v (err %v), want %v", tt.launcher, tt.value, on, err, tt.watches)
-		}
-		// BATCHKIT_FAIL_FAST=1 watches anyway.
-		forced := func(k string) string {
-			if k == "BATCHKIT_FAIL_FAST" {
-				return "1"
+		t.Run(tt.name, func(t *testing.T) {
+			top := topology.Topology{Launcher: tt.launcher, Rank: 1, WorldSize: 2, MasterAddr: "node1", MasterPort: 29500,
+				KillOnBadExit: tt.kill}
+			if _, on, err := FromEnv(func(string) string { return "" }, top, token); err != nil || on != tt.watches {
+				t.Errorf("watches %v (err %v), want %v", on, err, tt.watches)
 			}
-			return getenv(k)
-		}
-		if _, on, err := FromEnv(forced, top, token); err != nil || !on {
-			t.Errorf("%s with SLURM_KILL_BAD_EXIT=%q and BATCHKIT_FAIL_FAST=1: watches %v (err %v)", tt.launcher, tt.value, on, err)
-		}
+			// BATCHKIT_FAIL_FAST=1 watches anyway.
+			forced := func(k string) string { return map[string]string{"BATCHKIT_FAIL_FAST": "1"}[k] }
+			if _, on, err := FromEnv(forced, top, token); err != nil || !on {
+				t.Errorf("with BATCHKIT_FAIL_FAST=1: watches %v (err %v)", on, err)
+			}
+		})
 	}
 }
 
