@@ -53,24 +53,6 @@ func TestFromEnv(t *testing.T) {
 	}
 }
 
-// Unset, BATCHKIT_FAIL_FAST watches under the launchers that let the
-// other ranks run on (topology's traits rows say why each). A row per launcher:
-// one added to topology without a row here fails TestEveryLauncherHasARow.
-var byLauncher = []struct {
-	launcher topology.Launcher
-	watches  bool
-}{
-	{topology.Single, false},
-	{topology.Torchrun, false},
-	{topology.Slurm, true},
-	{topology.SlurmBatch, false},
-	{topology.OpenMPI, false},
-	{topology.Hydra, true},
-	{topology.MVAPICH, true},
-	{topology.PMIx, false},
-	{topology.PALS, false},
-}
-
 // An srun told SLURM_KILL_BAD_EXIT (batchkit's srun lines set 1) stops
 // the step itself: detection says so (Topology.KillOnBadExit; detect's
 // TestLauncherFacts has how srun parses the value, and that it counts
@@ -103,13 +85,16 @@ func TestFromEnvSrunKillsOnBadExit(t *testing.T) {
 	}
 }
 
+// Unset, BATCHKIT_FAIL_FAST watches under the launchers that let the
+// other ranks run on: every launcher's traits row decides (topology's
+// TestTraits pins each decision, the row says why).
 func TestFromEnvByLauncher(t *testing.T) {
 	token := func() (string, error) { return "tok", nil }
-	for _, tt := range byLauncher {
-		t.Run(string(tt.launcher), func(t *testing.T) {
-			top := topology.Topology{Launcher: tt.launcher, Rank: 1, WorldSize: 2, MasterAddr: "node1", MasterPort: 29500}
+	for _, l := range topology.Launchers {
+		t.Run(string(l), func(t *testing.T) {
+			top := topology.Topology{Launcher: l, Rank: 1, WorldSize: 2, MasterAddr: "node1", MasterPort: 29500}
 			// BATCHKIT_FAIL_FAST unset, 0 and 1.
-			want := []bool{tt.watches, false, true}
+			want := []bool{l.Traits().LeavesRanksRunning, false, true}
 			var got []bool
 			for _, v := range []string{"", "0", "1"} {
 				_, on, err := FromEnv(func(k string) string { return map[string]string{"BATCHKIT_FAIL_FAST": v}[k] }, top, token)
@@ -122,18 +107,6 @@ func TestFromEnvByLauncher(t *testing.T) {
 				t.Errorf("watches with BATCHKIT_FAIL_FAST unset, 0, 1 (-want +got):\n%s", diff)
 			}
 		})
-	}
-}
-
-// TestEveryLauncherHasARow: byLauncher has a row for every launcher
-// (topology.Launchers), so that a new one cannot miss a decision here.
-func TestEveryLauncherHasARow(t *testing.T) {
-	var rows []topology.Launcher
-	for _, r := range byLauncher {
-		rows = append(rows, r.launcher)
-	}
-	if diff := cmp.Diff(topology.Launchers, rows); diff != "" {
-		t.Errorf("byLauncher's launchers (-topology.Launchers +byLauncher):\n%s", diff)
 	}
 }
 
