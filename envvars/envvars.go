@@ -84,3 +84,8 @@ const FailFast = "BATCHKIT_FAIL_FAST"
 // to the tasks. batchkit's srun lines set it to 1, so that a rank's
 // batchkit exec can tell that srun ends the step when a rank fails.
 const SlurmKillBadExit = "SLURM_KILL_BAD_EXIT"
+
+// Requeue set to 1 on the launch line of a batch script of `batchkit
+// sbatch --requeue` tells every rank that an exit 75 requeues the job, so
+// that batchkit train can say at start when it has nothing to resume from.
+const Requeue = "BATCHKIT_REQUEUE"

@@ -2,90 +2,33 @@ package integration
 
 import (
 	"encoding/json"
-	"os"
+	"fmt"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
 
-// requeueTrain lasts ~5 s under srun, ~10 s under batchkit run: long enough
-// to be signalled after a checkpoint and well before its end.
-var requeueTrain = []string{"--hidden", "512,512", "--batch-size", "8", "--epochs", "25", "--checkpoint-every", "5"}
-
-var (
-	uninterruptedOnce sync.Once
-	uninterrupted     trainSummary
-)
-
-// uninterruptedRun is requeueTrain on 2 ranks, never stopped.
-func uninterruptedRun(t *testing.T) trainSummary {
-	t.Helper()
-	uninterruptedOnce.Do(func() {
-		uninterrupted = summaryOf(t, run(t, 2*time.Minute, bin, trainArgs(append(requeueTrain, "--checkpoint-dir", t.TempDir())...)...))
-	})
-	if uninterrupted.WeightsSHA256 == "" {
-		t.Fatal("no uninterrupted run to compare with")
+// bothRuns checks that the output of job id, requeued once, holds both
+// runs, each from its first line: without --open-mode=append Slurm truncated
+// it at the second run's start. ckpt is train's checkpoint directory.
+func bothRuns(out, id, ckpt string) error {
+	for _, want := range []string{
+		"batchkit: job " + id + ", run 1\n",
+		"train: no checkpoint in " + ckpt + ": starting from step 0\n",
+		"batchkit: preempted after step ",
+		"batchkit: exit 75 (preempted): requeueing job " + id + "\n",
+		"batchkit: job " + id + ", run 2 (requeued 1 time(s))\n",
+		"train: resumed from " + ckpt + "/ckpt-",
+	} {
+		i := strings.Index(out, want)
+		if i < 0 {
+			return fmt.Errorf("job %s's output lacks %q, or has it out of order:\n%s", id, want, out)
+		}
+		out = out[i+len(want):]
 	}
-	return uninterrupted
-}
-
-// A job submitted with batchkit sbatch --requeue, signalled mid-run with
-// SIGUSR1 (scancel --full: every process of the job; scancel --batch: the
-// batch shell alone), checkpoints, requeues itself, runs again and resumes:
-// it ends with the weights of an uninterrupted run.
-func TestSbatchRequeueSrun(t *testing.T) {
-	testSbatchRequeue(t, []string{"--launcher", "srun"}) // the local profile: srun --mpi=pmix
-}
-
-func TestSbatchRequeueMpirun(t *testing.T) {
-	needTool(t, "mpirun.openmpi")
-	testSbatchRequeue(t, nil) // the local profile: mpirun.openmpi
-}
-
-func testSbatchRequeue(t *testing.T, launcher []string) {
-	needCluster(t)
-	needTool(t, "scontrol")
-	want := uninterruptedRun(t)
-	for _, how := range []string{"--full", "--batch"} {
-		t.Run(strings.TrimPrefix(how, "--"), func(t *testing.T) {
-			dir := t.TempDir()
-			os.Chmod(dir, 0o777)
-			ckpt := filepath.Join(dir, "ckpt")
-			out := filepath.Join(dir, "job.out")
-			args := append([]string{"sbatch", "--requeue", "-N", "2", "--ntasks-per-node", "1", "-o", out,
-				"--sbatch-arg=--open-mode=append"}, launcher...) // both runs' output, for the record
-			args = append(args, "--", bin, "train", "--format", "json", "--checkpoint-dir", ckpt)
-			args = append(args, requeueTrain...)
-			id := strings.TrimSpace(run(t, time.Minute, bin, args...))
-			t.Cleanup(func() { exec.Command("scancel", id).Run() }) // a no-op once it is done
-			start := time.Now()
-
-			waitCheckpoint(t, ckpt, 50)
-			run(t, time.Minute, "scancel", "--signal=USR1", how, id)
-			state, restarts := waitJobRequeued(t, id)
-			b, _ := os.ReadFile(out)
-			if state != "COMPLETED" || restarts != 1 {
-				t.Fatalf("job %s: %s after %d restarts, want COMPLETED after 1\njob output:\n%s", id, state, restarts, b)
-			}
-			got := lastSummary(t, string(b))
-			t.Logf("job %s: signalled (scancel %s) after checkpoint 50, requeued, resumed from step %d; %.1f s in all",
-				id, how, got.ResumedFromStep, time.Since(start).Seconds())
-			if !strings.Contains(string(b), "batchkit: exit 75 (checkpointed): requeueing job "+id) {
-				t.Errorf("no requeue message in the job output:\n%s", b)
-			}
-			if got.ResumedFromStep < 50 || got.ResumedFromStep >= want.Steps {
-				t.Errorf("resumed from step %d, want a step from 50 on, before %d", got.ResumedFromStep, want.Steps)
-			}
-			if got.WeightsSHA256 != want.WeightsSHA256 || got.Steps != want.Steps || got.WorldSize != 2 {
-				t.Errorf("requeued job: %d steps on %d ranks, weights %s; uninterrupted: %d steps, %s\njob output:\n%s",
-					got.Steps, got.WorldSize, got.WeightsSHA256, want.Steps, want.WeightsSHA256, b)
-			}
-		})
-	}
+	return nil
 }
 
 var (
@@ -104,34 +47,61 @@ var (
 // load: "Cannot bind() UNIX socket .../stepd.slurm.pmix.JOB.0").
 func waitJobRequeued(t *testing.T, id string) (state string, restarts int) {
 	t.Helper()
+	state, restarts, err := waitJobEnd(id, true, 90*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return state, restarts
+}
+
+// waitJobEnd is waitJobRequeued without a *testing.T, for a goroutine: it
+// waits up to timeout for job id to end and returns its final state and
+// restart count. With release, a requeued job is let start again as soon as
+// it safely can; without, a requeue ends the wait at once, state
+// "REQUEUED". A job that has ended is waited for until its batch shell and
+// steps are gone (a script that requeues does so as it ends), and looked at
+// once more.
+func waitJobEnd(id string, release bool, timeout time.Duration) (state string, restarts int, err error) {
 	released := false
 	var pendingSince time.Time
-	for deadline := time.Now().Add(90 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+	show := func() (string, int, error) {
 		b, err := exec.Command("scontrol", "show", "job", id).Output()
 		if err != nil {
-			t.Fatalf("scontrol show job %s: %v", id, err)
+			return "", 0, fmt.Errorf("scontrol show job %s: %v", id, err)
 		}
-		s := string(b)
-		state = submatch(jobStateRE, s)
-		restarts = 0
+		s, n := string(b), 0
 		if r := submatch(restartsRE, s); r != "" {
-			json.Unmarshal([]byte(r), &restarts)
+			json.Unmarshal([]byte(r), &n)
 		}
-		switch {
-		case state == "PENDING" && restarts > 0 && submatch(reasonRE, s) == "BeginTime" && !released:
+		if submatch(jobStateRE, s) == "PENDING" && n > 0 && !release {
+			return "REQUEUED", n, nil
+		}
+		if submatch(jobStateRE, s) == "PENDING" && n > 0 && submatch(reasonRE, s) == "BeginTime" && !released {
 			if pendingSince.IsZero() {
 				pendingSince = time.Now()
 			}
 			if time.Since(pendingSince) > 2*time.Second && !stepdAlive(id) {
-				run(t, time.Minute, "scontrol", "update", "JobId="+id, "StartTime=now")
+				if out, err := exec.Command("scontrol", "update", "JobId="+id, "StartTime=now").CombinedOutput(); err != nil {
+					return "", 0, fmt.Errorf("scontrol update JobId=%s StartTime=now: %v: %s", id, err, out)
+				}
 				released = true
 			}
-		case state == "COMPLETED", state == "FAILED", state == "CANCELLED", state == "TIMEOUT", state == "NODE_FAIL", state == "OUT_OF_MEMORY":
-			return state, restarts
+		}
+		return submatch(jobStateRE, s), n, nil
+	}
+	for deadline := time.Now().Add(timeout); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		if state, restarts, err = show(); err != nil || state == "REQUEUED" {
+			return state, restarts, err
+		}
+		switch state {
+		case "COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY":
+			for stepdAlive(id) && time.Now().Before(deadline) {
+				time.Sleep(200 * time.Millisecond)
+			}
+			return show()
 		}
 	}
-	t.Fatalf("job %s still %s after 90 s (%d restarts)", id, state, restarts)
-	return "", 0
+	return state, restarts, fmt.Errorf("job %s still %s after %v (%d restarts)", id, state, timeout, restarts)
 }
 
 // stepdAlive reports whether a slurmstepd of job id's steps still runs on

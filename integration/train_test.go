@@ -153,10 +153,11 @@ func TestTrainKillResume(t *testing.T) {
 	}
 }
 
-// SIGTERM to batchkit run (forwarded to the ranks): every rank stops after
-// the same step, rank 0 checkpoints, the job exits 75; run again, it ends
-// with the uninterrupted run's weights.
-func TestTrainPreemptSIGTERM(t *testing.T) {
+// SIGTERM to batchkit run (forwarded to the ranks): a cancel, not a
+// preemption. Every rank stops after the same step and rank 0 checkpoints
+// all the same, but the job exits 143, never 75, which would ask for a
+// requeue; run again, it ends with the uninterrupted run's weights.
+func TestTrainSIGTERMCheckpoints(t *testing.T) {
 	if testing.Short() {
 		t.Skip("integration test in -short mode")
 	}
@@ -167,11 +168,11 @@ func TestTrainPreemptSIGTERM(t *testing.T) {
 	cmd.Process.Signal(syscall.SIGTERM)
 	err := cmd.Wait()
 	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() != 75 {
-		t.Fatalf("after SIGTERM: %v, want exit status 75\n%s", err, out)
+	if !errors.As(err, &ee) || ee.ExitCode() != 143 {
+		t.Fatalf("after SIGTERM: %v, want exit status 143\n%s", err, out)
 	}
-	if !strings.Contains(out.String(), "[0] batchkit: preempted after step") {
-		t.Errorf("no preemption message from rank 0:\n%s", out)
+	if !strings.Contains(out.String(), "[0] batchkit: cancelled after step") || !strings.Contains(out.String(), "exit 143, not a requeue") {
+		t.Errorf("no cancel message from rank 0:\n%s", out)
 	}
 	got := summaryOf(t, run(t, time.Minute, bin, trainArgs(append(slowTrain, "--checkpoint-dir", dir)...)...))
 	if got.ResumedFromStep == 0 || got.WeightsSHA256 != want.WeightsSHA256 {

@@ -36,7 +36,8 @@ type Script struct {
 	Env        []EnvVar
 	Launch     []string // argv of the launch line
 	// Requeue: the script requeues the job when the launch line exits 75
-	// (the program stopped after a checkpoint).
+	// (the program stopped on SIGUSR1 after a checkpoint), never after a
+	// SIGTERM of its own (a cancel or the time limit).
 	Requeue bool
 	// Bindings, when set, sources the oneCCL bindings' env/setvars.sh
 	// after Sources, found by running Python with Probe (which prints the
@@ -154,7 +155,11 @@ func (o JobOptions) Directives() ([]Directive, error) {
 		}
 	}
 	if o.Requeue {
-		ds = append(ds, Directive{Flag: "requeue"})
+		// Every run of a requeued job writes the same output files; Slurm
+		// truncates them at each start unless told to append (its default,
+		// JobFileAppend=0), and only the last run's output would be left.
+		// An --sbatch-arg=--open-mode=truncate, after this, still wins.
+		ds = append(ds, Directive{Flag: "requeue"}, Directive{Flag: "open-mode", Value: "append"})
 	}
 	if err := extra("--sbatch-arg", o.Extra); err != nil {
 		return nil, err

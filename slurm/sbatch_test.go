@@ -113,6 +113,28 @@ func TestDirectivesNamed(t *testing.T) {
 	}
 }
 
+// A requeued job appends every run's output to its files (Slurm truncates
+// them at each start by default, leaving only the last run's); a user's
+// own --open-mode, after it, wins.
+func TestDirectivesRequeueAppends(t *testing.T) {
+	for _, tc := range []struct {
+		o    JobOptions
+		want []Directive
+	}{
+		{JobOptions{Output: "o", Requeue: true}, []Directive{{"output", "o"}, {"requeue", ""}, {"open-mode", "append"}}},
+		{JobOptions{Requeue: true, Extra: []string{"--open-mode=truncate"}}, []Directive{{"requeue", ""}, {"open-mode", "append"}, {"open-mode", "truncate"}}},
+		{JobOptions{Output: "o"}, []Directive{{"output", "o"}}},
+	} {
+		got, err := tc.o.Directives()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(tc.want, got); diff != "" {
+			t.Errorf("%+v (-want +got):\n%s", tc.o, diff)
+		}
+	}
+}
+
 // Options are read in every spelling sbatch takes, abbreviations as
 // getopt_long resolves them.
 func TestReadOption(t *testing.T) {

@@ -94,7 +94,7 @@ func TestTrainReleasesLock(t *testing.T) {
 		ok   func(error) bool
 	}{
 		{"end", func(*Config) {}, func(err error) bool { return err == nil }},
-		{"preempted", func(c *Config) { c.Stop = func() bool { return true } }, func(err error) bool {
+		{"preempted", func(c *Config) { c.Stop = func() StopReason { return Preempt } }, func(err error) bool {
 			var pe *PreemptedError
 			return errors.As(err, &pe)
 		}},

@@ -31,9 +31,11 @@ type Config struct {
 	// and PID (LockOwner): batchkit train's is the Slurm job id.
 	JobID string
 
-	// Stop reports whether this rank was asked to stop (a signal, say). It
-	// is polled once a step; nil is never.
-	Stop func() bool
+	// Stop reports whether this rank was asked to stop, and why (a signal,
+	// say). It is polled once a step, and once more after the checkpoint of
+	// a stop; nil is never. A Cancel anywhere beats a Preempt: the run then
+	// ends as cancelled on every rank.
+	Stop func() StopReason
 	// Warn receives what the run survives: a file named as a checkpoint
 	// that is skipped (*SkippedError), a dead run's lock taken over.
 	Warn func(error)
@@ -88,19 +90,48 @@ func WeightsSHA256(p []float32) string {
 	return hex.EncodeToString(s[:])
 }
 
+// StopReason is why a rank was asked to stop (Config.Stop).
+type StopReason uint8
+
+const (
+	// NoStop: carry on.
+	NoStop StopReason = iota
+	// Preempt: stop now to be run again later (the job will come back,
+	// requeued): a checkpoint is what the next run resumes from.
+	Preempt
+	// Cancel: stop for good (the job is cancelled or out of time). A
+	// checkpoint is still written, for whoever starts the run again.
+	Cancel
+)
+
+func (s StopReason) String() string {
+	switch s {
+	case NoStop:
+		return "no stop"
+	case Preempt:
+		return "preempted"
+	case Cancel:
+		return "cancelled"
+	}
+	return fmt.Sprintf("StopReason(%d)", uint8(s))
+}
+
 // PreemptedError ends a run that a rank was asked to stop: every rank
-// finished the same step and rank 0 wrote Checkpoint ("" without a
-// checkpoint dir; every rank names the file).
+// finished the same step, rank 0 wrote Checkpoint ("" without a checkpoint
+// dir; every rank names the file), and every rank has the same Reason
+// (Cancel when any rank was asked to cancel by the time the checkpoint was
+// written).
 type PreemptedError struct {
 	Step       int
 	Checkpoint string
+	Reason     StopReason // Preempt or Cancel
 }
 
 func (e *PreemptedError) Error() string {
 	if e.Checkpoint == "" {
-		return fmt.Sprintf("preempted after step %d (no --checkpoint-dir: nothing saved)", e.Step)
+		return fmt.Sprintf("%s after step %d (no --checkpoint-dir: nothing saved)", e.Reason, e.Step)
 	}
-	return fmt.Sprintf("preempted after step %d: checkpoint %s", e.Step, e.Checkpoint)
+	return fmt.Sprintf("%s after step %d: checkpoint %s", e.Reason, e.Step, e.Checkpoint)
 }
 
 // DivergedError is ranks whose weights differ from rank 0's: a bug or

@@ -18,8 +18,9 @@ import (
 // (LockCheckpointDir; a directory in use is a *LockedError on rank 0, on
 // every rank before the first step) until Train returns; every rank resumes
 // from the newest valid checkpoint there; rank 0 writes one every
-// CheckpointEvery steps, at the end and when stopped. When any rank's Stop reports true, all ranks finish the same step
-// and Train returns a *PreemptedError.
+// CheckpointEvery steps, at the end and when stopped. When any rank's Stop
+// reports a reason, all ranks finish the same step and Train returns a
+// *PreemptedError, with the same Reason on every rank.
 func Train(c Comm, train, test *Dataset, cfg Config) (Result, error) {
 	if err := cfg.Validate(); err != nil {
 		return Result{}, err
@@ -87,9 +88,11 @@ type run struct {
 }
 
 // The elements appended to the gradient in the one allreduce of a step: the
-// mean makes "any rank was asked to stop" > 0, and sums of the metrics.
+// mean makes "any rank was asked to stop" > 0 and "any rank was asked to
+// cancel" > 0, and sums of the metrics.
 const (
 	xStop = iota
+	xCancel
 	xLoss
 	xCorrect
 	xCount
@@ -136,8 +139,8 @@ func (r *run) runEpoch() error {
 		if err != nil {
 			return err
 		}
-		if stop {
-			return r.preempted()
+		if stop != NoStop {
+			return r.preempted(stop)
 		}
 		if r.cfg.CheckpointEvery > 0 && r.globalStep%r.cfg.CheckpointEvery == 0 {
 			if _, err := r.checkpoint(); err != nil {
@@ -148,8 +151,10 @@ func (r *run) runEpoch() error {
 	return r.endEpoch()
 }
 
-// step trains on the samples idx and reports whether any rank asked to stop.
-func (r *run) step(idx []int) (bool, error) {
+// step trains on the samples idx and reports whether any rank was asked to
+// stop: Cancel if any was asked to cancel, else Preempt if any was asked to
+// stop, else NoStop.
+func (r *run) step(idx []int) (StopReason, error) {
 	f := r.train.Features
 	for i, j := range idx {
 		copy(r.bx[i*f:(i+1)*f], r.train.Row(j))
@@ -158,13 +163,16 @@ func (r *run) step(idx []int) (bool, error) {
 	n := r.m.NumParams()
 	loss, correct := r.m.LossGrad(r.params, r.buf[:n], r.bx[:len(idx)*f], r.by[:len(idx)], &r.ws)
 	extra := r.buf[n:]
-	extra[xStop] = 0
-	if r.cfg.Stop != nil && r.cfg.Stop() {
+	extra[xStop], extra[xCancel] = 0, 0
+	switch r.stopReason() {
+	case Preempt:
 		extra[xStop] = 1
+	case Cancel:
+		extra[xStop], extra[xCancel] = 1, 1
 	}
 	extra[xLoss], extra[xCorrect], extra[xCount] = float32(loss), float32(correct), float32(len(idx))
 	if err := r.c.AllreduceAvg(r.buf); err != nil {
-		return false, fmt.Errorf("step %d: %w", r.globalStep+1, err)
+		return NoStop, fmt.Errorf("step %d: %w", r.globalStep+1, err)
 	}
 	r.opt.Step(r.params, r.buf[:n])
 	r.globalStep++
@@ -178,27 +186,51 @@ func (r *run) step(idx []int) (bool, error) {
 	r.ranSamples += count
 	if r.cfg.OnStep != nil {
 		if err := r.cfg.OnStep(StepInfo{Epoch: r.epoch, GlobalStep: r.globalStep, Loss: float64(extra[xLoss]) / float64(extra[xCount])}); err != nil {
-			return false, err
+			return NoStop, err
 		}
 	}
 	if r.cfg.CheckEvery > 0 && r.globalStep%r.cfg.CheckEvery == 0 {
 		if err := r.check(); err != nil {
-			return false, err
+			return NoStop, err
 		}
 	}
-	return extra[xStop] > 0, nil
+	switch {
+	case extra[xCancel] > 0:
+		return Cancel, nil
+	case extra[xStop] > 0:
+		return Preempt, nil
+	}
+	return NoStop, nil
+}
+
+func (r *run) stopReason() StopReason {
+	if r.cfg.Stop == nil {
+		return NoStop
+	}
+	return r.cfg.Stop()
 }
 
 // preempted checkpoints and waits for every rank: under srun, a rank that
-// exited first could get the others killed before the file is written.
-func (r *run) preempted() error {
+// exited first could get the others killed before the file is written. The
+// wait is an allreduce that settles the reason once more: a cancel that
+// reached any rank while the checkpoint was written (a SIGTERM just after
+// a SIGUSR1, as a cancelled job's ranks can get them) makes the stop a
+// cancel on every rank.
+func (r *run) preempted(reason StopReason) error {
 	if _, err := r.checkpoint(); err != nil {
 		return err
 	}
-	if err := r.c.Barrier(); err != nil {
+	cancel := []float32{0}
+	if reason == Cancel || r.stopReason() == Cancel {
+		cancel[0] = 1
+	}
+	if err := r.c.AllreduceAvg(cancel); err != nil { // every rank's, so rank 0's after its checkpoint
 		return err
 	}
-	e := &PreemptedError{Step: r.globalStep}
+	if cancel[0] > 0 {
+		reason = Cancel
+	}
+	e := &PreemptedError{Step: r.globalStep, Reason: reason}
 	if r.cfg.CheckpointDir != "" {
 		e.Checkpoint = filepath.Join(r.cfg.CheckpointDir, checkpointName(r.globalStep))
 	}

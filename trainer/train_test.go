@@ -217,13 +217,18 @@ func TestPreempt(t *testing.T) {
 	_, errs := trainWorld(2, train, test, func(rank int) Config {
 		c := cfg
 		if rank == 1 {
-			c.Stop = func() bool { return polls.Add(1) >= 17 }
+			c.Stop = func() StopReason {
+				if polls.Add(1) >= 17 {
+					return Preempt
+				}
+				return NoStop
+			}
 		}
 		return c
 	})
 	for r, err := range errs {
 		var pe *PreemptedError
-		if !errors.As(err, &pe) || pe.Step != 17 {
+		if !errors.As(err, &pe) || pe.Step != 17 || pe.Reason != Preempt {
 			t.Fatalf("rank %d: %v, want preempted after step 17", r, err)
 		}
 		if pe.Checkpoint != filepath.Join(cfg.CheckpointDir, "ckpt-0000000017.bkpt") {
@@ -237,6 +242,76 @@ func TestPreempt(t *testing.T) {
 	if res[0].ResumedFrom != 17 || WeightsSHA256(res[0].Params) != want {
 		t.Errorf("resumed from %d (want 17); weights equal the uninterrupted run's: %v", res[0].ResumedFrom, WeightsSHA256(res[0].Params) == want)
 	}
+}
+
+// A cancel beats a preemption on every rank: asked of one rank in the same
+// step as another's preemption, or only after the step that stopped the
+// run (a SIGTERM just after a SIGUSR1, while the checkpoint is written).
+// Without a checkpoint dir the stop names no file.
+func TestStopCancelWins(t *testing.T) {
+	train, test := digitsSplit(t)
+	cfg := defaults()
+	cfg.Epochs = 1
+	for _, tc := range []struct {
+		name string
+		dir  bool
+		// stop is rank r's answer to its n-th poll (1-based).
+		stop func(r int, n int32) StopReason
+		want StopReason
+	}{
+		{"preempt alone", true, func(r int, n int32) StopReason { return when(r == 1 && n >= 5, Preempt) }, Preempt},
+		{"cancel alone", true, func(r int, n int32) StopReason { return when(r == 0 && n >= 5, Cancel) }, Cancel},
+		{"cancel and preempt in one step", true, func(r int, n int32) StopReason {
+			return when(n >= 5, map[int]StopReason{0: Preempt, 1: Cancel}[r])
+		}, Cancel},
+		{"cancel after the stopping step", true, func(r int, n int32) StopReason {
+			switch {
+			case r == 0 && n >= 5:
+				return Preempt
+			case r == 1 && n >= 6: // the poll after the checkpoint
+				return Cancel
+			}
+			return NoStop
+		}, Cancel},
+		{"preempt without a checkpoint dir", false, func(r int, n int32) StopReason { return when(n >= 5, Preempt) }, Preempt},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := cfg
+			if tc.dir {
+				c.CheckpointDir = t.TempDir()
+			}
+			var polls [2]atomic.Int32
+			_, errs := trainWorld(2, train, test, func(rank int) Config {
+				c := c
+				c.Stop = func() StopReason { return tc.stop(rank, polls[rank].Add(1)) }
+				return c
+			})
+			for r, err := range errs {
+				var pe *PreemptedError
+				if !errors.As(err, &pe) || pe.Step != 5 || pe.Reason != tc.want {
+					t.Fatalf("rank %d: %v, want %v after step 5", r, err, tc.want)
+				}
+				wantFile := ""
+				if tc.dir {
+					wantFile = filepath.Join(c.CheckpointDir, "ckpt-0000000005.bkpt")
+				}
+				if pe.Checkpoint != wantFile {
+					t.Errorf("rank %d: checkpoint %q, want %q", r, pe.Checkpoint, wantFile)
+				}
+				if !strings.HasPrefix(pe.Error(), tc.want.String()+" after step 5") {
+					t.Errorf("rank %d: message %q", r, pe.Error())
+				}
+			}
+		})
+	}
+}
+
+// when is s if cond, else NoStop.
+func when(cond bool, s StopReason) StopReason {
+	if cond {
+		return s
+	}
+	return NoStop
 }
 
 // skewComm changes rank 1's averaged gradient once: the weights drift apart.

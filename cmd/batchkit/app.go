@@ -29,10 +29,10 @@ var exitStatuses = []struct{ Status, Meaning, From string }{
 	{"0", "success", "every command"},
 	{"1", "a runtime failure: a `doctor` check failed, a `bench` result was wrong, a sourced script failed or timed out, a launcher or `sbatch` did not answer", "every command"},
 	{"2", "bad usage, configuration or input: an unknown command or flag, a bad flag value, a bad profile or host list, launcher variables that disagree; one `batchkit: ` line on stderr", "every command"},
-	{"75", "stopped on purpose after writing a checkpoint (SIGTERM or SIGUSR1; EX_TEMPFAIL): run the same command again to continue; `run --max-restarts` does not restart it, `sbatch --requeue` requeues it", "`train`"},
+	{"75", "preempted: stopped by SIGUSR1 after writing a checkpoint (EX_TEMPFAIL): run the same command again to continue; `run --max-restarts` does not restart it, `sbatch --requeue` requeues it", "`train`"},
 	{"126", "the command was found but cannot be run (no permission, a directory, a script without `#!`)", "`exec`, `run`"},
 	{"127", "the command (or the MPI launcher) was not found", "`exec`, `run`, `mpirun`"},
-	{"128+S", "a rank was killed by signal S (137 for SIGKILL)", "`run`"},
+	{"128+S", "a rank was killed by signal S (137 for SIGKILL); `train` stopped by a signal with no run to requeue: 143 on SIGTERM (a cancel or time limit; with `--checkpoint-dir` it checkpoints first), 138 on SIGUSR1 without `--checkpoint-dir` (nothing saved)", "`run`, `train`"},
 	{"CMD's", "the program's own status, passed through without a message of batchkit's", "`exec`, `run`, `mpirun`, `sbatch --wait`"},
 }
 

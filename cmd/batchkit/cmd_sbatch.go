@@ -38,8 +38,11 @@ kept (someone else's, when not root) is refused.
 
 The script survives SIGUSR1 and SIGTERM (--signal B:USR1@120, scancel --batch or --full) and
 passes SIGUSR1 on to the launcher, which forwards it to the ranks. With --requeue (profile:
-slurm.requeue) an exit 75 of CMD (it stopped after a checkpoint, as batchkit train does) requeues
-the job, and CMD must resume from its checkpoint when run again; without, 75 ends the job.
+slurm.requeue) an exit 75 of CMD (it stopped on SIGUSR1 after a checkpoint, as batchkit train does)
+requeues the job, and CMD must resume from its checkpoint when run again; without, 75 ends the job.
+Never after a SIGTERM to the script: a plain scancel or the time limit ends the job. --requeue also
+appends every run's output to the job's files (--open-mode=append), starts each run with a line
+'batchkit: job J, run N', and sets BATCHKIT_REQUEUE=1 for the ranks.
 
 A rank that fails ends the job (srun with SLURM_KILL_BAD_EXIT=1, Open MPI's mpirun, and under Hydra
 the ranks' batchkit exec, which watch each other). --no-fail-fast puts BATCHKIT_FAIL_FAST=0 on the
@@ -97,7 +100,7 @@ func sbatchFlags() []cli.Flag {
 		&cli.StringFlag{Name: "mail-type", Usage: "mail on these events, e.g. END,FAIL"},
 		&cli.StringFlag{Name: "mail-user", Usage: "address for --mail-type's mail"},
 		&cli.IntFlag{Name: "torchrun", Usage: "one task per node running torchrun with `N` workers; CMD is torchrun's arguments"},
-		&cli.BoolFlag{Name: "requeue", Usage: "requeue the job when CMD exits 75 (checkpointed on SIGUSR1/SIGTERM; it must resume); --requeue=false overrides the profile (profile: slurm.requeue)"},
+		&cli.BoolFlag{Name: "requeue", Usage: "requeue the job when CMD exits 75 (checkpointed on SIGUSR1; it must resume), never after a SIGTERM (scancel, time limit); --requeue=false overrides the profile (profile: slurm.requeue)"},
 		// Not a StringSliceFlag: that splits at commas, and
 		// --mail-type=END,FAIL is one directive.
 		&cli.GenericFlag{Name: "sbatch-arg", Value: &stringList{}, Usage: "any other directive, e.g. --sbatch-arg=--hint=nomultithread (repeatable; not one of the options above)"},

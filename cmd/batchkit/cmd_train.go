@@ -18,17 +18,27 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/batchkit/batchkit/detect"
+	"github.com/batchkit/batchkit/envvars"
 	"github.com/batchkit/batchkit/internal/closed"
 	"github.com/batchkit/batchkit/internal/outfile"
 	"github.com/batchkit/batchkit/trainer"
 	"github.com/batchkit/batchkit/trainer/collective"
 )
 
-// exitPreempted is train's exit code when it stopped on SIGTERM or SIGUSR1
-// after writing a checkpoint: EX_TEMPFAIL of sysexits.h, "try again later".
-// Not 143 (128+SIGTERM), which is also what a rank killed by SIGTERM before
-// it could save anything returns: 75 says the checkpoint is there to resume.
-const exitPreempted = 75
+// train's exits after a stop asked for by a signal (stopOnSignals). Only
+// exitPreempted asks for the job to come back: SIGUSR1, the preemption
+// signal a job asks for (sbatch --signal, scancel --signal=USR1), with a
+// checkpoint written. EX_TEMPFAIL of sysexits.h, "try again later"; the
+// batch script of batchkit sbatch --requeue requeues on it. A SIGTERM is a
+// cancel or a time limit: train still checkpoints, but exits 128+SIGTERM,
+// as the signal's own action would, so that no launcher's status can ask
+// for a requeue then. A SIGUSR1 without --checkpoint-dir leaves nothing to
+// resume: 128+SIGUSR1.
+const (
+	exitPreempted        = 75
+	exitCancelled        = 128 + int(syscall.SIGTERM) // 143
+	exitPreemptedNothing = 128 + int(syscall.SIGUSR1) // 138
+)
 
 func trainCommand() *cli.Command {
 	return &cli.Command{
@@ -53,8 +63,13 @@ world size, batch size or seed is refused. One run at a time: rank 0 locks the d
 (DIR/.batchkit.lock: host, PID, job id, start) until train ends; a second run on it is refused
 before its first step, exit 2, naming the first. A lock left by a killed run is taken over.
 
-SIGTERM or SIGUSR1 to any rank stops every rank after the same step; rank 0 checkpoints and
-train exits with 75 (EX_TEMPFAIL: rerun the same command to continue). Bad flags or data: 2.
+SIGUSR1 or SIGTERM to any rank stops every rank after the same step, and rank 0 checkpoints.
+SIGUSR1 is a preemption: train exits 75 (EX_TEMPFAIL: rerun the same command to continue;
+batchkit sbatch --requeue requeues the job on it), or 138 without --checkpoint-dir, which has
+nothing saved. SIGTERM is a cancel or a time limit: train exits 143 on every rank, also when a
+rank got SIGUSR1 too, and is not requeued. A second SIGTERM, at least 0.5 s after the first,
+ends a rank at once, without a checkpoint. A run that starts says what it resumes from, or
+that it found no checkpoint. Bad flags or data: 2.
 
 Output, on rank 0: a progress bar when stdout is a terminal, one line per epoch otherwise.
 --format json prints one summary object (epoch lines go to stderr): test_accuracy,
@@ -126,6 +141,10 @@ func trainAction(c *cli.Context) error {
 		return err
 	}
 	s.cfg.JobID = topo.JobID // named by the checkpoint directory's lock
+	if topo.Rank == 0 && os.Getenv(envvars.Requeue) == "1" && s.cfg.CheckpointDir == "" {
+		fmt.Fprintf(c.App.ErrWriter, "batchkit: warning: a requeueable job (%s=1) without --checkpoint-dir: SIGUSR1 stops train with nothing saved (exit %d) and the job is not requeued\n",
+			envvars.Requeue, exitPreemptedNothing)
+	}
 	if plot := c.String("plot"); topo.Rank == 0 && plot != "" {
 		if err := checkPlotPath(plot, nil, c.Bool("force")); err != nil {
 			return err
@@ -221,30 +240,38 @@ func parseHidden(s string) ([]int, error) {
 	return sizes, nil
 }
 
-// stopOnSignals turns SIGTERM and SIGUSR1 into the loop's stop request, at
-// the edge: the library installs no handler. It is called before the
-// rendezvous, so that a signal Slurm sends while the ranks start up is
-// kept for the first step (it would otherwise kill the rank, and the job
-// would end without a checkpoint to requeue from). A second SIGTERM ends
-// the rank at once, by that signal: the way out of a rank that hangs (a
-// rendezvous that never completes). SIGUSR1 never does: with scancel --full
-// a rank gets it from Slurm and again from the batch shell. The returned
-// func undoes it.
-func stopOnSignals(errw io.Writer) (stop func() bool, undo func()) {
-	var requested atomic.Bool
-	sigs := make(chan os.Signal, 2)
+// stopOnSignals turns SIGUSR1 and SIGTERM into the loop's stop request, at
+// the edge: the library installs no handler. SIGUSR1 asks for a
+// trainer.Preempt, SIGTERM for a trainer.Cancel, which stays once asked:
+// a cancelled job's ranks can get both (Slurm's SIGTERM, then the batch
+// script's SIGUSR1). It is called before the rendezvous, so that a signal
+// Slurm sends while the ranks start up is kept for the first step (it
+// would otherwise kill the rank, and the job would end without a
+// checkpoint). A second SIGTERM ends the rank at once, by that signal: the
+// way out of a rank that hangs (a rendezvous that never completes) — one
+// at least secondTermAfter after the first: Slurm, the launcher and batchkit
+// exec can each pass the same cancel on (four SIGTERMs within 0.1 s were
+// seen under MPICH's Hydra), and those copies must not cost the checkpoint.
+// SIGUSR1 never ends it: with scancel --full a rank gets it from Slurm and
+// again from the batch shell. The returned func undoes it.
+func stopOnSignals(errw io.Writer) (stop func() trainer.StopReason, undo func()) {
+	var requested atomic.Uint32
+	sigs := make(chan os.Signal, 4)
 	done := make(chan struct{})
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGUSR1)
 	go func() {
-		terms := 0
+		var firstTerm time.Time
 		for {
 			select {
 			case s := <-sigs:
-				requested.Store(true)
-				if s == syscall.SIGTERM {
-					terms++
+				if s != syscall.SIGTERM {
+					requested.CompareAndSwap(uint32(trainer.NoStop), uint32(trainer.Preempt))
+					continue
 				}
-				if terms == 2 {
+				requested.Store(uint32(trainer.Cancel))
+				if firstTerm.IsZero() {
+					firstTerm = time.Now()
+				} else if time.Since(firstTerm) >= secondTermAfter {
 					fmt.Fprintln(errw, "batchkit: second SIGTERM: stopping now, without a checkpoint")
 					signal.Reset(syscall.SIGTERM)
 					syscall.Kill(os.Getpid(), syscall.SIGTERM)
@@ -254,18 +281,45 @@ func stopOnSignals(errw io.Writer) (stop func() bool, undo func()) {
 			}
 		}
 	}()
-	return requested.Load, func() { signal.Stop(sigs); close(done) }
+	return func() trainer.StopReason { return trainer.StopReason(requested.Load()) },
+		func() { signal.Stop(sigs); close(done) }
 }
 
-// preemptedExit is a PreemptedError with its exit code.
+// secondTermAfter is how long after the first SIGTERM a second one ends a
+// rank at once; one sooner is a copy of the first.
+const secondTermAfter = 500 * time.Millisecond
+
+// preemptedExit is a PreemptedError with its exit code: exitPreempted only
+// for a preemption that wrote a checkpoint.
 type preemptedExit struct{ err *trainer.PreemptedError }
 
-func (e *preemptedExit) Error() string { return e.err.Error() }
+func (e *preemptedExit) Error() string {
+	pe, code := e.err, e.ExitCode()
+	saved := "checkpoint " + pe.Checkpoint
+	if pe.Checkpoint == "" {
+		saved = "nothing saved (no --checkpoint-dir)"
+	}
+	switch {
+	case pe.Reason == trainer.Cancel:
+		return fmt.Sprintf("cancelled after step %d (SIGTERM: scancel or the time limit): %s; exit %d, not a requeue", pe.Step, saved, code)
+	case pe.Checkpoint == "":
+		return fmt.Sprintf("preempted after step %d (SIGUSR1): %s; exit %d, not %d: a requeue would start from step 0", pe.Step, saved, code, exitPreempted)
+	}
+	return fmt.Sprintf("preempted after step %d (SIGUSR1): %s", pe.Step, saved)
+}
 func (e *preemptedExit) Unwrap() error { return e.err }
-func (e *preemptedExit) ExitCode() int { return exitPreempted }
+func (e *preemptedExit) ExitCode() int {
+	switch {
+	case e.err.Reason == trainer.Cancel:
+		return exitCancelled
+	case e.err.Checkpoint == "":
+		return exitPreemptedNothing
+	}
+	return exitPreempted
+}
 
 // runTraining trains on this rank; rank 0 reports.
-func runTraining(c *cli.Context, s *trainSetup, comm *collective.Comm, stop func() bool) error {
+func runTraining(c *cli.Context, s *trainSetup, comm *collective.Comm, stop func() trainer.StopReason) error {
 	cfg := s.cfg
 	cfg.Stop = stop
 	rep := &trainReport{setup: s, out: c.App.Writer, log: c.App.Writer, backend: comm.Backend(), world: comm.Size(),
@@ -334,6 +388,8 @@ func (r *trainReport) start(st trainer.Start) error {
 			where = "all epochs done"
 		}
 		fmt.Fprintf(r.log, "train: resumed from %s at step %d (%s)\n", st.ResumedFile, st.ResumedFrom, where)
+	} else if dir := r.setup.cfg.CheckpointDir; dir != "" {
+		fmt.Fprintf(r.log, "train: no checkpoint in %s: starting from step 0\n", dir)
 	}
 	if d := r.setup.metrics; d != nil {
 		// A fresh run starts the file over; a resumed one continues it

@@ -67,7 +67,11 @@ var exitCases = []exitCase{
 	{name: "a sourced script is missing", row: "2", args: []string{"envsetup", "--source", "testdata/exitcode/nosuch.sh"}, code: 2},
 	{name: "a rank's own status", row: "CMD's", args: []string{"run", "-n", "1", "--", "sh", "-c", "exit 7"}, code: 7},
 	{name: "a rank killed by SIGKILL", row: "128+S", args: []string{"run", "-n", "1", "--", "sh", "-c", "kill -KILL $$"}, code: 128 + int(syscall.SIGKILL)},
-	{name: "train stopped by SIGUSR1", row: "75", args: []string{"train", "--epochs", "1000"}, code: 75, signal: syscall.SIGUSR1},
+	{name: "train stopped by SIGUSR1", row: "75", args: []string{"train", "--epochs", "1000", "--checkpoint-dir", tempDirArg}, code: 75, signal: syscall.SIGUSR1},
+	// Only a preemption that saved something asks for a requeue: a cancel or
+	// time limit (SIGTERM) never does, nor a SIGUSR1 with nothing saved.
+	{name: "train stopped by SIGTERM", row: "128+S", args: []string{"train", "--epochs", "1000", "--checkpoint-dir", tempDirArg}, code: 143, signal: syscall.SIGTERM},
+	{name: "train stopped by SIGUSR1 without --checkpoint-dir", row: "128+S", args: []string{"train", "--epochs", "1000"}, code: 138, signal: syscall.SIGUSR1},
 	{name: "version", row: "0", args: []string{"version"}, code: 0},
 }
 
@@ -80,6 +84,12 @@ func TestExitCodes(t *testing.T) {
 			}
 			for k, v := range tt.env {
 				t.Setenv(k, v)
+			}
+			tt.args = slices.Clone(tt.args)
+			for i, a := range tt.args {
+				if a == tempDirArg {
+					tt.args[i] = t.TempDir()
+				}
 			}
 			var stdout, stderr bytes.Buffer
 			code := mainSignalled(t, tt, &stdout, &stderr)
@@ -96,8 +106,13 @@ func TestExitCodes(t *testing.T) {
 	}
 }
 
+// tempDirArg in a case's arguments is replaced by a new temporary directory.
+const tempDirArg = "{tempdir}"
+
 // mainSignalled runs Main, sending tt.signal to this process every 50 ms
-// while it runs when the case has one.
+// for its first 250 ms, or until it returns, when the case has one: train
+// may not watch for it yet when the first comes, and a second SIGTERM half
+// a second after the first would end it at once.
 func mainSignalled(t *testing.T, tt exitCase, stdout, stderr *bytes.Buffer) int {
 	args := append([]string{"batchkit"}, tt.args...)
 	if tt.signal == nil {
@@ -108,6 +123,7 @@ func mainSignalled(t *testing.T, tt exitCase, stdout, stderr *bytes.Buffer) int 
 	defer signal.Stop(caught)
 	done := make(chan int)
 	go func() { done <- Main(args, stdout, stderr) }()
+	start := time.Now()
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	for {
@@ -115,7 +131,9 @@ func mainSignalled(t *testing.T, tt exitCase, stdout, stderr *bytes.Buffer) int 
 		case code := <-done:
 			return code
 		case <-tick.C:
-			syscall.Kill(os.Getpid(), tt.signal.(syscall.Signal))
+			if time.Since(start) < 250*time.Millisecond {
+				syscall.Kill(os.Getpid(), tt.signal.(syscall.Signal))
+			}
 		}
 	}
 }

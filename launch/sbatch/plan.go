@@ -79,7 +79,10 @@ func NewPlan(req Request) (Plan, error) {
 // the profile under the flags, module loads, environment scripts and
 // variables, and the launch line for the profile's launcher and flavor.
 // With Requeue (the flag or slurm.requeue) the script requeues the job when
-// the program exits 75, having checkpointed. With Torchrun the one task on
+// the program exits 75, having checkpointed on SIGUSR1 (never after a
+// SIGTERM: a cancel or the time limit), appends every run's output to the
+// job's files (--open-mode=append), and tells every rank so
+// (BATCHKIT_REQUEUE=1 on the launch line). With Torchrun the one task on
 // each node runs torchrun, which starts the program's workers.
 func Script(req Request) (slurm.Script, error) {
 	if len(req.Program) == 0 || req.Program[0] == "" {
@@ -121,6 +124,13 @@ func Script(req Request) (slurm.Script, error) {
 	rankEnv, err := failFastEnv(req.FailFast)
 	if err != nil {
 		return slurm.Script{}, err
+	}
+	if job.Requeue {
+		// batchkit train warns at start when it has nothing to resume from.
+		if rankEnv == nil {
+			rankEnv = map[string]string{}
+		}
+		rankEnv[envvars.Requeue] = "1"
 	}
 	launchLine, err := LaunchLine(p.MPI, job, rankEnv, append([]string{req.Batchkit, "exec", "--"}, program...))
 	if err != nil {

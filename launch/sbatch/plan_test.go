@@ -207,6 +207,14 @@ func TestNewPlan(t *testing.T) {
 		{"--no-fail-fast, mpirun_rsh: before the program",
 			Request{Profile: mpi(mpirun.MVAPICH, mpirun.ProgramMpirun), Job: twoByTwo, Program: []string{"prog"}, Batchkit: "/bk", FailFast: "0"},
 			append([]string{"mpirun_rsh", "-np", "4", "-ppn", "2", "BATCHKIT_FAIL_FAST=0"}, bk...), ""},
+		// --requeue tells every rank (batchkit train warns when it has no
+		// --checkpoint-dir), by the launcher's own means too.
+		{"--requeue, srun",
+			Request{Profile: mpi(mpirun.MPICH, mpirun.ProgramSrun), Job: slurm.JobOptions{Nodes: "2", Requeue: true}, Program: []string{"prog"}, Batchkit: "/bk"},
+			append([]string{"env", "BATCHKIT_REQUEUE=1", "SLURM_KILL_BAD_EXIT=1", "srun", "--mpi=pmi2", "--export=ALL"}, bk...), ""},
+		{"--requeue and --fail-fast, hydra",
+			Request{Profile: mpi(mpirun.MPICH, mpirun.ProgramMpirun), Job: slurm.JobOptions{Nodes: "2", NTasksPerNode: 2, Requeue: true}, Program: []string{"prog"}, Batchkit: "/bk", FailFast: "1"},
+			append([]string{"mpirun.mpich", "-bootstrap", "slurm", "-n", "4", "-ppn", "2", "-genv", "BATCHKIT_FAIL_FAST", "1", "-genv", "BATCHKIT_REQUEUE", "1"}, bk...), ""},
 		{"a fail-fast value that is not 0 or 1", Request{Profile: prof, Program: []string{"prog"}, FailFast: "yes"}, nil,
 			`BATCHKIT_FAIL_FAST="yes": want 0 or 1`},
 	}
