@@ -275,10 +275,11 @@ func workerOffload(cores, workers int) map[string]string {
 // node's other local ranks: it is alone on the node, or the mask is
 // narrower than the node and SLURM_CPUS_PER_TASK says it has no more CPUs
 // than one task gets, or srun bound it (SLURM_CPU_BIND_TYPE names a
-// binding), or a launcher that binds its ranks started it (its traits row:
-// Intel MPI and Open MPI pin their ranks by default). A mask of the whole node is shared whatever Slurm
-// says (a node may declare more CPUs than it has), and so is a job's cgroup
-// narrower than the node without a binding: both are divided.
+// binding), or a launcher that binds its ranks started it (its traits
+// row: Intel MPI and Open MPI pin their ranks by default). A mask of the
+// whole node is shared whatever Slurm says (a node may declare more CPUs
+// than it has), and so is a job's cgroup narrower than the node without a
+// binding: both are divided.
 func ownMask(t topology.Topology, cpus CPUSet, getenv topology.Getenv) bool {
 	if t.LocalWorldSize <= 1 {
 		return true
