@@ -1,8 +1,10 @@
 // Package detect decides which launcher started this process and returns its
-// Topology. It is the one place that knows the launchers: layers.go holds a
-// table with a row per launcher (the variables that identify it and those
-// each count is read from), tried in order, the launcher closest to the
-// process first:
+// Topology. It is the one place that reads the launchers' variables
+// (what a launcher means to the other packages, whether it stops a job
+// whose rank failed, the PMI it offers, what pinning needs of it, is its
+// traits row in package topology): layers.go holds a table with a row per
+// launcher (the variables that identify it and those each count is read
+// from), tried in order, the launcher closest to the process first:
 //
 //  1. the torchrun contract (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE),
 //     which torchrun started by mpirun or srun legitimately sets over them,
@@ -25,13 +27,15 @@
 // MASTER_ADDR and MASTER_PORT, which win when set, else the host of rank 0
 // (under Slurm by SLURM_DISTRIBUTION, distribution.go; else the first host
 // of the node list, 127.0.0.1 when every rank is on this node) and
-// topology.PortForJob of the job id.
+// topology.PortForJob of the job id (and an srun step's id). Last, the
+// launcher facts the consumers would otherwise read again: the step id,
+// the PMI offered (the launcher's row and pmiVars) and KillOnBadExit.
 package detect
 
 import (
 	"fmt"
 
-	"github.com/batchkit/batchkit/envsetup/envvars"
+	"github.com/batchkit/batchkit/envvars"
 	"github.com/batchkit/batchkit/topology"
 )
 
@@ -59,6 +63,7 @@ func Detect(getenv topology.Getenv, opts Options) (topology.Topology, error) {
 	if err := finish(getenv, opts, &t); err != nil {
 		return topology.Topology{}, err
 	}
+	t.PMI = offeredPMI(getenv, t.Launcher)
 	if err := t.Validate(); err != nil {
 		return topology.Topology{}, fmt.Errorf("%s environment: %w", t.Launcher, err)
 	}

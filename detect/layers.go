@@ -3,7 +3,7 @@ package detect
 import (
 	"slices"
 
-	"github.com/batchkit/batchkit/envsetup/envvars"
+	"github.com/batchkit/batchkit/envvars"
 	"github.com/batchkit/batchkit/topology"
 )
 
@@ -32,6 +32,13 @@ type layer struct {
 	rank, size, localRank, localSize vars
 	nodeRank, numNodes               vars     // when unset, placement derives them (place.go)
 	jobID                            []string // first set wins; a Slurm job's id wins over it (finish)
+	// stepID names the launch inside its job (Topology.StepID), first
+	// set wins.
+	stepID []string
+	// killOnBadExit: the first set, an integer but 0 (as srun parses
+	// it), says the launcher was told to end the job when a rank fails
+	// (Topology.KillOnBadExit).
+	killOnBadExit []string
 	// Slurm's layers describe the nodes as lists, the first variable set
 	// wins: the node list, and the tasks on each node, whose entry at the
 	// node rank is the local size and whose length is the node count
@@ -168,9 +175,38 @@ var slurmStep = layer{
 	nodeRank:  aliases("SLURM_NODEID"),
 	numNodes:  vars{{"SLURM_STEP_NUM_NODES"}, slurmJobNum},
 	jobID:     slurmJobID,
+	stepID:    slurmStepID,
+	// srun's --kill-on-bad-exit as a variable, which srun reads and passes
+	// on to the tasks: batchkit's own srun lines set it.
+	killOnBadExit: []string{envvars.SlurmKillBadExit},
 	// The step's own lists first: a step may run on part of the job.
 	hosts:        append([]string{"SLURM_STEP_NODELIST"}, slurmJobNodes...),
 	tasksPerNode: []string{"SLURM_STEP_TASKS_PER_NODE", "SLURM_TASKS_PER_NODE"},
+}
+
+// pmiVars are the variables whose presence says a process-management
+// interface is offered whatever the launcher's row (Topology.PMI):
+// srun --mpi=pmi2 or --mpi=pmix, whose tasks are Slurm's, or an MPI
+// launcher under the torchrun or batchkit exec it started. Any one of a
+// row's variables set counts.
+var pmiVars = []struct {
+	pmi  topology.PMI
+	vars []string
+}{
+	{topology.OffersPMI2, []string{"PMI_RANK", "PMI_FD", "PMI_PORT"}}, // Hydra's -pmi-port mode: PMI_PORT
+	{topology.OffersPMIx, []string{"PMIX_RANK"}},
+	{topology.OffersORTE, []string{"OMPI_COMM_WORLD_SIZE"}},
+}
+
+// offeredPMI is launcher l's interfaces and those pmiVars say are there.
+func offeredPMI(getenv topology.Getenv, l topology.Launcher) topology.PMI {
+	pmi := l.Traits().PMI
+	for _, r := range pmiVars {
+		if topology.AnySet(getenv, r.vars...) != "" {
+			pmi |= r.pmi
+		}
+	}
+	return pmi
 }
 
 // identified reports whether l's identifying variables are set.

@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/batchkit/batchkit/envsetup/envvars"
+	"github.com/batchkit/batchkit/envvars"
 	"github.com/batchkit/batchkit/topology"
 )
 
@@ -76,12 +76,9 @@ func finish(getenv topology.Getenv, opts Options, t *topology.Topology) error {
 		t.MasterAddr = "127.0.0.1"
 	}
 	// The tasks of one srun step share its id (an MPI launcher's ranks do
-	// not: Open MPI's next to mpirun are in no step); see RendezvousID.
-	if t.Launcher == topology.Slurm {
-		t.MasterPort = topology.PortForJob(topology.RendezvousID(t.JobID, SlurmStepID(getenv)))
-	} else {
-		t.MasterPort = topology.PortForJob(t.JobID)
-	}
+	// not: Open MPI's next to mpirun are in no step, and the layer gives
+	// them no StepID); see RendezvousID.
+	t.MasterPort = topology.PortForJob(topology.RendezvousID(t.JobID, t.StepID))
 	if raw := getenv(envvars.MasterPort); raw != "" {
 		p, err := strconv.Atoi(strings.TrimSpace(raw)) // as the counts are (and torch's int())
 		if err != nil || p < 1 || p > 65535 {

@@ -2,6 +2,7 @@ package detect
 
 import (
 	"fmt"
+	"strconv"
 
 	"github.com/batchkit/batchkit/topology"
 )
@@ -13,7 +14,8 @@ type partial struct {
 	rank, size           topology.Value
 	localRank, localSize topology.Value
 	nodeRank, numNodes   topology.Value
-	jobID                string
+	jobID, stepID        string
+	killOnBadExit        bool
 	hosts                []string // nil unless the layer lists them
 	markerVar, marker    string
 }
@@ -39,7 +41,11 @@ func (l layer) counts(p *partial) []count {
 // readCounts reads every count of l, checking aliases against each other;
 // it does not check that the layer is complete (require).
 func readCounts(getenv topology.Getenv, l layer) (partial, error) {
-	p := partial{launcher: l.launcher, jobID: topology.FirstString(getenv, l.jobID...)}
+	p := partial{launcher: l.launcher, jobID: topology.FirstString(getenv, l.jobID...),
+		stepID: topology.FirstString(getenv, l.stepID...)}
+	if n, err := strconv.Atoi(topology.FirstString(getenv, l.killOnBadExit...)); err == nil && n != 0 {
+		p.killOnBadExit = true
+	}
 	p.markerVar, p.marker = l.marker(getenv)
 	for _, c := range l.counts(&p) {
 		v, err := readVars(getenv, l.launcher, c.what, c.from)
@@ -142,6 +148,8 @@ func fromPartial(p partial) topology.Topology {
 		NumNodes:       -1,
 		Hosts:          p.hosts,
 		JobID:          p.jobID,
+		StepID:         p.stepID,
+		KillOnBadExit:  p.killOnBadExit,
 	}
 	if p.nodeRank.Set() {
 		t.NodeRank = p.nodeRank.N

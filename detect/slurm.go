@@ -14,7 +14,9 @@ import (
 // job's node list it stays true under any launcher inside the job.
 func SlurmJobID(getenv topology.Getenv) string { return topology.FirstString(getenv, slurmJobID...) }
 
-// SlurmStepID returns the srun step's id, or "" outside a step.
+// SlurmStepID returns the srun step's id, or "" outside a step: for a
+// caller that has no Topology (doctor, where detection may fail). A
+// Topology carries its launch's as StepID, an srun step's only.
 func SlurmStepID(getenv topology.Getenv) string { return topology.FirstString(getenv, slurmStepID...) }
 
 // SlurmJobHosts expands the job's node list (SLURM_JOB_NODELIST). These
@@ -22,14 +24,6 @@ func SlurmStepID(getenv topology.Getenv) string { return topology.FirstString(ge
 // which an mpirun inside the allocation leaves stale.
 func SlurmJobHosts(getenv topology.Getenv) ([]string, error) {
 	return readHosts(getenv, slurmJobNodes)
-}
-
-// SrunPMI reports whether this process has the PMI variables srun sets
-// with a PMI plugin (srun --mpi=pmi2/pmix: a PMI rank without node-local
-// variables). Detect reports such a task as Slurm's; its PMI variables let
-// MPI_Init wire the ranks up.
-func SrunPMI(getenv topology.Getenv) bool {
-	return pmiOnly(getenv, match(getenv, below(topology.Torchrun)))
 }
 
 // readHosts expands the first of names that is set; nil when none is.

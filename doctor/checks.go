@@ -11,7 +11,7 @@ import (
 
 	"github.com/batchkit/batchkit/detect"
 	"github.com/batchkit/batchkit/envsetup"
-	"github.com/batchkit/batchkit/envsetup/envvars"
+	"github.com/batchkit/batchkit/envvars"
 	"github.com/batchkit/batchkit/internal/printable"
 	"github.com/batchkit/batchkit/mpirun"
 	"github.com/batchkit/batchkit/profile"
@@ -285,10 +285,13 @@ func checkMasterPort(_ context.Context, env *Env) Result {
 
 // masterPort is the port this rank's launch meets on, by envsetup's
 // policy as a job's rank sees it: its MASTER_PORT, else the profile's
-// fixed port, else the port detection derives from the job and step.
+// fixed port, else the port detection derives from the Slurm job and step.
+// The job and step are asked of detect, which alone reads Slurm's
+// variables, and not of a Topology: this check runs where detection may
+// fail (a login node, a step's environment without its tasks' variables).
 func (env *Env) masterPort() (port int, from string, err error) {
 	in := envsetup.PortInput{Given: env.Getenv(envvars.MasterPort),
-		JobID: topology.RendezvousID(env.Getenv("SLURM_JOB_ID"), env.Getenv("SLURM_STEP_ID"))}
+		JobID: topology.RendezvousID(detect.SlurmJobID(env.Getenv), detect.SlurmStepID(env.Getenv))}
 	in.GivenSet = in.Given != "" // as detection reads it
 	if p := env.profile(); p != nil {
 		in.Fixed = p.Rendezvous.FixedPort()

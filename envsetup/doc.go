@@ -4,7 +4,7 @@
 // (oneAPI's setvars.sh, oneCCL's env/vars.sh), the profile's variables and
 // per-rank pinning. RankEnv computes it as a pure function with one
 // precedence rule (see rank.go); LaunchEnv computes what every rank of an
-// MPI launch shares. The variable names are in envsetup/envvars.
+// MPI launch shares. The variable names are in package envvars.
 //
 // Go cannot source a shell script, so Source runs real bash, sources the
 // scripts in order and reads back the environment; the difference is a

@@ -6,8 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/batchkit/batchkit/envsetup/envvars"
-	"github.com/batchkit/batchkit/mpirun"
+	"github.com/batchkit/batchkit/envvars"
 )
 
 // Why a variable cannot be exported to every rank of a launch.
@@ -53,7 +52,7 @@ func SharedEnv(entries []string) (map[string]string, error) {
 		k, v, ok := strings.Cut(kv, "=")
 		var why error
 		switch {
-		case !ok || !mpirun.ValidEnvName(k):
+		case !ok || !ValidName(k): // the name mpirun.ValidEnvName accepts too
 			why = ErrEnvSyntax
 		case k == envvars.Token:
 			why = ErrEnvToken

@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/batchkit/batchkit/envsetup/envvars"
+	"github.com/batchkit/batchkit/envvars"
 )
 
 // LaunchInput is what the variables every rank of one MPI launch shares

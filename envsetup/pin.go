@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/batchkit/batchkit/detect"
 	"github.com/batchkit/batchkit/topology"
 )
 
@@ -175,7 +174,7 @@ func Pinning(t topology.Topology, cpus CPUSet, opts PinOptions, getenv topology.
 		workerCPUs = append(workerCPUs, primaries(w)...)
 	}
 	want["CCL_WORKER_AFFINITY"] = FormatCPUList(workerCPUs)
-	if !own && t.Launcher != topology.Hydra {
+	if !own && !t.Launcher.Traits().Pin.AppliesPinDomain {
 		masks := make([]string, len(ranks))
 		for j, s := range ranks {
 			masks[j] = hexMask(threads(s))
@@ -239,7 +238,7 @@ func launcherVars(t topology.Topology, getenv topology.Getenv, want map[string]s
 // t (see Pinning): what the ccl backend sets where the environment does
 // not, with or without --pin.
 func OneCCLLauncher(t topology.Topology) map[string]string {
-	if t.Launcher == topology.Hydra {
+	if t.Launcher.Traits().Pin.HydraLocalRanks {
 		return map[string]string{"CCL_ATL_TRANSPORT": "ofi", "CCL_PROCESS_LAUNCHER": "hydra"}
 	}
 	return map[string]string{
@@ -271,28 +270,16 @@ func workerOffload(cores, workers int) map[string]string {
 	return nil
 }
 
-// mpiStarted reports whether MPI_Init can wire the ranks up: an MPI
-// launcher started them, or srun with a PMI plugin (--mpi=pmi2/pmix, which
-// detect reports as Slurm; detect.SrunPMI sees its PMI variables).
-func mpiStarted(t topology.Topology, getenv topology.Getenv) bool {
-	switch t.Launcher {
-	case topology.OpenMPI, topology.Hydra, topology.MVAPICH, topology.PMIx, topology.PALS:
-		return true
-	case topology.Slurm:
-		return detect.SrunPMI(getenv)
-	}
-	return false
-}
-
 // ownMask reports whether this process's affinity mask is its own slice,
 // already narrowed for it by its launcher, rather than shared with the
 // node's other local ranks: it is alone on the node, or the mask is
 // narrower than the node and SLURM_CPUS_PER_TASK says it has no more CPUs
 // than one task gets, or srun bound it (SLURM_CPU_BIND_TYPE names a
-// binding), or an MPI launcher started it (Intel MPI and Open MPI pin their
-// ranks by default). A mask of the whole node is shared whatever Slurm
-// says (a node may declare more CPUs than it has), and so is a job's cgroup
-// narrower than the node without a binding: both are divided.
+// binding), or a launcher that binds its ranks started it (its traits
+// row: Intel MPI and Open MPI pin their ranks by default). A mask of the
+// whole node is shared whatever Slurm says (a node may declare more CPUs
+// than it has), and so is a job's cgroup narrower than the node without a
+// binding: both are divided.
 func ownMask(t topology.Topology, cpus CPUSet, getenv topology.Getenv) bool {
 	if t.LocalWorldSize <= 1 {
 		return true
@@ -306,7 +293,7 @@ func ownMask(t topology.Topology, cpus CPUSet, getenv topology.Getenv) bool {
 	if b := getenv("SLURM_CPU_BIND_TYPE"); b != "" && !strings.HasPrefix(b, "none") {
 		return true
 	}
-	return mpiStarted(t, getenv) && t.Launcher != topology.Slurm
+	return t.Launcher.Traits().Pin.BindsRanks
 }
 
 // cpusPerTaskCores converts SLURM_CPUS_PER_TASK to physical cores: Slurm

@@ -5,8 +5,8 @@ import (
 	"sort"
 	"strconv"
 
-	"github.com/batchkit/batchkit/envsetup/envvars"
 	"github.com/batchkit/batchkit/envsetup/intelgpu"
+	"github.com/batchkit/batchkit/envvars"
 	"github.com/batchkit/batchkit/topology"
 )
 

@@ -5,7 +5,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/batchkit/batchkit/envsetup/envvars"
+	"github.com/batchkit/batchkit/envvars"
 	"github.com/batchkit/batchkit/topology"
 )
 

@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/batchkit/batchkit/envsetup/envvars"
+	"github.com/batchkit/batchkit/envvars"
 	"github.com/batchkit/batchkit/internal/closed"
 )
 

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/batchkit/batchkit/envsetup/envvars"
+	"github.com/batchkit/batchkit/envvars"
 	"github.com/batchkit/batchkit/internal/infile"
 	siteconfigs "github.com/batchkit/batchkit/site-configs"
 )

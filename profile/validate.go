@@ -10,7 +10,7 @@ import (
 	"strings"
 
 	"github.com/batchkit/batchkit/envsetup"
-	"github.com/batchkit/batchkit/envsetup/envvars"
+	"github.com/batchkit/batchkit/envvars"
 	"github.com/batchkit/batchkit/mpirun"
 	"github.com/batchkit/batchkit/slurm"
 )

@@ -5,10 +5,12 @@
 // package takes that value instead of re-reading SLURM_* or PMI_* itself.
 //
 // This package holds the type, its validation, the errors that name a bad
-// variable, the helpers that read one value (Int, Value) and the
-// deterministic MASTER_PORT formula. Which launcher started a process, and
-// which variables say so, is package detect's alone; what a rank's
-// environment gets from a Topology is envsetup's (RankEnv).
+// variable, the helpers that read one value (Int, Value), the
+// deterministic MASTER_PORT formula, and the launchers with a traits row
+// each (launchers.go): what stops a job, which PMI it offers, what pinning
+// needs of it. Which launcher started a process, and which variables say
+// so, is package detect's alone; what a rank's environment gets from a
+// Topology is envsetup's (RankEnv).
 package topology
 
 import (
@@ -18,21 +20,8 @@ import (
 	"strings"
 )
 
-// Launcher names the layer a Topology was read from. It is a closed set.
-type Launcher string
-
-const (
-	Single      Launcher = "single"      // no launcher: one local process
-	Torchrun    Launcher = "torchrun"    // torchrun / torch.distributed.run, or batchkit run
-	Slurm       Launcher = "slurm"       // a task of an srun step
-	SlurmBatch  Launcher = "slurm-batch" // the sbatch batch script itself (not a task)
-	OpenMPI     Launcher = "openmpi"     // Open MPI mpirun/prterun
-	Hydra       Launcher = "hydra"       // MPICH / Intel MPI Hydra (mpiexec.hydra)
-	MVAPICH     Launcher = "mvapich"     // MVAPICH2 mpirun_rsh / mpiexec
-	PMIx        Launcher = "pmix"        // a bare PMIx server (prterun, srun --mpi=pmix)
-	PALS        Launcher = "pals"        // HPE Cray PALS (aprun/mpiexec on Shasta)
-	DefaultPort          = 29500         // torchrun's default MASTER_PORT
-)
+// DefaultPort is torchrun's default MASTER_PORT.
+const DefaultPort = 29500
 
 // Topology is the placement of one process in a job.
 type Topology struct {
@@ -47,6 +36,25 @@ type Topology struct {
 	MasterAddr     string   `json:"master_addr"`
 	MasterPort     int      `json:"master_port"`
 	JobID          string   `json:"job_id"`
+
+	// What else detection read from the launcher's variables, so that no
+	// consumer reads them again. Not in `batchkit env --format json`,
+	// whose object is the placement above.
+
+	// StepID is the launch's own id inside job JobID: an srun step's
+	// ("" under every other launcher, whose ranks carry a stale daemon
+	// step's). With JobID it names the launch (RendezvousID): its
+	// MASTER_PORT and the TCP backend's job token.
+	StepID string `json:"-"`
+	// PMI is what this process is offered to wire up an MPI library: its
+	// launcher's (Traits.PMI), and what the variables say besides:
+	// srun --mpi=pmi2/pmix's plugin, or an MPI launcher's under the
+	// torchrun or batchkit exec it started.
+	PMI PMI `json:"-"`
+	// KillOnBadExit: the launcher was told to end the job when a rank
+	// exits non-zero (srun's SLURM_KILL_BAD_EXIT), whatever its
+	// Traits.LeavesRanksRunning says.
+	KillOnBadExit bool `json:"-"`
 }
 
 // Getenv looks a variable up; "" means unset. Detection never reads the

@@ -12,7 +12,7 @@ import (
 
 	"github.com/batchkit/batchkit/detect"
 	"github.com/batchkit/batchkit/envsetup"
-	"github.com/batchkit/batchkit/envsetup/envvars"
+	"github.com/batchkit/batchkit/envvars"
 	"github.com/batchkit/batchkit/internal/shquote"
 	"github.com/batchkit/batchkit/topology"
 )

@@ -14,7 +14,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/batchkit/batchkit/envsetup"
-	"github.com/batchkit/batchkit/envsetup/envvars"
+	"github.com/batchkit/batchkit/envvars"
 	"github.com/batchkit/batchkit/internal/shquote"
 	"github.com/batchkit/batchkit/profile"
 )

@@ -10,8 +10,8 @@ import (
 
 	"github.com/batchkit/batchkit/detect"
 	"github.com/batchkit/batchkit/envsetup"
-	"github.com/batchkit/batchkit/envsetup/envvars"
 	"github.com/batchkit/batchkit/envsetup/intelgpu"
+	"github.com/batchkit/batchkit/envvars"
 	"github.com/batchkit/batchkit/launch"
 	"github.com/batchkit/batchkit/launch/failfast"
 	"github.com/batchkit/batchkit/topology"

@@ -9,7 +9,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/batchkit/batchkit/envsetup"
-	"github.com/batchkit/batchkit/envsetup/envvars"
+	"github.com/batchkit/batchkit/envvars"
 	"github.com/batchkit/batchkit/internal/freeport"
 	"github.com/batchkit/batchkit/launch"
 	mpilaunch "github.com/batchkit/batchkit/launch/mpirun"

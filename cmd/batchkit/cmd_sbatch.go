@@ -10,7 +10,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/batchkit/batchkit/envsetup/envvars"
+	"github.com/batchkit/batchkit/envvars"
 	"github.com/batchkit/batchkit/internal/outfile"
 	"github.com/batchkit/batchkit/launch"
 	"github.com/batchkit/batchkit/launch/sbatch"

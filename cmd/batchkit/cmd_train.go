@@ -18,7 +18,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/batchkit/batchkit/detect"
-	"github.com/batchkit/batchkit/envsetup/envvars"
+	"github.com/batchkit/batchkit/envvars"
 	"github.com/batchkit/batchkit/internal/closed"
 	"github.com/batchkit/batchkit/internal/outfile"
 	"github.com/batchkit/batchkit/trainer"

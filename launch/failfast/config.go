@@ -2,10 +2,9 @@ package failfast
 
 import (
 	"fmt"
-	"strconv"
 	"time"
 
-	"github.com/batchkit/batchkit/envsetup/envvars"
+	"github.com/batchkit/batchkit/envvars"
 	"github.com/batchkit/batchkit/topology"
 )
 
@@ -33,44 +32,13 @@ const (
 	DefaultExitWait    = 10 * time.Second
 )
 
-// needed says, for every launcher, whether it lets the other ranks run on
-// when one exits non-zero, in MPI_Init or not (a PyTorch gloo rank never
-// calls it): then batchkit exec watches. Read from the launchers' sources:
-//   - Hydra (MPICH, Intel MPI) kills the job only when a rank that opened its
-//     PMI connection dies (hydra pm/pmiserv/pmip_cb.c): the others run on.
-//     Measured for Intel MPI 2021.18's mpiexec.hydra too (the wheel): after
-//     a rank's exit 3 or SIGKILL the others ran to their end (30 s), Hydra
-//     reporting only then (integration TestFailFast's intelmpi rows).
-//   - MVAPICH2: mpirun_rsh ends the job on any non-zero exit (mpispawn.c
-//     child_handler reports it, wfe_mpirun.c fails the run, mpirun_rsh.c
-//     cleans up), but MVAPICH2's mpiexec is Hydra and sets the same
-//     MV2_COMM_WORLD_* variables: watched, redundantly under mpirun_rsh.
-//     github.com/kumattau/mvapich2 (2.3.7-1) src/pm/mpirun, src/pm/hydra.
-//   - PRRTE's prterun (bare PMIx): a non-zero exit is an error by default
-//     (state_base_frame.c error_non_zero_exit = true) and errmgr_dvm.c
-//     terminates the job. github.com/openpmix/prrte.
-//   - Cray PALS mpiexec: --abort-on-failure is on by default
-//     (github.com/Cray-HPE/craycli cray/modules/mpiexec/cli.py).
-//   - srun lets the others run on unless given --kill-on-bad-exit=1 or
-//     KillOnBadExit=1 is in slurm.conf (default 0; docs/slurm-observed.md).
-//     Neither shows in the tasks' environment, but SLURM_KILL_BAD_EXIT=1,
-//     the flag as a variable, does: batchkit's own srun lines set it, and
-//     then the step is not watched (needsWatch). A user's `srun batchkit
-//     exec` is.
-//   - Open MPI's mpirun, torchrun and batchkit run stop the job. Single
-//     and SlurmBatch are one process.
-var needed = map[topology.Launcher]bool{
-	topology.Single: false, topology.Torchrun: false, topology.Slurm: true, topology.SlurmBatch: false,
-	topology.OpenMPI: false, topology.Hydra: true, topology.MVAPICH: true, topology.PMIx: false, topology.PALS: false,
-}
-
-// needsWatch is needed's row, except that an srun step whose srun was
-// told SLURM_KILL_BAD_EXIT (any integer but 0, as srun parses it) is
-// stopped by srun itself.
-func needsWatch(getenv topology.Getenv, l topology.Launcher) bool {
-	n, err := strconv.Atoi(getenv(envvars.SlurmKillBadExit))
-	srunStops := l == topology.Slurm && err == nil && n != 0
-	return needed[l] && !srunStops
+// needsWatch says whether the launcher lets the other ranks run on when
+// one exits non-zero, so that batchkit exec watches: its traits row
+// (topology.Traits.LeavesRanksRunning, which says why for each launcher),
+// unless it was told to end the job itself (an srun given
+// SLURM_KILL_BAD_EXIT: Topology.KillOnBadExit).
+func needsWatch(t topology.Topology) bool {
+	return t.Launcher.Traits().LeavesRanksRunning && !t.KillOnBadExit
 }
 
 // WatchPort is the hub's port, which every rank derives from MASTER_PORT
@@ -110,7 +78,7 @@ func FromEnv(getenv topology.Getenv, t topology.Topology, token func() (string, 
 	default:
 		return Config{}, false, fmt.Errorf("%s=%q: want 0 or 1", envvars.FailFast, v)
 	}
-	if t.WorldSize < 2 || (v == "" && !needsWatch(getenv, t.Launcher)) {
+	if t.WorldSize < 2 || (v == "" && !needsWatch(t)) {
 		return Config{}, false, nil
 	}
 	tok, err := token()

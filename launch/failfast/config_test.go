@@ -2,10 +2,6 @@ package failfast
 
 import (
 	"errors"
-	"go/ast"
-	"go/parser"
-	"go/token"
-	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -57,67 +53,48 @@ func TestFromEnv(t *testing.T) {
 	}
 }
 
-// Unset, BATCHKIT_FAIL_FAST watches under the launchers that let the
-// other ranks run on (needed's comment says why each). A row per launcher:
-// one added to topology without a row here fails TestEveryLauncherHasARow.
-var byLauncher = []struct {
-	launcher topology.Launcher
-	watches  bool
-}{
-	{topology.Single, false},
-	{topology.Torchrun, false},
-	{topology.Slurm, true},
-	{topology.SlurmBatch, false},
-	{topology.OpenMPI, false},
-	{topology.Hydra, true},
-	{topology.MVAPICH, true},
-	{topology.PMIx, false},
-	{topology.PALS, false},
-}
-
-// srun's SLURM_KILL_BAD_EXIT (batchkit's srun lines set 1) means srun
-// stops the step itself; as srun parses it, any integer but 0. Under
-// other launchers it means nothing.
+// An srun told SLURM_KILL_BAD_EXIT (batchkit's srun lines set 1) stops
+// the step itself: detection says so (Topology.KillOnBadExit; detect's
+// TestLauncherFacts has how srun parses the value, and that it counts
+// under srun only).
 func TestFromEnvSrunKillsOnBadExit(t *testing.T) {
 	token := func() (string, error) { return "tok", nil }
 	tests := []struct {
+		name     string
 		launcher topology.Launcher
-		value    string
+		kill     bool
 		watches  bool
 	}{
-		{topology.Slurm, "", true},
-		{topology.Slurm, "0", true},
-		{topology.Slurm, "1", false},
-		{topology.Slurm, "2", false},
-		{topology.Slurm, "yes", true},
-		{topology.Hydra, "1", true},
+		{"srun", topology.Slurm, false, true},
+		{"srun --kill-on-bad-exit", topology.Slurm, true, false},
+		{"hydra", topology.Hydra, false, true},
 	}
 	for _, tt := range tests {
-		top := topology.Topology{Launcher: tt.launcher, Rank: 1, WorldSize: 2, MasterAddr: "node1", MasterPort: 29500}
-		getenv := func(k string) string { return map[string]string{"SLURM_KILL_BAD_EXIT": tt.value}[k] }
-		if _, on, err := FromEnv(getenv, top, token); err != nil || on != tt.watches {
-			t.Errorf("%s with SLURM_KILL_BAD_EXIT=%q: watches %v (err %v), want %v", tt.launcher, tt.value, on, err, tt.watches)
-		}
-		// BATCHKIT_FAIL_FAST=1 watches anyway.
-		forced := func(k string) string {
-			if k == "BATCHKIT_FAIL_FAST" {
-				return "1"
+		t.Run(tt.name, func(t *testing.T) {
+			top := topology.Topology{Launcher: tt.launcher, Rank: 1, WorldSize: 2, MasterAddr: "node1", MasterPort: 29500,
+				KillOnBadExit: tt.kill}
+			if _, on, err := FromEnv(func(string) string { return "" }, top, token); err != nil || on != tt.watches {
+				t.Errorf("watches %v (err %v), want %v", on, err, tt.watches)
 			}
-			return getenv(k)
-		}
-		if _, on, err := FromEnv(forced, top, token); err != nil || !on {
-			t.Errorf("%s with SLURM_KILL_BAD_EXIT=%q and BATCHKIT_FAIL_FAST=1: watches %v (err %v)", tt.launcher, tt.value, on, err)
-		}
+			// BATCHKIT_FAIL_FAST=1 watches anyway.
+			forced := func(k string) string { return map[string]string{"BATCHKIT_FAIL_FAST": "1"}[k] }
+			if _, on, err := FromEnv(forced, top, token); err != nil || !on {
+				t.Errorf("with BATCHKIT_FAIL_FAST=1: watches %v (err %v)", on, err)
+			}
+		})
 	}
 }
 
+// Unset, BATCHKIT_FAIL_FAST watches under the launchers that let the
+// other ranks run on: every launcher's traits row decides (topology's
+// TestTraits pins each decision, the row says why).
 func TestFromEnvByLauncher(t *testing.T) {
 	token := func() (string, error) { return "tok", nil }
-	for _, tt := range byLauncher {
-		t.Run(string(tt.launcher), func(t *testing.T) {
-			top := topology.Topology{Launcher: tt.launcher, Rank: 1, WorldSize: 2, MasterAddr: "node1", MasterPort: 29500}
+	for _, l := range topology.Launchers {
+		t.Run(string(l), func(t *testing.T) {
+			top := topology.Topology{Launcher: l, Rank: 1, WorldSize: 2, MasterAddr: "node1", MasterPort: 29500}
 			// BATCHKIT_FAIL_FAST unset, 0 and 1.
-			want := []bool{tt.watches, false, true}
+			want := []bool{l.Traits().LeavesRanksRunning, false, true}
 			var got []bool
 			for _, v := range []string{"", "0", "1"} {
 				_, on, err := FromEnv(func(k string) string { return map[string]string{"BATCHKIT_FAIL_FAST": v}[k] }, top, token)
@@ -130,47 +107,6 @@ func TestFromEnvByLauncher(t *testing.T) {
 				t.Errorf("watches with BATCHKIT_FAIL_FAST unset, 0, 1 (-want +got):\n%s", diff)
 			}
 		})
-	}
-}
-
-// TestEveryLauncherHasARow reads topology's Launcher constants from its
-// source, so that a new launcher cannot miss a decision in needed.
-func TestEveryLauncherHasARow(t *testing.T) {
-	f, err := parser.ParseFile(token.NewFileSet(), "../../topology/topology.go", nil, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var declared []string
-	ast.Inspect(f, func(n ast.Node) bool {
-		if vs, ok := n.(*ast.ValueSpec); ok {
-			if id, ok := vs.Type.(*ast.Ident); ok && id.Name == "Launcher" {
-				for _, v := range vs.Values {
-					if lit, ok := v.(*ast.BasicLit); ok {
-						declared = append(declared, lit.Value[1:len(lit.Value)-1])
-					}
-				}
-			}
-		}
-		return true
-	})
-	var rows, decided []string
-	for _, r := range byLauncher {
-		rows = append(rows, string(r.launcher))
-	}
-	for l := range needed {
-		decided = append(decided, string(l))
-	}
-	slices.Sort(declared)
-	slices.Sort(rows)
-	slices.Sort(decided)
-	if len(declared) == 0 {
-		t.Fatal("no Launcher constants found in topology.go")
-	}
-	if diff := cmp.Diff(declared, rows); diff != "" {
-		t.Errorf("byLauncher rows (-declared +rows):\n%s", diff)
-	}
-	if diff := cmp.Diff(declared, decided); diff != "" {
-		t.Errorf("needed's launchers (-declared +needed):\n%s", diff)
 	}
 }
 

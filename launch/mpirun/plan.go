@@ -18,7 +18,7 @@ import (
 
 	"github.com/batchkit/batchkit/detect"
 	"github.com/batchkit/batchkit/envsetup"
-	"github.com/batchkit/batchkit/envsetup/envvars"
+	"github.com/batchkit/batchkit/envvars"
 	"github.com/batchkit/batchkit/internal/closed"
 	"github.com/batchkit/batchkit/internal/infile"
 	"github.com/batchkit/batchkit/launch"

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/batchkit/batchkit/envsetup"
-	"github.com/batchkit/batchkit/envsetup/envvars"
+	"github.com/batchkit/batchkit/envvars"
 	"github.com/batchkit/batchkit/launch"
 	"github.com/batchkit/batchkit/mpirun"
 	"github.com/batchkit/batchkit/profile"

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/batchkit/batchkit/detect"
-	"github.com/batchkit/batchkit/envsetup/envvars"
+	"github.com/batchkit/batchkit/envvars"
 	"github.com/batchkit/batchkit/internal/freeport"
 	"github.com/batchkit/batchkit/trainer/collective"
 )

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/batchkit/batchkit/envsetup"
-	"github.com/batchkit/batchkit/envsetup/envvars"
+	"github.com/batchkit/batchkit/envvars"
 	"github.com/batchkit/batchkit/internal/closed"
 	"github.com/batchkit/batchkit/topology"
 	"github.com/batchkit/batchkit/trainer/collective/backend"

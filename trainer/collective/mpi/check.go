@@ -7,7 +7,6 @@ package mpi
 import (
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/batchkit/batchkit/topology"
@@ -65,25 +64,20 @@ func (e *WorldError) Error() string { return e.Msg }
 
 func worldErrorf(format string, a ...any) error { return &WorldError{fmt.Sprintf(format, a...)} }
 
-// mpiWireUp is, per library this package builds against, how a launcher
-// offers it a way to find its peers: launchers that speak its process
-// management interface, and variables whose presence says the interface is
-// there (srun --mpi=pmi2 or --mpi=pmix; a set counts when all are set).
-// Debian's Open MPI 4.1 has no Slurm PMI-2 support and its MPICH 4.0 no
-// PMIx, like most builds; Intel MPI uses PMIx only when pointed at the
-// library (I_MPI_PMI_LIBRARY).
+// mpiWireUp is, per library this package builds against, the process
+// management interfaces its MPI_Init speaks; the launcher offers its own
+// (its traits row) and detection adds what the variables say
+// (Topology.PMI: srun --mpi=pmi2 or --mpi=pmix, an MPI launcher under the
+// torchrun it started). Debian's Open MPI 4.1 has no Slurm PMI-2 support
+// and its MPICH 4.0 no PMIx, like most builds: each speaks one. Intel MPI
+// (an MPICH build) speaks PMIx too when pointed at the library
+// (I_MPI_PMI_LIBRARY, its own setting, not the launcher's).
 var mpiWireUp = map[string]struct {
-	launchers []topology.Launcher
-	vars      [][]string
+	speaks      topology.PMI
+	withLibrary topology.PMI // spoken when I_MPI_PMI_LIBRARY names the library
 }{
-	"openmpi": {
-		[]topology.Launcher{topology.OpenMPI, topology.PMIx},
-		[][]string{{"OMPI_COMM_WORLD_SIZE"}, {"PMIX_RANK"}},
-	},
-	"mpich": {
-		[]topology.Launcher{topology.Hydra, topology.MVAPICH, topology.PALS},
-		[][]string{{"PMI_RANK"}, {"PMI_FD"}, {"PMI_PORT"}, {"PMIX_RANK", "I_MPI_PMI_LIBRARY"}},
-	},
+	"openmpi": {speaks: topology.OffersORTE | topology.OffersPMIx},
+	"mpich":   {speaks: topology.OffersPMI2, withLibrary: topology.OffersPMIx},
 }
 
 // Offered reports whether the launcher offers the built library its
@@ -93,15 +87,7 @@ func Offered(built string, t topology.Topology, getenv topology.Getenv) bool {
 	if !ok {
 		return false
 	}
-	if slices.Contains(w.launchers, t.Launcher) {
-		return true
-	}
-	for _, set := range w.vars {
-		if !slices.ContainsFunc(set, func(v string) bool { return getenv(v) == "" }) {
-			return true
-		}
-	}
-	return false
+	return t.PMI&w.speaks != 0 || (t.PMI&w.withLibrary != 0 && getenv("I_MPI_PMI_LIBRARY") != "")
 }
 
 // canWireUp reports whether the built library can join the world the

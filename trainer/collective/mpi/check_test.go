@@ -84,9 +84,12 @@ func TestMPIErrorText(t *testing.T) {
 	}
 }
 
+// TestMPIWireUp: which launcher's world each library joins, by the
+// interfaces detection says are offered (detect's TestLauncherFacts reads
+// them from the variables).
 func TestMPIWireUp(t *testing.T) {
-	topo := func(l topology.Launcher, size int) topology.Topology {
-		return topology.Topology{Launcher: l, WorldSize: size, LocalWorldSize: size, NumNodes: 1}
+	topo := func(l topology.Launcher, size int, pmi topology.PMI) topology.Topology {
+		return topology.Topology{Launcher: l, WorldSize: size, LocalWorldSize: size, NumNodes: 1, PMI: pmi}
 	}
 	env := func(kv ...string) topology.Getenv {
 		m := map[string]string{}
@@ -95,8 +98,7 @@ func TestMPIWireUp(t *testing.T) {
 		}
 		return func(k string) string { return m[k] }
 	}
-	pmi2 := env("PMI_FD", "5", "PMI_RANK", "1", "PMI_SIZE", "2") // srun --mpi=pmi2
-	pmix := env("PMIX_RANK", "1", "PMIX_NAMESPACE", "slurm.pmix.7.0")
+	pmi2, pmix, orte := topology.OffersPMI2, topology.OffersPMIx, topology.OffersORTE
 	for _, tc := range []struct {
 		name    string
 		built   string
@@ -104,22 +106,23 @@ func TestMPIWireUp(t *testing.T) {
 		getenv  topology.Getenv
 		offered bool
 	}{
-		{"openmpi under its mpirun", "openmpi", topo(topology.OpenMPI, 4), env("OMPI_COMM_WORLD_SIZE", "4", "PMIX_RANK", "0"), true},
-		{"openmpi under srun --mpi=pmix", "openmpi", topo(topology.Slurm, 2), pmix, true},
-		{"openmpi under a PMIx launcher", "openmpi", topo(topology.PMIx, 2), pmix, true},
-		{"openmpi under srun --mpi=pmi2", "openmpi", topo(topology.Slurm, 2), pmi2, false},
-		{"openmpi under srun without --mpi", "openmpi", topo(topology.Slurm, 2), env(), false},
-		{"openmpi under hydra", "openmpi", topo(topology.Hydra, 2), env("PMI_RANK", "0", "PMI_FD", "6"), false},
-		{"mpich under hydra", "mpich", topo(topology.Hydra, 2), env("PMI_RANK", "0", "PMI_FD", "6"), true},
-		{"mpich under srun --mpi=pmi2", "mpich", topo(topology.Slurm, 2), pmi2, true},
-		{"mpich with PMI_PORT", "mpich", topo(topology.Slurm, 2), env("PMI_PORT", "node1:4711"), true},
-		{"mpich under MVAPICH", "mpich", topo(topology.MVAPICH, 2), env(), true},
-		{"mpich under Cray PALS", "mpich", topo(topology.PALS, 2), env(), true},
-		{"mpich under srun --mpi=pmix", "mpich", topo(topology.PMIx, 2), pmix, false},
-		{"intel mpi pointed at libpmix", "mpich", topo(topology.PMIx, 2), env("PMIX_RANK", "1", "I_MPI_PMI_LIBRARY", "/usr/lib64/libpmix.so"), true},
-		{"mpich under open mpi's mpirun", "mpich", topo(topology.OpenMPI, 2), env("OMPI_COMM_WORLD_SIZE", "2", "PMIX_RANK", "0"), false},
-		{"mpich under torchrun", "mpich", topo(topology.Torchrun, 2), env("RANK", "0"), false},
-		{"no MPI built", "", topo(topology.OpenMPI, 2), env("OMPI_COMM_WORLD_SIZE", "2"), false},
+		{"openmpi under its mpirun", "openmpi", topo(topology.OpenMPI, 4, orte|pmix), env(), true},
+		{"openmpi under srun --mpi=pmix", "openmpi", topo(topology.Slurm, 2, pmix), env(), true},
+		{"openmpi under a PMIx launcher", "openmpi", topo(topology.PMIx, 2, pmix), env(), true},
+		{"openmpi under srun --mpi=pmi2", "openmpi", topo(topology.Slurm, 2, pmi2), env(), false},
+		{"openmpi under srun without --mpi", "openmpi", topo(topology.Slurm, 2, 0), env(), false},
+		{"openmpi under hydra", "openmpi", topo(topology.Hydra, 2, pmi2), env(), false},
+		{"mpich under hydra", "mpich", topo(topology.Hydra, 2, pmi2), env(), true},
+		{"mpich under srun --mpi=pmi2", "mpich", topo(topology.Slurm, 2, pmi2), env(), true},
+		{"mpich under MVAPICH", "mpich", topo(topology.MVAPICH, 2, pmi2), env(), true},
+		{"mpich under Cray PALS", "mpich", topo(topology.PALS, 2, pmi2), env(), true},
+		{"mpich under srun --mpi=pmix", "mpich", topo(topology.PMIx, 2, pmix), env(), false},
+		{"intel mpi pointed at libpmix", "mpich", topo(topology.PMIx, 2, pmix), env("I_MPI_PMI_LIBRARY", "/usr/lib64/libpmix.so"), true},
+		{"intel mpi pointed at libpmix, no PMIx", "mpich", topo(topology.Slurm, 2, 0), env("I_MPI_PMI_LIBRARY", "/usr/lib64/libpmix.so"), false},
+		{"mpich under open mpi's mpirun", "mpich", topo(topology.OpenMPI, 2, orte|pmix), env(), false},
+		{"mpich under torchrun", "mpich", topo(topology.Torchrun, 2, 0), env("RANK", "0"), false},
+		{"mpich under torchrun under srun --mpi=pmi2", "mpich", topo(topology.Torchrun, 2, pmi2), env(), true},
+		{"no MPI built", "", topo(topology.OpenMPI, 2, orte), env(), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := Offered(tc.built, tc.t, tc.getenv); got != tc.offered {
@@ -142,7 +145,7 @@ func TestMPIWireUp(t *testing.T) {
 		})
 	}
 	// The message says what to do.
-	err := CheckWireUp("openmpi", topo(topology.Slurm, 2), pmi2)
+	err := CheckWireUp("openmpi", topo(topology.Slurm, 2, pmi2), env())
 	if err == nil || !strings.Contains(err.Error(), "--mpi=pmix (Open MPI)") {
 		t.Errorf("openmpi under srun --mpi=pmi2: %v", err)
 	}

@@ -9,7 +9,7 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/batchkit/batchkit/envsetup/envvars"
+	"github.com/batchkit/batchkit/envvars"
 	"github.com/batchkit/batchkit/internal/jobauth"
 )
 

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/batchkit/batchkit/envsetup/envvars"
+	"github.com/batchkit/batchkit/envvars"
 )
 
 // Rank 0 listens on every interface and never dials MASTER_ADDR, so a

@@ -15,7 +15,7 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/batchkit/batchkit/envsetup/envvars"
+	"github.com/batchkit/batchkit/envvars"
 )
 
 // The pure-Go TCP backend. rendezvous.go builds the authenticated full

@@ -13,8 +13,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/batchkit/batchkit/detect"
-	"github.com/batchkit/batchkit/envsetup/envvars"
+	"github.com/batchkit/batchkit/envvars"
 	"github.com/batchkit/batchkit/topology"
 )
 
@@ -27,9 +26,9 @@ const secretFile = "batchkit/job-secret"
 //  1. $BATCHKIT_JOB_TOKEN (envvars.Token), when set;
 //  2. for a world of one, "" (there are no peers);
 //  3. with a job id (Slurm's, or the MPI launcher's), HMAC-SHA256 of the job
-//     id keyed with the user's secret file ($XDG_CONFIG_HOME or
-//     $HOME/.config, then batchkit/job-secret, mode 0600, created on first
-//     use). Every rank of the job derives the same token when the home
+//     id (and an srun step's id: topology.RendezvousID) keyed with the
+//     user's secret file ($XDG_CONFIG_HOME or $HOME/.config, then
+//     batchkit/job-secret, mode 0600, created on first use). Every rank of the job derives the same token when the home
 //     directory is shared across nodes, as it is on clusters; nobody without
 //     the user's secret can.
 func ResolveToken(getenv topology.Getenv, t topology.Topology) (string, error) {
@@ -51,13 +50,9 @@ func ResolveToken(getenv topology.Getenv, t topology.Topology) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	id := t.JobID
-	if t.Launcher == topology.Slurm {
-		// Per srun step, like MASTER_PORT: two steps of a job running at
-		// once must not accept each other's ranks.
-		id = topology.RendezvousID(t.JobID, detect.SlurmStepID(getenv))
-	}
-	return deriveToken(secret, id), nil
+	// Per srun step, like MASTER_PORT: two steps of a job running at once
+	// must not accept each other's ranks. (StepID is an srun step's only.)
+	return deriveToken(secret, topology.RendezvousID(t.JobID, t.StepID)), nil
 }
 
 // deriveToken is the token of job id under a user's secret.

@@ -7,7 +7,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/batchkit/batchkit/envsetup/envvars"
+	"github.com/batchkit/batchkit/envvars"
 	"github.com/batchkit/batchkit/topology"
 )
 
@@ -80,8 +80,8 @@ func TestResolveToken(t *testing.T) {
 	t.Run("one token per srun step", func(t *testing.T) {
 		xdg := t.TempDir()
 		step := func(id string) string {
-			e := map[string]string{"XDG_CONFIG_HOME": xdg, "SLURM_JOB_ID": "4711", "SLURM_STEP_ID": id}
-			tok, err := ResolveToken(topology.MapEnv(e), topology.Topology{Launcher: topology.Slurm, WorldSize: 4, JobID: "4711"})
+			e := map[string]string{"XDG_CONFIG_HOME": xdg}
+			tok, err := ResolveToken(topology.MapEnv(e), topology.Topology{Launcher: topology.Slurm, WorldSize: 4, JobID: "4711", StepID: id})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -76,7 +76,7 @@ const MasterAddrCheck = "BATCHKIT_MASTER_ADDR_CHECK"
 // (launch/failfast), leaving a failed rank to the launcher as before; 1
 // makes it watch under any launcher. Unset, it watches where the launcher
 // does not stop the job itself (Hydra, MVAPICH2's mpiexec, srun without
-// SlurmKillBadExit: launch/failfast's needed table).
+// SlurmKillBadExit: topology.Traits.LeavesRanksRunning).
 const FailFast = "BATCHKIT_FAIL_FAST"
 
 // SlurmKillBadExit is Slurm's, not batchkit's: srun reads it as
