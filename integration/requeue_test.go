@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -16,21 +17,33 @@ import (
 // to be signalled after a checkpoint and well before its end.
 var requeueTrain = []string{"--hidden", "512,512", "--batch-size", "8", "--epochs", "25", "--checkpoint-every", "5"}
 
-var (
-	uninterruptedOnce sync.Once
-	uninterrupted     trainSummary
-)
+// requeueTrainCCL is requeueTrain cut to 4 epochs: oneCCL over libfabric's
+// tcp provider takes ~3 s an epoch of it here, the TCP backend a fraction.
+var requeueTrainCCL = []string{"--hidden", "512,512", "--batch-size", "8", "--epochs", "4", "--checkpoint-every", "5"}
+
+var uninterrupted sync.Map // strings.Join(train flags) → *uninterruptedResult
+
+type uninterruptedResult struct {
+	once sync.Once
+	sum  trainSummary
+}
 
 // uninterruptedRun is requeueTrain on 2 ranks, never stopped.
-func uninterruptedRun(t *testing.T) trainSummary {
+func uninterruptedRun(t *testing.T) trainSummary { return uninterruptedOf(t, requeueTrain) }
+
+// uninterruptedOf is the trainer with flags train on 2 ranks over TCP,
+// never stopped, once per flags.
+func uninterruptedOf(t *testing.T, train []string) trainSummary {
 	t.Helper()
-	uninterruptedOnce.Do(func() {
-		uninterrupted = summaryOf(t, run(t, 2*time.Minute, bin, trainArgs(append(requeueTrain, "--checkpoint-dir", t.TempDir())...)...))
+	v, _ := uninterrupted.LoadOrStore(strings.Join(train, " "), &uninterruptedResult{})
+	u := v.(*uninterruptedResult)
+	u.once.Do(func() {
+		u.sum = summaryOf(t, run(t, 2*time.Minute, bin, trainArgs(append(slices.Clone(train), "--checkpoint-dir", t.TempDir())...)...))
 	})
-	if uninterrupted.WeightsSHA256 == "" {
+	if u.sum.WeightsSHA256 == "" {
 		t.Fatal("no uninterrupted run to compare with")
 	}
-	return uninterrupted
+	return u.sum
 }
 
 // A job submitted with batchkit sbatch --requeue, signalled mid-run with
@@ -46,21 +59,60 @@ func TestSbatchRequeueMpirun(t *testing.T) {
 	testSbatchRequeue(t, nil) // the local profile: mpirun.openmpi
 }
 
+// The oneCCL backend under the intel-pip profile, its ranks an srun step
+// across both nodes: its weights are the TCP backend's bit for bit, so the
+// uninterrupted run is the same. scancel --batch only (what sbatch
+// --signal=B:USR1@T does): one signal path shows the backend checkpoints
+// and resumes. Not under Intel MPI's Hydra (the profile's mpirun): seen
+// here, Hydra passes SIGUSR1 on to some ranks only, now and then, and
+// exits 255 (docs/intel-wheels.md, "Signals").
+func TestSbatchRequeueCCL(t *testing.T) {
+	prefix := needIntel(t)
+	needCluster(t)
+	testSbatchRequeueOf(t, requeueCase{
+		env:   intelEnv(os.Environ(), "VIRTUAL_ENV="+prefix),
+		args:  []string{"--profile", "intel-pip", "--launcher", "srun"},
+		prog:  []string{cclBinary(t), "train", "--backend", "ccl"},
+		train: requeueTrainCCL,
+		hows:  []string{"--batch"},
+	})
+}
+
 func testSbatchRequeue(t *testing.T, launcher []string) {
+	testSbatchRequeueOf(t, requeueCase{args: launcher, prog: []string{bin, "train"}, train: requeueTrain, hows: []string{"--full", "--batch"}})
+}
+
+// requeueCase is one job of testSbatchRequeueOf.
+type requeueCase struct {
+	env  []string // batchkit sbatch's environment; nil: the test's
+	args []string // batchkit sbatch's launcher or profile flags
+	prog []string // the trainer: binary, "train" and its backend
+	// train is the trainer's flags, also those of the uninterrupted TCP run
+	// the job's weights are compared with.
+	train []string
+	hows  []string // scancel's --full (every process of the job), --batch (the batch shell)
+}
+
+func testSbatchRequeueOf(t *testing.T, rc requeueCase) {
 	needCluster(t)
 	needTool(t, "scontrol")
-	want := uninterruptedRun(t)
-	for _, how := range []string{"--full", "--batch"} {
+	want := uninterruptedOf(t, rc.train)
+	for _, how := range rc.hows {
 		t.Run(strings.TrimPrefix(how, "--"), func(t *testing.T) {
 			dir := t.TempDir()
 			os.Chmod(dir, 0o777)
 			ckpt := filepath.Join(dir, "ckpt")
 			out := filepath.Join(dir, "job.out")
 			args := append([]string{"sbatch", "--requeue", "-N", "2", "--ntasks-per-node", "1", "-o", out,
-				"--sbatch-arg=--open-mode=append"}, launcher...) // both runs' output, for the record
-			args = append(args, "--", bin, "train", "--format", "json", "--checkpoint-dir", ckpt)
-			args = append(args, requeueTrain...)
-			id := strings.TrimSpace(run(t, time.Minute, bin, args...))
+				"--sbatch-arg=--open-mode=append"}, rc.args...) // both runs' output, for the record
+			args = append(append(args, "--"), rc.prog...)
+			args = append(args, "--format", "json", "--checkpoint-dir", ckpt)
+			args = append(args, rc.train...)
+			env := rc.env
+			if env == nil {
+				env = os.Environ()
+			}
+			id := strings.TrimSpace(runEnv(t, env, bin, args...))
 			t.Cleanup(func() { exec.Command("scancel", id).Run() }) // a no-op once it is done
 			start := time.Now()
 
@@ -79,6 +131,9 @@ func testSbatchRequeue(t *testing.T, launcher []string) {
 			}
 			if got.ResumedFromStep < 50 || got.ResumedFromStep >= want.Steps {
 				t.Errorf("resumed from step %d, want a step from 50 on, before %d", got.ResumedFromStep, want.Steps)
+			}
+			if wantBackend := backendOf(rc.prog); got.Backend != wantBackend {
+				t.Errorf("the job trained on backend %q, want %q", got.Backend, wantBackend)
 			}
 			if got.WeightsSHA256 != want.WeightsSHA256 || got.Steps != want.Steps || got.WorldSize != 2 {
 				t.Errorf("requeued job: %d steps on %d ranks, weights %s; uninterrupted: %d steps, %s\njob output:\n%s",
@@ -163,4 +218,15 @@ func lastSummary(t *testing.T, out string) trainSummary {
 	}
 	t.Fatalf("no summary in the job output:\n%s", out)
 	return trainSummary{}
+}
+
+// backendOf is the --backend a trainer command line names; tcp (what auto
+// picks in a build without MPI) when it names none.
+func backendOf(prog []string) string {
+	for i, a := range prog {
+		if a == "--backend" && i+1 < len(prog) {
+			return prog[i+1]
+		}
+	}
+	return "tcp"
 }
