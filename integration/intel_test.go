@@ -141,6 +141,10 @@ func TestIntelMPIBackend(t *testing.T) {
 
 	mpiexec := filepath.Join(prefix, "bin", "mpiexec")
 	env := intelEnv(localEnv())
+	// The build tag says mpich (the ABI); the library loaded says Intel MPI.
+	if v := runEnv(t, env, abi, "version"); !strings.Contains(v, "backends: tcp, mpi (mpich: Intel(R) MPI Library 20") {
+		t.Errorf("batchkit version does not name the Intel MPI library it loaded:\n%s", v)
+	}
 	coll, binding := filepath.Join(dir, "collective.test"), filepath.Join(dir, "collective_mpi.test")
 	for _, n := range []string{"2", "3"} {
 		t.Run("TestWorld mpiexec -n "+n, func(t *testing.T) {
