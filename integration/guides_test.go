@@ -109,3 +109,26 @@ func mustAbs(t *testing.T, p string) string {
 	}
 	return a
 }
+
+// The Intel guide's pip install line installs exactly the pins of
+// scripts/intel-wheels.txt, the one place their versions are decided.
+func TestGuideIntelPins(t *testing.T) {
+	b, err := os.ReadFile("../scripts/intel-wheels.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pins []string
+	for _, line := range strings.Split(string(b), "\n") {
+		if line = strings.TrimSpace(line); line != "" && !strings.HasPrefix(line, "#") {
+			pins = append(pins, line)
+		}
+	}
+	g, err := os.ReadFile("../docs/guides/intel-oneccl.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "pip install " + strings.Join(pins, " ") + "\n"
+	if !strings.Contains(string(g), want) {
+		t.Errorf("docs/guides/intel-oneccl.md has no line %q: scripts/intel-wheels.txt's pins changed?", strings.TrimSpace(want))
+	}
+}

@@ -24,11 +24,11 @@ func RunChild(ctx context.Context, cmd *exec.Cmd, sigs <-chan os.Signal) (int, e
 		select {
 		case s := <-sigs:
 			if !FromTerminal(s, cmd.Stdin) {
-				_ = cmd.Process.Signal(s)
+				signalLauncher(cmd.Process, s)
 			}
 		case <-ctxDone:
 			ctxDone = nil
-			_ = cmd.Process.Signal(syscall.SIGTERM)
+			signalLauncher(cmd.Process, syscall.SIGTERM)
 		case err := <-done:
 			code, err := WaitStatus(err)
 			if err == nil && ctx.Err() != nil {

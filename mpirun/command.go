@@ -265,6 +265,16 @@ type flavorRow struct {
 	mpirun  launcherRow
 	mpiexec launcherRow
 	srunMPI string // srun --mpi plugin its ranks' PMI client speaks
+	// srunLibs: when srun starts the ranks directly through a plugin,
+	// variables naming a library of Slurm's the ranks load, by plugin:
+	// the variable and the library's file names (SrunLibEnv finds them).
+	srunLibs map[string]srunLib
+}
+
+// srunLib is a variable whose value is the path of one of Slurm's libraries.
+type srunLib struct {
+	name  string
+	files []string // in the order to look for them
 }
 
 var flavorRows = map[Flavor]flavorRow{
@@ -285,6 +295,10 @@ var flavorRows = map[Flavor]flavorRow{
 		mpirun:  launcherRow{[]string{"mpirun", "mpiexec.hydra"}, &intelSyntax},
 		mpiexec: launcherRow{[]string{"mpiexec.hydra", "mpiexec"}, &intelSyntax},
 		srunMPI: "pmi2",
+		// Intel MPI's own PMI client does not speak to slurmd: under srun
+		// --mpi=pmi2 its ranks load Slurm's PMI-2 library (Debian's
+		// libpmi2-0) from I_MPI_PMI_LIBRARY, else MPI_Init fails.
+		srunLibs: map[string]srunLib{"pmi2": {"I_MPI_PMI_LIBRARY", []string{"libpmi2.so.0", "libpmi2.so"}}},
 	},
 	MVAPICH: {
 		name:    "MVAPICH2",

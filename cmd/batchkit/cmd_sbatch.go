@@ -261,6 +261,8 @@ func sbatchRequest(c *cli.Context, program []string) (sbatch.Request, error) {
 	if r.Profile.Env.IntelWheels, err = wheelsPrefix(r.Profile.Env, os.Environ()); err != nil {
 		return sbatch.Request{}, err
 	}
+	m := r.Profile.MPI
+	r.Profile.Env.Vars = withSrunLibs(r.Profile.Env.Vars, string(m.Flavor), m.Launcher, m.SrunMPI)
 	return sbatch.Request{ProfileName: r.Name, Profile: r.Profile, Job: job, Program: program, Batchkit: self,
 		Templates: set, Wait: c.Bool("wait"), SubmitTimeout: c.Duration("submit-timeout"), Torchrun: c.Int("torchrun"), FailFast: failFast}, nil
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/batchkit/batchkit/trainer/collective"
 	"github.com/batchkit/batchkit/trainer/collective/ccl"
+	"github.com/batchkit/batchkit/trainer/collective/mpi"
 )
 
 // commit is set at build time (make build: -X main.commit=$(git rev-parse
@@ -30,7 +31,10 @@ type versionInfo struct {
 	// library mpi links ("" none), CCLVersion the oneCCL ccl runs on.
 	Backends   []string `json:"backends"`
 	MPILibrary string   `json:"mpi_library"`
-	CCLVersion string   `json:"ccl_version,omitempty"`
+	// MPIVersion is the loaded library's own MPI_Get_library_version,
+	// first line: Intel MPI under the mpich ABI build, say.
+	MPIVersion string `json:"mpi_version,omitempty"`
+	CCLVersion string `json:"ccl_version,omitempty"`
 }
 
 // buildVersion is pure: the link-time values, the toolchain's build
@@ -89,6 +93,9 @@ func (v versionInfo) backendsText() string {
 		switch b {
 		case string(collective.MPI):
 			parts[i] = fmt.Sprintf("mpi (%s)", v.MPILibrary)
+			if v.MPIVersion != "" {
+				parts[i] = fmt.Sprintf("mpi (%s: %s)", v.MPILibrary, v.MPIVersion)
+			}
 		case string(collective.CCL):
 			parts[i] = fmt.Sprintf("ccl (oneCCL %s)", v.CCLVersion)
 		}
@@ -109,7 +116,8 @@ func versionCommand() *cli.Command {
 		Description: `The backends are tcp, always, mpi with the MPI library it was built against
 (make build-mpi MPI=openmpi|mpich) and ccl with the oneCCL it runs on (make build-ccl).
 --format json prints one object with the keys version, commit, go, os, arch, backends,
-mpi_library and (with ccl) ccl_version. 'batchkit --version' prints the version alone.
+mpi_library, (with mpi) mpi_version, the loaded library's MPI_Get_library_version, and (with ccl)
+ccl_version. 'batchkit --version' prints the version alone.
 
 Examples:
    batchkit version
@@ -122,6 +130,9 @@ Examples:
 			}
 			bi, _ := debug.ReadBuildInfo()
 			v := buildVersion(version, commit, bi, collective.Built(), ccl.Version())
+			if v.MPILibrary != "" {
+				v.MPIVersion = mpi.LibraryVersion()
+			}
 			if asJSON {
 				return writeJSONLine(c.App.Writer, v)
 			}

@@ -13,3 +13,5 @@ var _ int = "build tags mpi and mpich are mutually exclusive: use -tags mpi (Ope
 const Library = ""
 
 func New(topology.Topology, topology.Getenv) (backend.Backend, error) { return nil, ErrNotBuilt }
+
+func LibraryVersion() string { return "" }

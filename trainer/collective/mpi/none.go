@@ -9,3 +9,6 @@ import "github.com/batchkit/batchkit/topology"
 const Library = ""
 
 func New(topology.Topology, topology.Getenv) (backend.Backend, error) { return nil, ErrNotBuilt }
+
+// LibraryVersion is the loaded MPI library's version: none here.
+func LibraryVersion() string { return "" }
