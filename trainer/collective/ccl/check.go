@@ -178,3 +178,24 @@ func checkAffinity(t topology.Topology, cpus envsetup.CPUSet, getenv topology.Ge
 	}
 	return nil
 }
+
+// HandoffDefault is the size from which a call runs on the handoff worker
+// thread rather than on the calling goroutine's thread, as the mpi backend
+// does (its threshold, measured there: see docs/mpi-backend.md). Below it
+// a call is one cgo call, with no hand-over to wake two threads for: the
+// hand-over cost an 8-byte allreduce about 9 µs of its 22 at 2 ranks on a
+// 2-core machine (docs/performance.md, "oneCCL"). BATCHKIT_CCL_HANDOFF overrides it (bytes; 0: every call on the
+// worker).
+const HandoffDefault = 16 << 20
+
+func handoffAt(getenv topology.Getenv) (int, error) {
+	v := getenv("BATCHKIT_CCL_HANDOFF")
+	if v == "" {
+		return HandoffDefault, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		return 0, setupf("BATCHKIT_CCL_HANDOFF=%s: want a number of bytes (0: every call on the worker thread)", v)
+	}
+	return n, nil
+}

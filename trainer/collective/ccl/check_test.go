@@ -90,3 +90,21 @@ func TestErrorHints(t *testing.T) {
 		}
 	}
 }
+
+func TestHandoffAt(t *testing.T) {
+	for _, c := range []struct {
+		env  string
+		want int
+		err  bool
+	}{{"", HandoffDefault, false}, {"0", 0, false}, {"65536", 65536, false}, {"-1", 0, true}, {"1MiB", 0, true}} {
+		got, err := handoffAt(func(k string) string {
+			if k == "BATCHKIT_CCL_HANDOFF" {
+				return c.env
+			}
+			return ""
+		})
+		if (err != nil) != c.err || (!c.err && got != c.want) {
+			t.Errorf("BATCHKIT_CCL_HANDOFF=%q: got %d, %v; want %d, error %v", c.env, got, err, c.want, c.err)
+		}
+	}
+}
