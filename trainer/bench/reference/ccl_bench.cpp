@@ -21,7 +21,7 @@
  * The environment is what the ccl backend gives oneCCL (ccl.Env) where the
  * process's has none: CCL_ATL_TRANSPORT=ofi, CCL_PROCESS_LAUNCHER=none,
  * CCL_LOCAL_RANK and CCL_LOCAL_SIZE from LOCAL_RANK and LOCAL_WORLD_SIZE,
- * and CCL_WORKER_OFFLOAD=0 when the rank's share of the online CPUs (its
+ * CCL_ATL_SHM=1 when LOCAL_WORLD_SIZE > 1, and CCL_WORKER_OFFLOAD=0 when the rank's share of the online CPUs (its
  * affinity mask divided by the local ranks, as envsetup.OneCCLOffload does
  * for ranks that share a mask) is no more than CCL_WORKER_COUNT (1).
  *
@@ -121,6 +121,8 @@ static void oneccl_env() {
 	setenv("CCL_PROCESS_LAUNCHER", "none", 0);
 	setenv("CCL_LOCAL_RANK", std::to_string(local).c_str(), 0);
 	setenv("CCL_LOCAL_SIZE", std::to_string(local_size).c_str(), 0);
+	if (local_size > 1)
+		setenv("CCL_ATL_SHM", "1", 0);
 	cpu_set_t set;
 	int cpus = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : (int)sysconf(_SC_NPROCESSORS_ONLN);
 	long online = sysconf(_SC_NPROCESSORS_ONLN);

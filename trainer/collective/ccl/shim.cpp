@@ -110,19 +110,28 @@ int64_t mono_ns() {
 // wait() does in a loop), but gives up when *abort is set (the watchdog
 // heard of a dead rank) or timeout_ns passes: oneCCL's own wait would spin
 // for ever. The clock is read every 256 passes.
+//
+// When oneCCL throws while waiting (a peer's connection failed), the event
+// is left alone too before the exception goes on: destroying it would wait
+// for it and throw again, from a destructor, which ends the process.
 int finish(ccl::event &e, const int32_t *abort, int64_t timeout_ns) {
-	if (!abort && timeout_ns <= 0) {
-		e.wait();
+	try {
+		if (!abort && timeout_ns <= 0) {
+			e.wait();
+			return BKCCL_OK;
+		}
+		int64_t deadline = timeout_ns > 0 ? mono_ns() + timeout_ns : 0;
+		for (unsigned i = 1; !e.test(); i++) {
+			if (abort && __atomic_load_n(abort, __ATOMIC_RELAXED))
+				return BKCCL_ABORTED;
+			if (deadline && i % 256 == 0 && mono_ns() > deadline)
+				return BKCCL_TIMEDOUT;
+		}
 		return BKCCL_OK;
+	} catch (...) {
+		new ccl::event(std::move(e));
+		throw;
 	}
-	int64_t deadline = timeout_ns > 0 ? mono_ns() + timeout_ns : 0;
-	for (unsigned i = 1; !e.test(); i++) {
-		if (abort && __atomic_load_n(abort, __ATOMIC_RELAXED))
-			return BKCCL_ABORTED;
-		if (deadline && i % 256 == 0 && mono_ns() > deadline)
-			return BKCCL_TIMEDOUT;
-	}
-	return BKCCL_OK;
 }
 
 // run makes one collective (see bkccl_call and bkccl_direct).
