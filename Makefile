@@ -113,7 +113,8 @@ demo: build
 	@echo 'The collectives alone: make bench, or $(BIN) run -n 2 -- $(BIN) bench --backend tcp'
 
 # The collectives' speed goals as ratios against C MPI and PyTorch gloo,
-# measured in one run (scripts/bench.sh; ROUNDS, MAX_BYTES, OUT override).
+# measured in one run (scripts/bench.sh; ROUNDS, MPI_ROUNDS, CCL_ROUNDS, MAX_BYTES, OUT override;
+# the oneCCL rows when the Intel stack of `make intel-stack` is there).
 bench:
 	scripts/bench.sh
 

@@ -17,6 +17,13 @@
 # whose order swaps every round, and the second C series is compared with
 # the first as an A/A control: the two are the same program, so their ratio
 # shows how far this run's measurement can be trusted at each size.
+# The oneCCL backend (bin/batchkit-ccl, make build-ccl) against the same
+# allreduce made straight on oneCCL's C++ API
+# (trainer/bench/reference/ccl_bench.cpp, meeting through a KVS address file),
+# with the same A/A control, CCL_ROUNDS times (default MPI_ROUNDS), when the
+# Intel stack of `make intel-stack` is at BATCHKIT_INTEL_PREFIX; without it
+# the rows say so. Last, every backend side by side (each size's best run),
+# so that one can see which to pick on this machine.
 # Then the Go layer alone, in one process (BenchmarkMPIOverhead in
 # trainer/collective/mpi, built once per MPI with go test -c): rounds of the
 # calls looped in C on the backend's worker thread, the same calls through
@@ -47,6 +54,15 @@ make -s build-mpi MPI=openmpi
 make -s build-mpi MPI=mpich
 mkdir -p "$OUT"
 rm -f "$OUT"/*.jsonl
+INTEL=${BATCHKIT_INTEL_PREFIX:-/opt/batchkit/intel}
+have_ccl=0
+if [ -f "$INTEL/include/oneapi/ccl.hpp" ] && [ -e "$INTEL/lib/libccl.so.1" ] && command -v g++ >/dev/null; then
+	have_ccl=1
+	make -s build-ccl BATCHKIT_INTEL_PREFIX="$INTEL"
+	g++ -O2 -std=c++17 -I"$INTEL/include" -o "$OUT/ccl_bench" trainer/bench/reference/ccl_bench.cpp \
+		-L"$INTEL/lib" -lccl -Wl,--disable-new-dtags -Wl,-rpath,"$INTEL/lib"
+fi
+CCL_ROUNDS=${CCL_ROUNDS:-$MPI_ROUNDS}
 go test -c -tags mpi -o "$OUT/collective_openmpi.test" ./trainer/collective/mpi
 go test -c -tags mpich -o "$OUT/collective_mpich.test" ./trainer/collective/mpi
 mpicc.openmpi -O2 -o "$OUT/mpi_bench_openmpi" trainer/bench/reference/mpi_bench.c
@@ -60,7 +76,7 @@ ompi=(mpirun.openmpi --oversubscribe -n "$NP")
 mpich=(mpirun.mpich -n "$NP")
 sweep=(--max-bytes "$MAX_BYTES")
 
-for round in $(seq "$(( ROUNDS > MPI_ROUNDS ? ROUNDS : MPI_ROUNDS ))"); do
+for round in $(seq "$(( ROUNDS > MPI_ROUNDS ? ROUNDS : MPI_ROUNDS > CCL_ROUNDS ? MPI_ROUNDS : CCL_ROUNDS ))"); do
 	echo "bench: round $round" >&2
 	if [ "$round" -le "$MPI_ROUNDS" ]; then
 		for lib in openmpi mpich; do
@@ -72,6 +88,21 @@ for round in $(seq "$(( ROUNDS > MPI_ROUNDS ? ROUNDS : MPI_ROUNDS ))"); do
 			"${launch[@]}" bin/batchkit-$lib bench --backend mpi --format json "${sweep[@]}" >>"$OUT/go-$lib.jsonl"
 			c --label "$second" >>"$OUT/$second.jsonl"
 		done
+	fi
+	if [ "$have_ccl" = 1 ] && [ "$round" -le "$CCL_ROUNDS" ]; then
+		# The reference's ranks meet through a file rank 0 writes the KVS
+		# address to (removed before each launch); batchkit's through its
+		# rendezvous. Both get the same oneCCL settings (ccl_bench.cpp).
+		cc() {
+			rm -f "$OUT/ccl.kvs"
+			BK_CCL_KVS_FILE=$OUT/ccl.kvs "$BK" run -n "$NP" -- "$OUT/ccl_bench" "${sweep[@]}" "$@" | sed 's/^\[0\] //' | grep '^{'
+		}
+		first=c-ccl second=c-ccl-aa
+		if [ $((round % 2)) = 0 ]; then first=c-ccl-aa second=c-ccl; fi
+		cc --label "$first" >>"$OUT/$first.jsonl"
+		# (grep: oneCCL writes its warnings to stdout)
+		"$BK" run -n "$NP" -- bin/batchkit-ccl bench --backend ccl --format json "${sweep[@]}" | grep -E '^(\[0\] )?\{' >>"$OUT/go-ccl.jsonl"
+		cc --label "$second" >>"$OUT/$second.jsonl"
 	fi
 	[ "$round" -le "$ROUNDS" ] || continue
 	"$BK" run -n "$NP" -- "$BK" bench --backend tcp --format json "${sweep[@]}" >>"$OUT/go-tcp.jsonl"
@@ -140,6 +171,54 @@ for line in open(sys.argv[1]):
 ' "$1"
 }
 
+# side_by_side: every backend's allreduce time per size (its best run), Go
+# and the C reference of each library, and which is fastest.
+side_by_side() {
+	echo "# Every backend side by side, allreduce avg time per size in us (best run); Go rows are batchkit's backends"
+	"$PYTHON" - "$OUT" "$have_ccl" <<'PY'
+import json, os, sys
+out, have_ccl = sys.argv[1], sys.argv[2] == "1"
+cols = [("go-tcp", "tcp"), ("go-tcp-noshm", "tcp noshm"), ("go-openmpi", "Open MPI"), ("go-mpich", "MPICH"),
+        ("go-intelmpi", "Intel MPI"), ("go-ccl", "oneCCL"), ("c-openmpi", "C OpenMPI"), ("c-mpich", "C MPICH"),
+        ("c-ccl", "C++ oneCCL"), ("gloo", "gloo")]
+best, notes = {}, []
+for f, name in cols:
+    path = os.path.join(out, f + ".jsonl")
+    if not os.path.exists(path) or os.path.getsize(path) == 0:
+        if f == "go-intelmpi":
+            notes.append("Intel MPI: no row (the Go MPI backend has no Intel MPI build target, make build-mpi MPI=intel)")
+        elif f in ("go-ccl", "c-ccl") and not have_ccl:
+            notes.append(name + ": not installed: make intel-stack")
+        continue
+    d = best.setdefault(name, {})
+    for line in open(path):
+        line = line.strip()
+        if line.startswith("[") and "] " in line:  # batchkit run's prefix
+            line = line.split("] ", 1)[1]
+        if line.startswith("{"):
+            r = json.loads(line)
+            if r.get("op", "allreduce") == "allreduce":
+                d[r["bytes"]] = min(d.get(r["bytes"], float("inf")), r["avg_us"])
+names = [n for _, n in cols if n in best]
+sizes = sorted({b for d in best.values() for b in d})
+def size(b):
+    for u in ("GiB", "MiB", "KiB"):
+        k = {"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}[u]
+        if b >= k and b % k == 0:
+            return "%d %s" % (b // k, u)
+    return "%d B" % b
+go = [n for f, n in cols if n in best and (f.startswith("go-"))]
+print("%10s" % "size" + "".join("%12s" % n for n in names) + "   fastest Go backend")
+for b in sizes:
+    row = [best[n].get(b) for n in names]
+    g = min((best[n][b], n) for n in go if b in best[n]) if any(b in best[n] for n in go) else (0, "-")
+    print("%10s" % size(b) + "".join("%12s" % ("%.1f" % v if v is not None else "-") for v in row) + "   " + g[1])
+for n in notes:
+    print("# " + n)
+PY
+	echo
+}
+
 # compare TITLE BASELINE OTHER: one size-by-size table of $OUT/OTHER.jsonl
 # against $OUT/BASELINE.jsonl, each size's best run.
 compare() {
@@ -159,9 +238,18 @@ compare() {
 	compare "Go MPI backend (MPICH) against C on MPICH" c-mpich go-mpich
 	compare "A/A control: the C reference against itself (Open MPI), run for run beside the Go program" c-openmpi c-openmpi-aa
 	compare "A/A control: the C reference against itself (MPICH)" c-mpich c-mpich-aa
+	if [ "$have_ccl" = 1 ]; then
+		compare "Go oneCCL backend against C++ on oneCCL" c-ccl go-ccl
+		compare "A/A control: the C++ oneCCL reference against itself" c-ccl c-ccl-aa
+	else
+		echo "# Go oneCCL backend against C++ on oneCCL: not installed: make intel-stack"
+		echo
+	fi
 	compare "TCP backend against PyTorch gloo" gloo go-tcp
 	compare "TCP backend with every link on TCP (BATCHKIT_TCP_SHM=0) against PyTorch gloo" gloo go-tcp-noshm
+	side_by_side
 } | tee "$OUT/summary.txt"
 "$BK" bench --best --force --plot "$OUT/busbw.png" "$OUT"/c-openmpi.jsonl "$OUT"/go-openmpi.jsonl \
-	"$OUT"/c-mpich.jsonl "$OUT"/go-mpich.jsonl "$OUT"/go-tcp.jsonl "$OUT"/go-tcp-noshm.jsonl "$OUT"/gloo.jsonl
+	"$OUT"/c-mpich.jsonl "$OUT"/go-mpich.jsonl "$OUT"/go-tcp.jsonl "$OUT"/go-tcp-noshm.jsonl "$OUT"/gloo.jsonl \
+	$([ "$have_ccl" = 1 ] && echo "$OUT/c-ccl.jsonl $OUT/go-ccl.jsonl")
 echo "bench: wrote $OUT/summary.txt and $OUT/busbw.png" >&2

@@ -21,6 +21,7 @@ package ccl
 #cgo LDFLAGS: -L/opt/batchkit/intel/lib -lccl -Wl,--disable-new-dtags -Wl,-rpath,/opt/batchkit/intel/lib
 #cgo nocallback bkccl_version
 #cgo nocallback bkccl_init
+#cgo nocallback bkccl_direct
 #include <stdlib.h>
 #include "shim.h"
 */
@@ -30,6 +31,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -92,7 +94,22 @@ type cclBackend struct {
 	lost       atomic.Pointer[tcp.LostError]
 	closed     bool
 	scratch    []float64 // max/min reduce-scatter (see ReduceScatter)
+
+	// The direct path (see call): calls moving fewer than handoffAt bytes
+	// run on the calling thread. abort is C memory the watchdog stores 1
+	// in; abandoned is set when a direct call gave up (its buffers stay
+	// pinned in pin, oneCCL may still write them).
+	handoffAt int
+	abort     *C.int32_t
+	abandoned bool
+	pin       runtime.Pinner
+	lastYield time.Time
 }
+
+// yieldEvery: as the mpi backend's (trainer/collective/mpi/yield.go), a
+// goroutine that only makes direct calls is given to Go's scheduler every
+// 8 ms so that sysmon does not start taking its P away.
+const yieldEvery = 8 * time.Millisecond
 
 // msgBuf is where the shim leaves oneCCL's text.
 type msgBuf [C.BKCCL_MSG_LEN]C.char
@@ -115,6 +132,14 @@ func New(o Options) (backend.Backend, error) {
 			return nil, fmt.Errorf("setenv %s: %w", k, err)
 		}
 	}
+	getenv := o.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	at, err := handoffAt(getenv)
+	if err != nil {
+		return nil, err
+	}
 	if err := initOnce(); err != nil {
 		return nil, err
 	}
@@ -123,7 +148,8 @@ func New(o Options) (backend.Backend, error) {
 		return nil, err
 	}
 	r := o.Rendezvous
-	b := &cclBackend{rank: r.Rank, size: r.Size, worker: w, timeout: r.Timeout}
+	b := &cclBackend{rank: r.Rank, size: r.Size, worker: w, timeout: r.Timeout, handoffAt: at,
+		abort: (*C.int32_t)(C.calloc(1, 4))} // never freed: the watchdog may store to it after Close
 	if b.timeout <= 0 {
 		b.timeout = tcp.DefaultTimeout
 	}
@@ -154,10 +180,12 @@ func New(o Options) (backend.Backend, error) {
 	}
 	if b.star, err = tcp.JoinStar(r, "ccl", payload, step); err != nil {
 		w.Stop()
+		C.free(unsafe.Pointer(b.abort))
 		return nil, err
 	}
 	b.star.Watch(func(e *tcp.LostError) {
 		b.lost.Store(e)
+		atomic.StoreInt32((*int32)(unsafe.Pointer(b.abort)), 1)
 		b.worker.Interrupt()
 	})
 	return b, nil
@@ -192,7 +220,7 @@ func (b *cclBackend) Close() error {
 	}
 	b.closed = true
 	var errs []error
-	if !b.worker.Broken() && b.lost.Load() == nil {
+	if !b.worker.Broken() && !b.abandoned && b.lost.Load() == nil {
 		var m msgBuf
 		if b.comm != 0 {
 			if rc := C.bkccl_comm_free(b.comm, &m[0], C.size_t(len(m))); rc != C.BKCCL_OK {
@@ -257,8 +285,10 @@ func (b *cclBackend) ReduceScatter(send, recv backend.Buffer, op backend.Op) err
 
 func (b *cclBackend) Barrier() error { return b.call(kBarrier, nil, nil, 0, backend.Float32, 0, 0) }
 
-// call makes one collective on the worker and waits for it, for the
-// timeout at most, or until the watchdog hears of a lost rank.
+// call makes one collective and waits for it, for the timeout at most, or
+// until the watchdog hears of a lost rank: on the calling thread (one cgo
+// call, bkccl_direct, which polls oneCCL's event and the abort flag) when
+// it moves fewer than handoffAt bytes, else on the worker thread.
 func (b *cclBackend) call(k kind, send, recv unsafe.Pointer, count int, t backend.DType, op backend.Op, arg int) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -267,6 +297,12 @@ func (b *cclBackend) call(k kind, send, recv unsafe.Pointer, count int, t backen
 	}
 	if e := b.lost.Load(); e != nil {
 		return e
+	}
+	if b.abandoned {
+		return &TimeoutError{Call: callNames[k], Timeout: b.timeout.String()}
+	}
+	if callBytes(k, count, t, b.size) < b.handoffAt {
+		return b.direct(k, send, recv, count, t, op, arg)
 	}
 	req := handoff.Request{Kind: int(k), DType: int(t), Op: int(op), Arg: arg, Handle: uintptr(b.comm),
 		Send: send, Recv: recv, Count: int64(count)}
@@ -283,4 +319,43 @@ func (b *cclBackend) call(k kind, send, recv unsafe.Pointer, count int, t backen
 		return &Error{Call: callNames[k], Code: rc, Msg: oneLine(msg)}
 	}
 	return nil
+}
+
+// direct makes the call on this thread (b.mu held).
+func (b *cclBackend) direct(k kind, send, recv unsafe.Pointer, count int, t backend.DType, op backend.Op, arg int) error {
+	var m msgBuf
+	rc := C.bkccl_direct(C.int(k), C.int(t), C.int(op), C.int(arg), b.comm, send, recv, C.int64_t(count),
+		b.abort, C.int64_t(b.timeout), &m[0], C.size_t(len(m)))
+	switch rc {
+	case C.BKCCL_OK:
+		if now := time.Now(); now.Sub(b.lastYield) >= yieldEvery {
+			b.lastYield = now
+			runtime.Gosched()
+		}
+		return nil
+	case C.BKCCL_ABORTED, C.BKCCL_TIMEDOUT:
+		// The collective is still in oneCCL's hands: its buffers stay
+		// pinned, and the backend makes no more calls.
+		b.abandoned = true
+		for _, p := range [2]unsafe.Pointer{send, recv} {
+			if p != nil {
+				b.pin.Pin(p)
+			}
+		}
+		if e := b.lost.Load(); e != nil {
+			return e
+		}
+		return &TimeoutError{Call: callNames[k], Timeout: b.timeout.String()}
+	}
+	return m.err(callNames[k], rc)
+}
+
+// callBytes is what a call moves on this rank: the whole buffer, for
+// allgather and reduce-scatter every rank's block.
+func callBytes(k kind, count int, t backend.DType, ranks int) int {
+	bytes := count * t.Size()
+	if k == kAllgather || k == kReduceScatter {
+		bytes *= ranks
+	}
+	return bytes
 }

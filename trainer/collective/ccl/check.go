@@ -81,8 +81,9 @@ func (e *TimeoutError) Error() string {
 
 // Env is what New sets in the environment before oneCCL reads it: the
 // transport, process launcher and local rank by envsetup's rules
-// (envsetup.OneCCLLauncher), and the worker offload for the rank's cores
-// (envsetup.OneCCLOffload), wherever the environment has none. A setting
+// (envsetup.OneCCLLauncher), the worker offload for the rank's cores
+// (envsetup.OneCCLOffload), and the shm transport between ranks of one node
+// (CCL_ATL_SHM=1), wherever the environment has none. A setting
 // that cannot work is a *backend.SetupError with the fix.
 func Env(t topology.Topology, cpus envsetup.CPUSet, getenv topology.Getenv) (map[string]string, error) {
 	if v := getenv("CCL_ATL_TRANSPORT"); v != "" && v != "ofi" {
@@ -99,6 +100,14 @@ func Env(t topology.Topology, cpus envsetup.CPUSet, getenv topology.Getenv) (map
 		if getenv(k) == "" {
 			set[k] = v
 		}
+	}
+	// Ranks sharing a node talk through libfabric's shm provider rather
+	// than its tcp one over loopback: CCL_ATL_SHM=1 (oneCCL's default is
+	// 0). At 2 ranks on a 2-core machine, taken turn about with the
+	// default, an 8-byte allreduce's best fell from ~28 to ~6 µs, 64 KiB
+	// from ~68 to ~36, 4 MiB from ~4.9 to ~1.5 ms (docs/performance.md).
+	if t.LocalWorldSize > 1 && getenv("CCL_ATL_SHM") == "" {
+		set["CCL_ATL_SHM"] = "1"
 	}
 	if len(cpus.Allowed) > 0 {
 		for k, v := range envsetup.OneCCLOffload(t, cpus, getenv) {
@@ -177,4 +186,25 @@ func checkAffinity(t topology.Topology, cpus envsetup.CPUSet, getenv topology.Ge
 		}
 	}
 	return nil
+}
+
+// HandoffDefault is the size from which a call runs on the handoff worker
+// thread rather than on the calling goroutine's thread, as the mpi backend
+// does (its threshold, measured there: see docs/mpi-backend.md). Below it
+// a call is one cgo call, with no hand-over to wake two threads for: the
+// hand-over cost an 8-byte allreduce about 9 µs of its 22 at 2 ranks on a
+// 2-core machine (docs/performance.md, "oneCCL"). BATCHKIT_CCL_HANDOFF overrides it (bytes; 0: every call on the
+// worker).
+const HandoffDefault = 16 << 20
+
+func handoffAt(getenv topology.Getenv) (int, error) {
+	v := getenv("BATCHKIT_CCL_HANDOFF")
+	if v == "" {
+		return HandoffDefault, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		return 0, setupf("BATCHKIT_CCL_HANDOFF=%s: want a number of bytes (0: every call on the worker thread)", v)
+	}
+	return n, nil
 }

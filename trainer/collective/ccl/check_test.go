@@ -36,16 +36,16 @@ func TestEnv(t *testing.T) {
 	}{
 		{name: "batchkit run, 4 cores for 2 ranks: envsetup's launcher rules",
 			topo: run, cpus: flatCPUs(0, 1, 2, 3),
-			want: map[string]string{"CCL_ATL_TRANSPORT": "ofi", "CCL_PROCESS_LAUNCHER": "none", "CCL_LOCAL_RANK": "1", "CCL_LOCAL_SIZE": "2"}},
+			want: map[string]string{"CCL_ATL_TRANSPORT": "ofi", "CCL_PROCESS_LAUNCHER": "none", "CCL_LOCAL_RANK": "1", "CCL_LOCAL_SIZE": "2", "CCL_ATL_SHM": "1"}},
 		{name: "one core per rank: the worker off",
 			topo: run, cpus: flatCPUs(0, 1),
-			want: map[string]string{"CCL_ATL_TRANSPORT": "ofi", "CCL_PROCESS_LAUNCHER": "none", "CCL_LOCAL_RANK": "1", "CCL_LOCAL_SIZE": "2", "CCL_WORKER_OFFLOAD": "0"}},
+			want: map[string]string{"CCL_ATL_TRANSPORT": "ofi", "CCL_PROCESS_LAUNCHER": "none", "CCL_LOCAL_RANK": "1", "CCL_LOCAL_SIZE": "2", "CCL_WORKER_OFFLOAD": "0", "CCL_ATL_SHM": "1"}},
 		{name: "Hydra: oneCCL reads Hydra's own variables",
 			topo: hydra, cpus: flatCPUs(0, 1, 2, 3),
-			want: map[string]string{"CCL_ATL_TRANSPORT": "ofi", "CCL_PROCESS_LAUNCHER": "hydra"}},
+			want: map[string]string{"CCL_ATL_TRANSPORT": "ofi", "CCL_PROCESS_LAUNCHER": "hydra", "CCL_ATL_SHM": "1"}},
 		{name: "the environment's values are kept",
 			topo: run, cpus: flatCPUs(0, 1),
-			env:  map[string]string{"CCL_ATL_TRANSPORT": "ofi", "CCL_LOCAL_RANK": "1", "CCL_WORKER_OFFLOAD": "1"},
+			env:  map[string]string{"CCL_ATL_TRANSPORT": "ofi", "CCL_LOCAL_RANK": "1", "CCL_WORKER_OFFLOAD": "1", "CCL_ATL_SHM": "0"},
 			want: map[string]string{"CCL_PROCESS_LAUNCHER": "none", "CCL_LOCAL_SIZE": "2"}},
 		{name: "the MPI transport is refused with the fix",
 			topo: run, env: map[string]string{"CCL_ATL_TRANSPORT": "mpi"},
@@ -58,7 +58,7 @@ func TestEnv(t *testing.T) {
 			wantErr: `CCL_WORKER_AFFINITY=1,7 gives local rank 1's worker core 7, outside its CPU set 2,3: oneCCL would fail with "failed to start worker"; unset CCL_WORKER_AFFINITY or list cores of that set`},
 		{name: "a worker core inside it",
 			topo: run, cpus: flatCPUs(2, 3), env: map[string]string{"CCL_WORKER_AFFINITY": "7,3", "CCL_ATL_TRANSPORT": "ofi", "CCL_PROCESS_LAUNCHER": "none", "CCL_LOCAL_RANK": "1", "CCL_LOCAL_SIZE": "2"},
-			want: map[string]string{"CCL_WORKER_OFFLOAD": "0"}},
+			want: map[string]string{"CCL_WORKER_OFFLOAD": "0", "CCL_ATL_SHM": "1"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := Env(tc.topo, tc.cpus, topology.MapEnv(tc.env))
@@ -87,6 +87,24 @@ func TestErrorHints(t *testing.T) {
 	} {
 		if got := (&Error{Call: "create_communicator", Code: 1, Msg: tc.msg}).Error(); got != tc.want {
 			t.Errorf("%s:\n got %q\nwant %q", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestHandoffAt(t *testing.T) {
+	for _, c := range []struct {
+		env  string
+		want int
+		err  bool
+	}{{"", HandoffDefault, false}, {"0", 0, false}, {"65536", 65536, false}, {"-1", 0, true}, {"1MiB", 0, true}} {
+		got, err := handoffAt(func(k string) string {
+			if k == "BATCHKIT_CCL_HANDOFF" {
+				return c.env
+			}
+			return ""
+		})
+		if (err != nil) != c.err || (!c.err && got != c.want) {
+			t.Errorf("BATCHKIT_CCL_HANDOFF=%q: got %d, %v; want %d, error %v", c.env, got, err, c.want, c.err)
 		}
 	}
 }

@@ -6,6 +6,8 @@
 
 #include <oneapi/ccl.hpp>
 
+#include <time.h>
+
 #include <cstdio>
 #include <cstring>
 #include <exception>
@@ -97,6 +99,87 @@ int bad(char *msg, size_t len, const char *what, int v) {
 	return BKCCL_ERR_ARG;
 }
 
+int64_t mono_ns() {
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+// finish waits for e as event::wait does (with CCL_WORKER_OFFLOAD=0 each
+// test() is one pass of oneCCL's progress on this thread, which is all
+// wait() does in a loop), but gives up when *abort is set (the watchdog
+// heard of a dead rank) or timeout_ns passes: oneCCL's own wait would spin
+// for ever. The clock is read every 256 passes.
+//
+// When oneCCL throws while waiting (a peer's connection failed), the event
+// is left alone too before the exception goes on: destroying it would wait
+// for it and throw again, from a destructor, which ends the process.
+int finish(ccl::event &e, const int32_t *abort, int64_t timeout_ns) {
+	try {
+		if (!abort && timeout_ns <= 0) {
+			e.wait();
+			return BKCCL_OK;
+		}
+		int64_t deadline = timeout_ns > 0 ? mono_ns() + timeout_ns : 0;
+		for (unsigned i = 1; !e.test(); i++) {
+			if (abort && __atomic_load_n(abort, __ATOMIC_RELAXED))
+				return BKCCL_ABORTED;
+			if (deadline && i % 256 == 0 && mono_ns() > deadline)
+				return BKCCL_TIMEDOUT;
+		}
+		return BKCCL_OK;
+	} catch (...) {
+		new ccl::event(std::move(e));
+		throw;
+	}
+}
+
+// run makes one collective (see bkccl_call and bkccl_direct).
+int run(int kind, int t, int op, int arg, uintptr_t h, void *send, void *recv, int64_t count, const int32_t *abort,
+        int64_t timeout_ns, char *msg, size_t len) {
+	ccl::datatype dt;
+	ccl::reduction red = ccl::reduction::sum;
+	ccl::reduction_fn fn = nullptr;
+	if (kind != BKCCL_BARRIER && !dtype(t, &dt))
+		return bad(msg, len, "type", t);
+	if ((kind == BKCCL_ALLREDUCE || kind == BKCCL_REDUCE_SCATTER) && !reduction(op, &red, &fn))
+		return bad(msg, len, "op", op);
+	const ccl::communicator &comm = *reinterpret_cast<const ccl::communicator *>(h);
+	size_t n = static_cast<size_t>(count);
+	int rc = BKCCL_OK;
+	int g = guard(msg, len, [&] {
+		ccl::event e;
+		switch (kind) {
+		case BKCCL_ALLREDUCE: {
+			auto attr = ccl::create_operation_attr<ccl::allreduce_attr>();
+			if (fn)
+				attr.set<ccl::allreduce_attr_id::reduction_fn>(fn);
+			e = ccl::allreduce(send, recv, n, dt, red, comm, attr);
+			break;
+		}
+		case BKCCL_BCAST: e = ccl::broadcast(send, n, dt, arg, comm); break;
+		case BKCCL_ALLGATHER: e = ccl::allgather(send, recv, n, dt, comm); break;
+		case BKCCL_REDUCE_SCATTER: {
+			auto attr = ccl::create_operation_attr<ccl::reduce_scatter_attr>();
+			if (fn)
+				attr.set<ccl::reduce_scatter_attr_id::reduction_fn>(fn);
+			e = ccl::reduce_scatter(send, recv, n, dt, red, comm, attr);
+			break;
+		}
+		case BKCCL_BARRIER: e = ccl::barrier(comm); break;
+		default: rc = bad(msg, len, "collective", kind); return;
+		}
+		rc = finish(e, abort, timeout_ns);
+		if (rc != BKCCL_OK) {
+			// An event destroyed before it completes waits for it
+			// (host_event_impl's destructor): this one is left alone.
+			new ccl::event(std::move(e));
+			put(msg, len, "", rc == BKCCL_ABORTED ? "abandoned: a rank was lost" : "timed out");
+		}
+	});
+	return g != BKCCL_OK ? g : rc;
+}
+
 } // namespace
 
 extern "C" {
@@ -147,39 +230,13 @@ int bkccl_comm_free(uintptr_t comm, char *msg, size_t len) {
 }
 
 int bkccl_call(const bk_request *req, char *msg, size_t len) {
-	ccl::datatype dt;
-	ccl::reduction red = ccl::reduction::sum;
-	ccl::reduction_fn fn = nullptr;
-	if (req->kind != BKCCL_BARRIER && !dtype(req->t, &dt))
-		return bad(msg, len, "type", req->t);
-	if ((req->kind == BKCCL_ALLREDUCE || req->kind == BKCCL_REDUCE_SCATTER) && !reduction(req->op, &red, &fn))
-		return bad(msg, len, "op", req->op);
-	const ccl::communicator &comm = *reinterpret_cast<const ccl::communicator *>(req->h);
-	void *send = reinterpret_cast<void *>(req->send), *recv = reinterpret_cast<void *>(req->recv);
-	size_t n = static_cast<size_t>(req->count);
-	switch (req->kind) {
-	case BKCCL_ALLREDUCE:
-		return guard(msg, len, [&] {
-			auto attr = ccl::create_operation_attr<ccl::allreduce_attr>();
-			if (fn)
-				attr.set<ccl::allreduce_attr_id::reduction_fn>(fn);
-			ccl::allreduce(send, recv, n, dt, red, comm, attr).wait();
-		});
-	case BKCCL_BCAST:
-		return guard(msg, len, [&] { ccl::broadcast(send, n, dt, req->arg, comm).wait(); });
-	case BKCCL_ALLGATHER:
-		return guard(msg, len, [&] { ccl::allgather(send, recv, n, dt, comm).wait(); });
-	case BKCCL_REDUCE_SCATTER:
-		return guard(msg, len, [&] {
-			auto attr = ccl::create_operation_attr<ccl::reduce_scatter_attr>();
-			if (fn)
-				attr.set<ccl::reduce_scatter_attr_id::reduction_fn>(fn);
-			ccl::reduce_scatter(send, recv, n, dt, red, comm, attr).wait();
-		});
-	case BKCCL_BARRIER:
-		return guard(msg, len, [&] { ccl::barrier(comm).wait(); });
-	}
-	return bad(msg, len, "collective", req->kind);
+	return run(req->kind, req->t, req->op, req->arg, req->h, reinterpret_cast<void *>(req->send),
+	           reinterpret_cast<void *>(req->recv), req->count, nullptr, 0, msg, len);
+}
+
+int bkccl_direct(int kind, int t, int op, int arg, uintptr_t comm, void *send, void *recv, int64_t count,
+                 const int32_t *abort, int64_t timeout_ns, char *msg, size_t len) {
+	return run(kind, t, op, arg, comm, send, recv, count, abort, timeout_ns, msg, len);
 }
 
 } // extern "C"

@@ -27,6 +27,8 @@ enum {
 	BKCCL_ERR_STD = 2,     // another std::exception
 	BKCCL_ERR_UNKNOWN = 3, // anything else thrown
 	BKCCL_ERR_ARG = 4,     // a kind, type or op this shim does not know
+	BKCCL_ABORTED = 5,     // bkccl_direct: *abort was set while it waited
+	BKCCL_TIMEDOUT = 6,    // bkccl_direct: timeout_ns passed while it waited
 };
 
 // The values of backend.DType and backend.Op (asserted in Go), and the
@@ -49,6 +51,13 @@ int bkccl_comm_free(uintptr_t comm, char *msg, size_t len);
 // root of a broadcast, req->count the elements (per rank for allgather's
 // send and reduce-scatter's receive). A bk_call_fn: the worker runs it.
 int bkccl_call(const bk_request *req, char *msg, size_t len);
+// bkccl_direct makes the same call on the caller's thread (the Go backend's
+// small calls, with no hand-off to wake up twice): it waits by polling the
+// event, and returns BKCCL_ABORTED as soon as *abort (C memory the
+// watchdog stores 1 in) is set, BKCCL_TIMEDOUT after timeout_ns (0: none).
+// The collective is then left in flight: its buffers must stay valid.
+int bkccl_direct(int kind, int t, int op, int arg, uintptr_t comm, void *send, void *recv, int64_t count,
+                 const int32_t *abort, int64_t timeout_ns, char *msg, size_t len);
 
 #ifdef __cplusplus
 }
