@@ -94,7 +94,7 @@ func TestTrainCheckpointDirInUse(t *testing.T) {
 	}
 }
 
-// The lock is gone after a run stopped by SIGTERM (exit 75); a job
+// The lock is gone after a run stopped by SIGTERM (a cancel: exit 143); a job
 // SIGKILLed leaves its lock file, which the next run takes over, saying
 // whose it was, and then removes.
 func TestTrainLockAfterSignals(t *testing.T) {
@@ -106,8 +106,8 @@ func TestTrainLockAfterSignals(t *testing.T) {
 	cmd, out := startTrain(t, dir)
 	waitCheckpoint(t, dir, 5)
 	cmd.Process.Signal(syscall.SIGTERM)
-	if code, _ := waitExit(t, cmd, time.Minute); code != 75 {
-		t.Fatalf("after SIGTERM: exit %d, want 75\n%s", code, out)
+	if code, _ := waitExit(t, cmd, time.Minute); code != 143 {
+		t.Fatalf("after SIGTERM: exit %d, want 143\n%s", code, out)
 	}
 	if _, err := os.Lstat(lock); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("lock file after SIGTERM: %v, want none", err)
