@@ -53,7 +53,8 @@ install: build man
 # MPICH, MVAPICH2, MPICH installed from source or Spack), whose library is
 # libmpi.so.12; Debian's MPICH names it libmpich.so.12, so the binary's
 # dependency is renamed with patchelf (run it here with LD_LIBRARY_PATH
-# pointing at a libmpi.so.12 link to Debian's library; see README).
+# pointing at a libmpi.so.12 link to Debian's library; see
+# docs/reference/collectives.md, "MPI builds").
 #
 # MPI=intel: the MPICH build against Intel MPI itself, the impi-devel wheel
 # of scripts/intel-wheels.txt in BATCHKIT_INTEL_PREFIX (make intel-stack):

@@ -17,8 +17,8 @@
 //     shape of the allocation;
 //  5. nothing: one local process.
 //
-// README.md's "Which launcher wins" says the same, in a table a test
-// compares with the code's. Package slurm parses what Slurm's variables say
+// docs/reference/precedence.md's "Which launcher wins" says the same, in a
+// table a test compares with the code's. Package slurm parses what Slurm's variables say
 // (host lists, tasks per node, the step's shape); reading them is done here.
 //
 // Then the same rules for every layer (place.go): the job id and the job's

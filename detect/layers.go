@@ -19,8 +19,8 @@ func aliases(names ...string) vars { return vars{names} }
 
 // layer is one launcher's environment contract, as data: the variables that
 // say it started this process and those each field is read from. Adding a
-// launcher is adding a row; README.md's "Which launcher wins" table says the
-// same (TestREADMETable).
+// launcher is adding a row; docs/reference/precedence.md's "Which launcher
+// wins" table says the same (TestPrecedenceTable).
 type layer struct {
 	launcher topology.Launcher
 	// identify says the launcher started this process: every group has a

@@ -62,7 +62,8 @@ var stopHow = map[string][]string{
 // itself once, runs again and resumes: it ends with the weights of an
 // uninterrupted run, and its output file keeps both runs, each from its
 // first line. (MPICH's Hydra takes only the plain scancel --signal=USR1
-// here: a SIGUSR1 passed on to it can cost the ranks' exit code, README.)
+// here: a SIGUSR1 passed on to it can cost the ranks' exit code,
+// docs/reference/train.md.)
 // The time limit takes its minute and up to 30 s more, so all the jobs run
 // at once, sharing the CPUs (--oversubscribe), the time-limited ones
 // niced: the test takes about as long as a time-limited job.
@@ -231,7 +232,7 @@ func (c *stopCase) check(t *testing.T, want trainSummary) {
 	}
 	if c.how == "time limit" {
 		// The ranks had time to checkpoint before Slurm's SIGKILL, except
-		// under Open MPI's mpirun, which kills them on SIGTERM (README):
+		// under Open MPI's mpirun, which kills them on SIGTERM (docs/reference/train.md):
 		// there it is only reported.
 		names, _ := filepath.Glob(filepath.Join(c.ckpt, "ckpt-*.bkpt"))
 		switch {

@@ -108,8 +108,9 @@ func TestTrainUSR1ThroughLaunchers(t *testing.T) {
 		{"batchkit run", "", []string{bin, "run", "-n", "2", "--"}, []int{75}},
 		{"batchkit mpirun openmpi", "mpirun.openmpi", []string{bin, "mpirun", "--flavor", "openmpi", "-n", "2", "--allow-run-as-root", "--oversubscribe", "--"}, []int{75}},
 		// MPICH's Hydra forwards the signal, but once it has, it sometimes
-		// exits 0 whatever the ranks' 75 (README: use srun with MPICH under
-		// Slurm); the ranks' checkpoint is what is checked there.
+		// exits 0 whatever the ranks' 75 (docs/reference/train.md: use srun
+		// with MPICH under Slurm); the ranks' checkpoint is what is checked
+		// there.
 		{"batchkit mpirun mpich", "mpirun.mpich", []string{bin, "mpirun", "--flavor", "mpich", "-n", "2", "--"}, []int{75, 0}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -2,7 +2,7 @@
 # make bench-train: batchkit train against PyTorch DDP (Debian's python3-torch,
 # gloo, CPU; trainer/bench/reference/torch_train.py), measured side by side in
 # one run on this machine and reported as ratios with their spread over REPS
-# alternating repetitions (README "Performance", method in docs/performance.md):
+# alternating repetitions (docs/reference/collectives.md "Performance", method in docs/performance.md):
 #   - time to 95 % test accuracy at world size 2, each launched the way its
 #     users launch it (torchrun --nproc_per_node 2; batchkit run -n 2):
 #     (a) the whole launch, start to exit, (b) the training loop alone (the

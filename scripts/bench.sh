@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # make bench: the collectives' speed goals, measured in one run on this
 # machine with 2 ranks, as ratios against references run in the same session
-# (README "Performance"):
+# (docs/reference/collectives.md "Performance"):
 #   - the Go MPI backend vs the same MPI called from C
 #     (trainer/bench/reference/mpi_bench.c), for Open MPI and for MPICH;
 #   - the pure-Go TCP backend vs PyTorch's gloo

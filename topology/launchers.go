@@ -7,7 +7,7 @@ package topology
 // launcher" is answered here or in the Topology detect fills, so that no
 // other package keeps a switch over launchers or reads their variables.
 // Adding a launcher is its constant and row here, its row in detect's
-// layers (with its fixtures) and its line in README.md's table.
+// layers (with its fixtures) and its line in docs/reference/precedence.md's table.
 
 // Launcher names the layer a Topology was read from. It is a closed set:
 // Launchers.

@@ -21,9 +21,9 @@ const (
 	exitUsage   = 2 // bad usage, configuration or input
 )
 
-// exitStatuses is the exit status table of README.md ("### Exit status")
-// and of the man page: every code batchkit exits with. TestExitCodesCoverREADME
-// keeps the README's copy the same, the numbers the constants', and a case
+// exitStatuses is the exit status table of docs/reference/cli.md ("## Exit
+// status") and of the man page: every code batchkit exits with.
+// TestExitCodesCoverDocs keeps the doc's copy the same, the numbers the constants', and a case
 // in TestExitCodes for each row.
 var exitStatuses = []struct{ Status, Meaning, From string }{
 	{"0", "success", "every command"},

@@ -51,7 +51,7 @@ OMP_NUM_THREADS, OMP_PLACES, OMP_PROC_BIND, KMP_BLOCKTIME, CCL_WORKER_COUNT, CCL
 I_MPI_PIN_DOMAIN, CCL_ATL_TRANSPORT and CCL_PROCESS_LAUNCHER/CCL_LOCAL_RANK/CCL_LOCAL_SIZE from
 the topology and the node's CPUs, and on a node with Intel GPUs ZE_AFFINITY_MASK: one GPU or
 tile per local rank, within what Slurm bound, the same mask in every rank so that xpu:LOCAL_RANK
-is the rank's own (README: "Per-rank pinning").
+is the rank's own (docs/reference/envsetup.md: "Per-rank pinning").
 A value already in the environment wins; local rank 0 says so on stderr.
 
 Examples:

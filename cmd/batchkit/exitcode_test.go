@@ -21,7 +21,7 @@ import (
 )
 
 // exitCase is one run of Main and the exit code it must give; row is the
-// status column of README.md's exit status table the case stands for.
+// status column of docs/reference/cli.md's exit status table the case stands for.
 type exitCase struct {
 	name string
 	row  string
@@ -36,8 +36,8 @@ type exitCase struct {
 
 // Exit codes are part of the interface: 2 for usage and bad input, 1 for
 // runtime failures, the child's own code for exec (testdata/script/exec.txtar:
-// a successful exec would replace this test binary). Every row of README.md's
-// table has a case (TestExitCodesCoverREADME).
+// a successful exec would replace this test binary). Every row of
+// docs/reference/cli.md's table has a case (TestExitCodesCoverDocs).
 var exitCases = []exitCase{
 	{name: "help", row: "0", args: []string{"--help"}, code: 0},
 	{name: "no command: help", row: "0", args: nil, code: 0},
@@ -138,9 +138,9 @@ func mainSignalled(t *testing.T, tt exitCase, stdout, stderr *bytes.Buffer) int 
 	}
 }
 
-// readmeExitCodes is the code behind each numbered row of README.md's exit
-// status table; the other rows are the program's own status.
-var readmeExitCodes = map[string]int{
+// docExitCodes is the code behind each numbered row of docs/reference/cli.md's
+// exit status table; the other rows are the program's own status.
+var docExitCodes = map[string]int{
 	"0":   exitOK,
 	"1":   exitFailure,
 	"2":   exitUsage,
@@ -149,10 +149,10 @@ var readmeExitCodes = map[string]int{
 	"127": launch.StartCode(exec.ErrNotFound),
 }
 
-// README.md's table is exitStatuses, row for row; its numbered statuses
+// docs/reference/cli.md's table is exitStatuses, row for row; its numbered statuses
 // are the code's constants; and each row has a case above with its code.
-func TestExitCodesCoverREADME(t *testing.T) {
-	got, err := readmeExitTable()
+func TestExitCodesCoverDocs(t *testing.T) {
+	got, err := docExitTable()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +163,7 @@ func TestExitCodesCoverREADME(t *testing.T) {
 		rows = append(rows, e.Status)
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("README.md's exit status table (+) differs from exitStatuses (-):\n%s", diff)
+		t.Errorf("docs/reference/cli.md's exit status table (+) differs from exitStatuses (-):\n%s", diff)
 	}
 	var numbered []string
 	for _, row := range rows {
@@ -172,11 +172,11 @@ func TestExitCodesCoverREADME(t *testing.T) {
 			continue
 		}
 		numbered = append(numbered, row)
-		if code, ok := readmeExitCodes[row]; ok && code != n {
+		if code, ok := docExitCodes[row]; ok && code != n {
 			t.Errorf("exit status %d is documented, the code's constant is %d", n, code)
 		}
 	}
-	if diff := cmp.Diff(slices.Sorted(maps.Keys(readmeExitCodes)), slices.Sorted(slices.Values(numbered))); diff != "" {
+	if diff := cmp.Diff(slices.Sorted(maps.Keys(docExitCodes)), slices.Sorted(slices.Values(numbered))); diff != "" {
 		t.Errorf("documented exit statuses (+) differ from the code's constants (-):\n%s", diff)
 	}
 	for _, row := range rows {
@@ -185,7 +185,7 @@ func TestExitCodesCoverREADME(t *testing.T) {
 			t.Errorf("exit status %q has no case in exitCases", row)
 			continue
 		}
-		if code, ok := readmeExitCodes[row]; ok && exitCases[i].code != code {
+		if code, ok := docExitCodes[row]; ok && exitCases[i].code != code {
 			t.Errorf("case %q stands for exit status %s but expects %d", exitCases[i].name, row, exitCases[i].code)
 		}
 	}
@@ -196,16 +196,16 @@ func TestExitCodesCoverREADME(t *testing.T) {
 	}
 }
 
-// readmeExitTable is the table under "### Exit status": status, meaning,
-// from.
-func readmeExitTable() ([][3]string, error) {
-	b, err := os.ReadFile("../../README.md")
+// docExitTable is the table under "## Exit status" of docs/reference/cli.md:
+// status, meaning, from.
+func docExitTable() ([][3]string, error) {
+	b, err := os.ReadFile("../../docs/reference/cli.md")
 	if err != nil {
 		return nil, err
 	}
-	table, err := mdtable.Under(string(b), "### Exit status", 3)
+	table, err := mdtable.Under(string(b), "## Exit status", 3)
 	if err != nil {
-		return nil, fmt.Errorf("README.md: %w", err)
+		return nil, fmt.Errorf("docs/reference/cli.md: %w", err)
 	}
 	var rows [][3]string
 	for _, c := range table {

@@ -12,8 +12,8 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 )
 
-// documented is one row of README.md's "Which launcher wins" table, or the
-// same facts taken from a layer.
+// documented is one row of docs/reference/precedence.md's "Which launcher
+// wins" table, or the same facts taken from a layer.
 type documented struct {
 	Launcher                         string
 	Identify                         [][]string
@@ -21,15 +21,15 @@ type documented struct {
 	NodeRank, NumNodes               vars
 }
 
-// TestREADMETable checks that the README's precedence table says what the
-// code's table does: the same layers in the same order, identified by the
+// TestPrecedenceTable checks that docs/reference/precedence.md's table says
+// what the code's table does: the same layers in the same order, identified by the
 // same variables, and each count read from the same ones.
-func TestREADMETable(t *testing.T) {
-	b, err := os.ReadFile("../README.md")
+func TestPrecedenceTable(t *testing.T) {
+	b, err := os.ReadFile("../docs/reference/precedence.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := readmeTable(string(b))
+	got, err := precedenceTable(string(b))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +45,7 @@ func TestREADMETable(t *testing.T) {
 		want = append(want, d)
 	}
 	if diff := cmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
-		t.Errorf("README.md's table (+) differs from detect's layers (-):\n%s", diff)
+		t.Errorf("precedence.md's table (+) differs from detect's layers (-):\n%s", diff)
 	}
 }
 
@@ -54,13 +54,13 @@ var (
 	varName    = regexp.MustCompile(`^[A-Z][A-Za-z0-9_]*$`)
 )
 
-// readmeTable parses the table under "### Which launcher wins". Columns: #,
+// precedenceTable parses the table under "## Which launcher wins". Columns: #,
 // layer (the launcher in backticks last), detected by, rank, world size,
 // local rank, local size, node rank, nodes.
-func readmeTable(readme string) ([]documented, error) {
-	table, err := mdtable.Under(readme, "### Which launcher wins", 9)
+func precedenceTable(doc string) ([]documented, error) {
+	table, err := mdtable.Under(doc, "## Which launcher wins", 9)
 	if err != nil {
-		return nil, fmt.Errorf("README.md: %w", err)
+		return nil, fmt.Errorf("docs/reference/precedence.md: %w", err)
 	}
 	var rows []documented
 	for _, c := range table {
