@@ -2,7 +2,7 @@
 // share. Each of them is a package below this one with the same shape:
 //
 //   - launch/local: batchkit's own launcher, N ranks on this machine;
-//   - launch/mpirun: an MPI launcher (or srun) on the hosts of a job;
+//   - launch/mpilaunch: an MPI launcher (or srun) on the hosts of a job;
 //   - launch/sbatch: a batch script submitted to Slurm.
 //
 // Each has a pure Plan function (its inputs in; the argv, environment and

@@ -12,7 +12,7 @@ import (
 	"github.com/batchkit/batchkit/envvars"
 	"github.com/batchkit/batchkit/internal/freeport"
 	"github.com/batchkit/batchkit/launch"
-	mpilaunch "github.com/batchkit/batchkit/launch/mpirun"
+	"github.com/batchkit/batchkit/launch/mpilaunch"
 	"github.com/batchkit/batchkit/mpirun"
 	"github.com/batchkit/batchkit/profile"
 )

@@ -5,14 +5,15 @@
 // recursive-doubling algorithms run the collectives over it.
 //
 // It implements backend.Backend and every optional operation; collective's
-// Init is its one user, through New(Options) and ResolveToken. It depends
-// on package backend (the contract, Reduce), topology, detect (the Slurm
-// step in the token) and envvars, never on collective.
+// Init is its one user, through New(Options) and ResolveToken (ccl uses
+// JoinStar). It depends on package backend (the contract, Reduce), topology,
+// detect (the Slurm step in the token) and envvars, never on collective.
 //
 // Where to read: tcp.go (the backend, the data plane: headers, sends that
-// never block, failure), algos.go (the algorithms), rendezvous.go with
-// rendezvous_root.go and rendezvous_peer.go (forming the mesh; masteraddr.go
-// is rank 0's check of MASTER_ADDR), auth.go
-// (the handshake every connection starts with), shm.go (same-host links),
-// token.go (where the job token comes from).
+// never block, failure), algos.go (the algorithms), shm.go with shm_linux.go
+// (same-host links), token.go (where the job token comes from), api.go
+// (Options and the star, which live in the rendezvous). Forming the mesh is
+// package internal/rendezvous's: it takes Options and hands New one
+// authenticated connection per rank (Connect), plus the framed messages
+// (ReadMsg, WriteMsg) that shm.go's offer and answer travel in.
 package tcp

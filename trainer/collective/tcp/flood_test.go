@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/batchkit/batchkit/trainer/collective/tcp/internal/rendezvous"
 )
 
 // A flood of connections during the rendezvous, enough to run rank 0's
@@ -130,9 +132,9 @@ func tcpJoinRoot(t *testing.T, root <-chan tcpStarted, port int, tweak func(o *O
 // closed at once, so silent ones cannot hold rank 0's descriptors, and a
 // real rank joins as soon as they are gone.
 func TestTCPAcceptCap(t *testing.T) {
-	old := maxPendingSpare
-	maxPendingSpare = 2 // 2 + world size 2 = 4 handshakes
-	defer func() { maxPendingSpare = old }()
+	old := rendezvous.MaxPendingSpare
+	rendezvous.MaxPendingSpare = 2 // 2 + world size 2 = 4 handshakes
+	defer func() { rendezvous.MaxPendingSpare = old }()
 	port := tcpFreePort(t)
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	tweak := func(o *Options) { o.RendezvousTimeout = 20 * time.Second }

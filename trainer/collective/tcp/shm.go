@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"time"
 	"unsafe"
+
+	"github.com/batchkit/batchkit/trainer/collective/tcp/internal/rendezvous"
 )
 
 // Same-host links. Loopback TCP tops out near 2 GB/s here (every byte is
@@ -466,7 +468,7 @@ func (b *tcpBackend) offerShm(mine []*tcpPeer, files map[*tcpPeer]*shmFile) erro
 				body = append([]byte(f.name+"\x00"), f.nonce...)
 			}
 		}
-		if err := writeMsg(p.conn, tcpMsgShmOffer, body); err != nil {
+		if err := rendezvous.WriteMsg(p.conn, tcpMsgShmOffer, body); err != nil {
 			return b.linkError(p, true, err)
 		}
 	}
@@ -484,7 +486,7 @@ func (b *tcpBackend) answerShm(theirs []*tcpPeer) error {
 		if len(body) > 0 {
 			why = b.acceptShm(p, body)
 		}
-		if err := writeMsg(p.conn, tcpMsgShmReply, []byte(why)); err != nil {
+		if err := rendezvous.WriteMsg(p.conn, tcpMsgShmReply, []byte(why)); err != nil {
 			return b.linkError(p, true, err)
 		}
 		if why != "" && len(body) > 0 {
@@ -524,7 +526,7 @@ var shmSweep sync.Once
 // readShmMsg reads the next message of setupShm's exchange on p's link,
 // which must be of type want (what names it in the error).
 func readShmMsg(p *tcpPeer, want byte, what string) ([]byte, error) {
-	typ, body, err := readMsg(p.conn, 4096)
+	typ, body, err := rendezvous.ReadMsg(p.conn, 4096)
 	if err == nil && typ != want {
 		err = fmt.Errorf("message type %d, expected a shared memory %s", typ, what)
 	}

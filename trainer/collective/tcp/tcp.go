@@ -15,11 +15,11 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/batchkit/batchkit/envvars"
+	"github.com/batchkit/batchkit/trainer/collective/tcp/internal/rendezvous"
 )
 
-// The pure-Go TCP backend. rendezvous.go builds the authenticated full
-// mesh (auth.go), algos.go runs the collectives over it.
+// The pure-Go TCP backend. internal/rendezvous builds the authenticated
+// full mesh, algos.go runs the collectives over it.
 //
 // Data plane: every link carries raw native-endian element bytes, with no
 // framing beyond one 24-byte header per call and direction, sent before the
@@ -40,33 +40,6 @@ import (
 // On any error the backend closes every connection, so the peers' reads
 // fail at once and the failure cascades through the world; the first error
 // sticks and every later call returns it.
-
-// Options configures the TCP backend (collective.Init fills it from its
-// Config). A zero Timeout, RendezvousTimeout or Logf takes its default.
-type Options struct {
-	Rank, Size        int
-	MasterAddr        string
-	MasterPort        int
-	Token             string
-	Timeout           time.Duration
-	RendezvousTimeout time.Duration
-	Logf              func(format string, args ...any)
-	// NoShm keeps links between ranks on one host on TCP
-	// (BATCHKIT_TCP_SHM=0); see shm.go.
-	NoShm bool
-	// NoMasterAddrCheck: rank 0 does not check that MASTER_ADDR is its
-	// own (BATCHKIT_MASTER_ADDR_CHECK=0); see masteraddr.go.
-	NoMasterAddrCheck bool
-
-	star *starSpec // set by JoinStar: the rendezvous of another backend
-}
-
-// The defaults for Options' zero timeouts (collective.Config re-exports
-// them).
-const (
-	DefaultTimeout           = 30 * time.Minute // PyTorch's default process-group timeout
-	DefaultRendezvousTimeout = 5 * time.Minute
-)
 
 const (
 	hdrLen = 24 // a multiple of 8: payloads after it stay float64-aligned
@@ -134,6 +107,11 @@ type tcpPeek struct {
 }
 
 func newPeer(rank int, c *net.TCPConn) (*tcpPeer, error) {
+	if sockBuf > 0 {
+		// Errors here only lose an optimisation.
+		c.SetReadBuffer(sockBuf)
+		c.SetWriteBuffer(sockBuf)
+	}
 	raw, err := c.SyscallConn()
 	if err != nil {
 		return nil, err
@@ -209,7 +187,7 @@ type tcpBackend struct {
 }
 
 func New(opts Options) (backend.Backend, error) {
-	o, err := opts.withDefaults()
+	o, err := opts.WithDefaults()
 	if err != nil {
 		return nil, err
 	}
@@ -218,7 +196,7 @@ func New(opts Options) (backend.Backend, error) {
 	if o.Size == 1 {
 		return b, nil
 	}
-	conns, err := rendezvous(&b.o)
+	conns, err := rendezvous.Connect(&b.o)
 	if err != nil {
 		return nil, err
 	}
@@ -244,38 +222,6 @@ func New(opts Options) (backend.Backend, error) {
 		}
 	}
 	return b, nil
-}
-
-// withDefaults checks o and fills in what was left unset. A world of one
-// needs no peers, so neither a token nor rank 0's address.
-func (o Options) withDefaults() (Options, error) {
-	switch {
-	case o.Size < 1:
-		return o, fmt.Errorf("world size %d: must be at least 1", o.Size)
-	case o.Rank < 0 || o.Rank >= o.Size:
-		return o, fmt.Errorf("rank %d out of range for world size %d", o.Rank, o.Size)
-	}
-	if o.Logf == nil {
-		o.Logf = func(string, ...any) {}
-	}
-	if o.Timeout <= 0 {
-		o.Timeout = DefaultTimeout
-	}
-	if o.RendezvousTimeout <= 0 {
-		o.RendezvousTimeout = DefaultRendezvousTimeout
-	}
-	if o.Size == 1 {
-		return o, nil
-	}
-	switch {
-	case o.Token == "":
-		return o, fmt.Errorf("no job token (set %s)", envvars.Token)
-	case o.MasterAddr == "":
-		return o, errors.New("no master address (set MASTER_ADDR to rank 0's host)")
-	case o.MasterPort <= 0 || o.MasterPort > 65535:
-		return o, fmt.Errorf("master port %d out of range 1-65535 (set MASTER_PORT)", o.MasterPort)
-	}
-	return o, nil
 }
 
 func (b *tcpBackend) Name() string { return "tcp" }

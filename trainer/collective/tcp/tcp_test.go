@@ -18,6 +18,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/batchkit/batchkit/internal/freeport"
+	"github.com/batchkit/batchkit/trainer/collective/tcp/internal/rendezvous"
 )
 
 const tcpTestToken = "job-token-for-tests"
@@ -688,7 +689,7 @@ func TestTCPRendezvousTimeout(t *testing.T) {
 		"no-such-host.invalid": "rendezvous: MASTER_ADDR=no-such-host.invalid does not resolve: lookup no-such-host.invalid",
 	} {
 		t.Run("bad address "+addr, func(t *testing.T) {
-			if _, err := net.LookupHost(addr); addr == "no-such-host.invalid" && notFound(err) == nil {
+			if _, err := net.LookupHost(addr); addr == "no-such-host.invalid" && !tcpNotFound(err) {
 				t.Skipf("the resolver does not say %s does not exist: %v", addr, err)
 			}
 			start := time.Now()
@@ -705,6 +706,12 @@ func TestTCPRendezvousTimeout(t *testing.T) {
 			}
 		})
 	}
+}
+
+// tcpNotFound: err says the name does not exist.
+func tcpNotFound(err error) bool {
+	var de *net.DNSError
+	return errors.As(err, &de) && de.IsNotFound
 }
 
 func TestTCPWrongTokenRank(t *testing.T) {
@@ -735,13 +742,13 @@ func TestTCPWrongTokenRank(t *testing.T) {
 
 // tcpRogue plays a dialer that does not know the token: a valid
 // hello claiming claim, then a made-up proof. It returns what came back.
-func tcpRogue(addr string, claim int, purpose uint8) error {
+func tcpRogue(addr string, claim int, mesh bool) error {
 	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	h, err := collectiveAuth.Hello(newHello(claim, 3, purpose).fields())
+	h, err := rendezvous.TestHello(claim, 3, mesh)
 	if err != nil {
 		return err
 	}
@@ -788,7 +795,7 @@ func TestTCPRogueConnections(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	defer silent.Close()
-	if err := tcpRogue(addr, 1, purposeRendezv); err != nil {
+	if err := tcpRogue(addr, 1, false); err != nil {
 		t.Fatalf("rogue at rendezvous: %v", err)
 	}
 	garbage, err := net.Dial("tcp", addr)
@@ -804,13 +811,13 @@ func TestTCPRogueConnections(t *testing.T) {
 	// goes on once the rogue has been refused (else the mesh could form
 	// first and drop the rogue's handshake unlogged, as it should).
 	rogueMesh := make(chan error, 1)
-	tcpTestHookMeshListener = func(rank int, a net.Addr) {
+	rendezvous.TestHookMeshListener = func(rank int, a net.Addr) {
 		if rank == 2 {
 			port := strconv.Itoa(a.(*net.TCPAddr).Port)
-			rogueMesh <- tcpRogue(net.JoinHostPort("127.0.0.1", port), 1, purposeMesh)
+			rogueMesh <- tcpRogue(net.JoinHostPort("127.0.0.1", port), 1, true)
 		}
 	}
-	defer func() { tcpTestHookMeshListener = nil }()
+	defer func() { rendezvous.TestHookMeshListener = nil }()
 
 	start := time.Now()
 	bs, errs := tcpStartRanks(n, port, []int{1, 2}, tweak)

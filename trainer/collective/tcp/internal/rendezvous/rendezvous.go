@@ -1,4 +1,4 @@
-package tcp
+package rendezvous
 
 import (
 	"encoding/binary"
@@ -23,8 +23,8 @@ import (
 // abort, with the reason, to everyone), so New fails or succeeds on all
 // ranks together. Then every listener is closed.
 //
-// Rank 0's steps are rootRendezvous's (rendezvous_root.go), the other
-// ranks' peerRendezvous's (rendezvous_peer.go); this file holds what
+// Rank 0's steps are rootRendezvous's (root.go), the other ranks'
+// peerRendezvous's (peer.go); this file holds what
 // both use: the acceptor, dialPeer and the address table's encoding.
 
 const (
@@ -40,10 +40,10 @@ const (
 	meshDialTimeout = 10 * time.Second
 )
 
-// tcpTestHookMeshListener, when set (tests only), learns each rank's mesh
+// TestHookMeshListener, when set (tests only), learns each rank's mesh
 // listener address as soon as it accepts connections; the rank waits for
 // it to return.
-var tcpTestHookMeshListener func(rank int, addr net.Addr)
+var TestHookMeshListener func(rank int, addr net.Addr)
 
 func (o *Options) masterHostPort() string {
 	return net.JoinHostPort(o.MasterAddr, strconv.Itoa(o.MasterPort))
@@ -81,8 +81,9 @@ func nameOf(extra []byte) string {
 	return strings.TrimRight(string(extra[joinLen:joinLen+nameLen]), "\x00")
 }
 
-// rendezvous returns one connection per rank (nil at o.Rank).
-func rendezvous(o *Options) ([]*net.TCPConn, error) {
+// Connect runs the rendezvous and returns one authenticated connection per
+// rank (nil at o.Rank), or the error every rank gets.
+func Connect(o *Options) ([]*net.TCPConn, error) {
 	if o.Rank == 0 {
 		return rendezvousRoot(o, time.Now().Add(o.RendezvousTimeout))
 	}
@@ -94,10 +95,6 @@ func setupConn(c *net.TCPConn) {
 	c.SetNoDelay(true) // collectives are request/response: never wait for Nagle
 	c.SetKeepAlive(true)
 	c.SetKeepAlivePeriod(keepAlivePeriod)
-	if sockBuf > 0 {
-		c.SetReadBuffer(sockBuf)
-		c.SetWriteBuffer(sockBuf)
-	}
 }
 
 // acceptor accepts and authenticates connections in the background; a
@@ -125,14 +122,14 @@ type acceptor struct {
 // acceptRetryMax bounds the pause between accept attempts after errors.
 const acceptRetryMax = time.Second
 
-// maxPendingSpare is how many handshakes beyond the world size an acceptor
+// MaxPendingSpare is how many handshakes beyond the world size an acceptor
 // runs at once (a variable for tests).
-var maxPendingSpare = 256
+var MaxPendingSpare = 256
 
 func startAcceptor(ln *net.TCPListener, o *Options, purpose uint8, extraLen int, deadline time.Time) *acceptor {
 	a := &acceptor{ln: ln, o: o, purpose: purpose, extraLen: extraLen,
 		out: make(chan *peerHello), stop: make(chan struct{}), pending: map[*net.TCPConn]struct{}{},
-		maxPending: maxPendingSpare + o.Size}
+		maxPending: MaxPendingSpare + o.Size}
 	a.wg.Add(1)
 	go a.loop(deadline)
 	return a
@@ -250,7 +247,7 @@ func earlier(a, b time.Time) time.Time {
 // refuse tells an authenticated peer why it is turned away, best effort.
 func refuse(c net.Conn, reason string) {
 	c.SetWriteDeadline(time.Now().Add(time.Second))
-	writeMsg(c, tcpMsgAbort, []byte(reason))
+	WriteMsg(c, tcpMsgAbort, []byte(reason))
 	c.Close()
 }
 

@@ -1,4 +1,4 @@
-package tcp
+package rendezvous
 
 import (
 	"errors"
@@ -87,7 +87,7 @@ func (p *peerRendezvous) run(deadline time.Time) error {
 		// give up at `late` and their connections are closed then.
 		c0 := p.conns[0]
 		c0.SetWriteDeadline(time.Now().Add(time.Second))
-		writeMsg(c0, tcpMsgAbort, []byte("rendezvous: "+me.Error()))
+		WriteMsg(c0, tcpMsgAbort, []byte("rendezvous: "+me.Error()))
 		return fmt.Errorf("rendezvous: %w", me.err)
 	}
 	if err != nil {
@@ -156,7 +156,7 @@ func rootDialError(o *Options, hostport string, err error) error {
 func (p *peerRendezvous) fromRoot(want byte) ([]byte, error) {
 	c0 := p.conns[0]
 	c0.SetReadDeadline(p.late)
-	typ, body, err := readMsg(c0, p.o.Size*joinLen+1<<16)
+	typ, body, err := ReadMsg(c0, p.o.Size*joinLen+1<<16)
 	switch {
 	case err != nil:
 		return nil, fmt.Errorf("rendezvous: lost rank 0 at %s: %w", p.hostport, err)
@@ -181,8 +181,8 @@ func (p *peerRendezvous) readTable() ([]string, error) {
 // listening to rank 0 for its verdict.
 func (p *peerRendezvous) startMesh(addrs []string) {
 	p.acc = startAcceptor(p.ln, p.o, purposeMesh, 0, p.late)
-	if tcpTestHookMeshListener != nil {
-		tcpTestHookMeshListener(p.o.Rank, p.ln.Addr())
+	if TestHookMeshListener != nil {
+		TestHookMeshListener(p.o.Rank, p.ln.Addr())
 	}
 	for r := p.o.Rank + 1; r < p.o.Size; r++ {
 		go p.dial(r, addrs[r])
@@ -257,7 +257,7 @@ func (p *peerRendezvous) admit(h *peerHello) (linked bool, err error) {
 		return false, nil
 	}
 	h.conn.SetWriteDeadline(p.late)
-	if err := writeMsg(h.conn, tcpMsgAccept, nil); err != nil {
+	if err := WriteMsg(h.conn, tcpMsgAccept, nil); err != nil {
 		h.conn.Close()
 		return false, fmt.Errorf("rank %d: accepting rank %d: %w", p.o.Rank, r, err)
 	}
@@ -282,7 +282,7 @@ func (p *peerRendezvous) missingLinks() error {
 func (p *peerRendezvous) reportReady() error {
 	c0 := p.conns[0]
 	c0.SetWriteDeadline(p.late)
-	if err := writeMsg(c0, tcpMsgMeshOK, nil); err != nil {
+	if err := WriteMsg(c0, tcpMsgMeshOK, nil); err != nil {
 		return fmt.Errorf("rendezvous: lost rank 0 at %s: %w", p.hostport, err)
 	}
 	if err := <-p.verdict; err != nil {

@@ -1,4 +1,4 @@
-package tcp
+package rendezvous
 
 import (
 	"context"
@@ -140,7 +140,7 @@ func TestTCPRootBadMasterAddr(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			start := time.Now()
-			_, errs := tcpStartRanks(2, port, []int{0}, func(o *Options) {
+			_, errs := connectRanks(2, port, []int{0}, func(o *Options) {
 				o.MasterAddr = c.addr
 				o.RendezvousTimeout = 30 * time.Second // the check needs none of it
 				o.NoMasterAddrCheck = c.noCheck
@@ -164,7 +164,7 @@ func TestTCPRootBadMasterAddr(t *testing.T) {
 			if addr == "::1" && !tcpHasIPv6Loopback() {
 				t.Skip("no ::1 here")
 			}
-			tcpWorld(t, 2, func(o *Options) { o.MasterAddr = addr })
+			connectWorld(t, 2, func(o *Options) { o.MasterAddr = addr })
 		})
 	}
 }

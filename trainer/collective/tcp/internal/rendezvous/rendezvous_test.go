@@ -1,4 +1,4 @@
-package tcp
+package rendezvous
 
 import (
 	"errors"
@@ -110,7 +110,7 @@ func tcpAwaitAcceptOf(typ byte, body string) error {
 	near, far := net.Pipe()
 	defer near.Close()
 	go func() {
-		writeMsg(far, typ, []byte(body))
+		WriteMsg(far, typ, []byte(body))
 		far.Close()
 	}()
 	return awaitAccept(near, 0)
@@ -160,7 +160,7 @@ func tcpJoiner(t *testing.T, rank, size int, purpose uint8) (*peerHello, *net.TC
 // tcpReadMsgType is the type of the next message on c, or what kept it.
 func tcpReadMsgType(c net.Conn) string {
 	c.SetReadDeadline(time.Now().Add(5 * time.Second))
-	typ, body, err := readMsg(c, 1<<16)
+	typ, body, err := ReadMsg(c, 1<<16)
 	switch {
 	case err != nil:
 		return err.Error()
@@ -253,11 +253,12 @@ func TestPeerAdmit(t *testing.T) {
 	}
 }
 
-// The job token's variable is named in New's error as envvars spells it.
+// The job token's variable is named in WithDefaults' error (New's) as
+// envvars spells it.
 func TestTCPNoToken(t *testing.T) {
 	o := tcpTestOptions(0, 2, 1)
 	o.Token = ""
-	_, err := New(o)
+	_, err := o.WithDefaults()
 	if diff := cmp.Diff("no job token (set BATCHKIT_JOB_TOKEN)", tcpErrString(err)); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}

@@ -1,4 +1,4 @@
-package tcp
+package rendezvous
 
 import (
 	"encoding/binary"
@@ -76,7 +76,7 @@ func JoinStar(opts Options, backendName string, payload func() ([]byte, error), 
 	if len(backendName) > nameLen {
 		return nil, fmt.Errorf("backend name %q longer than %d bytes", backendName, nameLen)
 	}
-	o, err := opts.withDefaults()
+	o, err := opts.WithDefaults()
 	if err != nil {
 		return nil, err
 	}
@@ -92,7 +92,7 @@ func JoinStar(opts Options, backendName string, payload func() ([]byte, error), 
 		}
 		return s, nil
 	}
-	if s.conns, err = rendezvous(&s.o); err != nil {
+	if s.conns, err = Connect(&s.o); err != nil {
 		return nil, err
 	}
 	s.bye = make([]bool, o.Size)
@@ -177,7 +177,7 @@ func starPeer(o *Options, deadline time.Time) ([]*net.TCPConn, error) {
 	case err := <-step:
 		if err != nil {
 			c0.SetWriteDeadline(time.Now().Add(time.Second))
-			writeMsg(c0, tcpMsgAbort, []byte(fmt.Sprintf("rank %d: %v", o.Rank, err)))
+			WriteMsg(c0, tcpMsgAbort, []byte(fmt.Sprintf("rank %d: %v", o.Rank, err)))
 			return fail(fmt.Errorf("rank %d: %w", o.Rank, err))
 		}
 	case err := <-verdict:
@@ -189,7 +189,7 @@ func starPeer(o *Options, deadline time.Time) ([]*net.TCPConn, error) {
 		return fail(fmt.Errorf("rendezvous: rank %d did not join the %s communicator within %v", o.Rank, o.star.backend, o.RendezvousTimeout))
 	}
 	c0.SetWriteDeadline(p.late)
-	if err := writeMsg(c0, tcpMsgMeshOK, nil); err != nil {
+	if err := WriteMsg(c0, tcpMsgMeshOK, nil); err != nil {
 		return fail(fmt.Errorf("rendezvous: lost rank 0 at %s: %w", p.hostport, err))
 	}
 	if err := <-verdict; err != nil {
@@ -217,7 +217,7 @@ func (s *Star) Watch(lost func(*LostError)) {
 func (s *Star) watch(rank int, c *net.TCPConn) {
 	defer s.wg.Done()
 	for {
-		typ, body, err := readMsg(c, maxPayload)
+		typ, body, err := ReadMsg(c, maxPayload)
 		switch {
 		case err != nil:
 			s.mu.Lock()
@@ -257,7 +257,7 @@ func (s *Star) lose(e *LostError) {
 		for r, c := range s.conns {
 			if c != nil && r != e.Rank {
 				c.SetWriteDeadline(time.Now().Add(time.Second))
-				writeMsg(c, tcpMsgLost, body)
+				WriteMsg(c, tcpMsgLost, body)
 			}
 		}
 	}
@@ -289,7 +289,7 @@ func (s *Star) Close() error {
 	for _, c := range s.conns {
 		if c != nil {
 			c.SetWriteDeadline(time.Now().Add(time.Second))
-			writeMsg(c, tcpMsgBye, nil)
+			WriteMsg(c, tcpMsgBye, nil)
 			c.CloseWrite()
 		}
 	}

@@ -1,4 +1,4 @@
-package tcp
+package rendezvous
 
 import (
 	"errors"
@@ -136,7 +136,7 @@ func (r *rootRendezvous) admit(p *peerHello) error {
 		return &backend.SetupError{Err: errors.New(reason)}
 	}
 	p.conn.SetWriteDeadline(r.deadline)
-	if err := writeMsg(p.conn, tcpMsgAccept, nil); err != nil {
+	if err := WriteMsg(p.conn, tcpMsgAccept, nil); err != nil {
 		r.o.Logf("collective: rank %d at %s left during the rendezvous: %v", rank, p.conn.RemoteAddr(), err)
 		p.conn.Close()
 		return nil
@@ -151,7 +151,7 @@ func (r *rootRendezvous) admit(p *peerHello) error {
 func (r *rootRendezvous) sendAll(typ byte, body []byte, failed func(rank int, err error) string) error {
 	for rank := 1; rank < r.o.Size; rank++ {
 		r.conns[rank].SetWriteDeadline(r.deadline)
-		if err := writeMsg(r.conns[rank], typ, body); err != nil {
+		if err := WriteMsg(r.conns[rank], typ, body); err != nil {
 			return errors.New(failed(rank, err))
 		}
 	}
@@ -173,7 +173,7 @@ func (r *rootRendezvous) awaitMeshReports() error {
 		c := r.conns[rank]
 		c.SetReadDeadline(r.deadline)
 		go func() {
-			typ, body, err := readMsg(c, 1<<16)
+			typ, body, err := ReadMsg(c, 1<<16)
 			reports <- meshReport{rank, typ, body, err}
 		}()
 	}

@@ -1,4 +1,4 @@
-package tcp
+package rendezvous
 
 import (
 	"errors"
@@ -83,7 +83,7 @@ func tcpAcceptOf(c *net.TCPConn, o *Options, extra string) error {
 	if reason := checkPeer(&p.hello, o, purposeMesh); reason != "" || string(p.extra) != extra {
 		return errors.New(reason + ", extra " + string(p.extra))
 	}
-	return writeMsg(c, tcpMsgAccept, nil)
+	return WriteMsg(c, tcpMsgAccept, nil)
 }
 
 // tcpAuthErrString is err's message marked "fatal: " (an *authError) or

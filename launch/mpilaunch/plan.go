@@ -1,12 +1,13 @@
-// Package mpirun starts ranks through an MPI launcher (mpirun, mpiexec) or
-// srun, each rank running `batchkit exec -- PROGRAM` so that it sees the
-// torchrun contract: batchkit mpirun. NewPlan decides the launch from the
-// options and the machine (all injected) and is pure; Run writes the
-// hostfile, starts the launcher and waits, under package launch's rules.
+// Package mpilaunch starts ranks through an MPI launcher (mpirun, mpiexec)
+// or srun, each rank running `batchkit exec -- PROGRAM` so that it sees the
+// torchrun contract: the launch plan of batchkit mpirun. NewPlan decides the
+// launch from the options and the machine (all injected) and is pure; Run
+// writes the hostfile, starts the launcher and waits, under package
+// launch's rules.
 //
 // The command lines themselves are built by package
-// github.com/batchkit/batchkit/mpirun, imported here under its own name.
-package mpirun
+// github.com/batchkit/batchkit/mpirun (the flavor rows).
+package mpilaunch
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package mpirun
+package mpilaunch
 
 import (
 	"errors"

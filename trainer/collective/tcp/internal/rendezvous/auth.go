@@ -1,4 +1,4 @@
-package tcp
+package rendezvous
 
 import (
 	"encoding/binary"
@@ -151,7 +151,7 @@ func checkAcceptor(them *hello, o *Options, purpose uint8, want int, addr net.Ad
 
 // awaitAccept reads the acceptor's verdict on this dialer.
 func awaitAccept(c net.Conn, want int) error {
-	typ, body, err := readMsg(c, 1<<16)
+	typ, body, err := ReadMsg(c, 1<<16)
 	if err != nil {
 		return fmt.Errorf("waiting for rank %d to accept: %w", want, err)
 	}
@@ -221,7 +221,7 @@ const (
 	tcpMsgReady  // rank 0 → all: everyone's are
 )
 
-func writeMsg(c net.Conn, typ byte, body []byte) error {
+func WriteMsg(c net.Conn, typ byte, body []byte) error {
 	b := make([]byte, 5+len(body))
 	b[0] = typ
 	binary.LittleEndian.PutUint32(b[1:], uint32(len(body)))
@@ -230,7 +230,7 @@ func writeMsg(c net.Conn, typ byte, body []byte) error {
 	return err
 }
 
-func readMsg(c net.Conn, max int) (byte, []byte, error) {
+func ReadMsg(c net.Conn, max int) (byte, []byte, error) {
 	var h [5]byte
 	if _, err := io.ReadFull(c, h[:]); err != nil {
 		return 0, nil, err
@@ -244,4 +244,15 @@ func readMsg(c net.Conn, max int) (byte, []byte, error) {
 		return 0, nil, err
 	}
 	return h[0], b, nil
+}
+
+// TestHello is the hello a dialer claiming rank of a world of size opens
+// with, at rank 0's port (mesh false) or at a mesh listener: for package
+// tcp's tests, whose rogue dialers follow it with a made-up proof.
+func TestHello(rank, size int, mesh bool) ([]byte, error) {
+	purpose := uint8(purposeRendezv)
+	if mesh {
+		purpose = purposeMesh
+	}
+	return collectiveAuth.Hello(newHello(rank, size, purpose).fields())
 }
