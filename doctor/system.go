@@ -33,19 +33,12 @@ func System(getenv func(string) string, hostname string) *Env {
 // env.Environ(), then env.intel_wheels' variables, the way batchkit mpirun
 // and envsetup do.
 func EnvSource(ctx context.Context, env *Env, penv profile.Env) (envsetup.Changes, error) {
-	var ss []envsetup.Script
-	for _, s := range penv.Source {
-		ss = append(ss, envsetup.Script{Path: s.Script, Args: s.Args})
-	}
 	environ := env.Environ()
-	var wheels string
-	if penv.IntelWheels != "" {
-		var err error
-		if wheels, err = envsetup.WheelsPrefix(penv.IntelWheels, envsetup.Environ(environ)["VIRTUAL_ENV"]); err != nil {
-			return envsetup.Changes{}, err
-		}
+	wheels, err := penv.Wheels(environ)
+	if err != nil {
+		return envsetup.Changes{}, err
 	}
-	return envsetup.Runner{Timeout: env.Timeout}.SourceWithWheels(ctx, environ, ss, penv.OneCCLBindings, penv.Python, wheels)
+	return envsetup.Runner{Timeout: env.Timeout}.SourceWithWheels(ctx, environ, penv.Scripts(), penv.OneCCLBindings, penv.Python, wheels)
 }
 
 func listen(port int) error {

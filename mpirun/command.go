@@ -265,6 +265,12 @@ type flavorRow struct {
 	mpirun  launcherRow
 	mpiexec launcherRow
 	srunMPI string // srun --mpi plugin its ranks' PMI client speaks
+	// srunNeeds, when set, is the prefix every srun --mpi plugin its ranks
+	// can use starts with, and srunWhy says why (CheckSrunMPI).
+	srunNeeds, srunWhy string
+	// bootstraps are the values of a profile's mpi.bootstrap for the
+	// flavor's launchers (CheckBootstrap).
+	bootstraps *bootstrapSet
 	// srunLibs: when srun starts the ranks directly through a plugin,
 	// variables naming a library of Slurm's the ranks load, by plugin:
 	// the variable and the library's file names (SrunLibEnv finds them).
@@ -279,32 +285,37 @@ type srunLib struct {
 
 var flavorRows = map[Flavor]flavorRow{
 	OpenMPI: {
-		name:    "Open MPI",
-		mpirun:  launcherRow{[]string{"mpirun.openmpi", "mpirun"}, &openMPISyntax},
-		mpiexec: launcherRow{[]string{"mpiexec.openmpi", "mpiexec"}, &openMPISyntax},
-		srunMPI: "pmix",
+		name:      "Open MPI",
+		mpirun:    launcherRow{[]string{"mpirun.openmpi", "mpirun"}, &openMPISyntax},
+		mpiexec:   launcherRow{[]string{"mpiexec.openmpi", "mpiexec"}, &openMPISyntax},
+		srunMPI:   "pmix",
+		srunNeeds: "pmix", srunWhy: "Open MPI 5 has no PMI-2 support",
+		bootstraps: &openMPIBootstraps,
 	},
 	MPICH: {
-		name:    "MPICH",
-		mpirun:  launcherRow{[]string{"mpirun.mpich", "mpiexec.mpich", "mpiexec.hydra", "mpirun"}, &hydraSyntax},
-		mpiexec: launcherRow{[]string{"mpiexec.mpich", "mpiexec.hydra", "mpiexec"}, &hydraSyntax},
-		srunMPI: "pmi2",
+		name:       "MPICH",
+		mpirun:     launcherRow{[]string{"mpirun.mpich", "mpiexec.mpich", "mpiexec.hydra", "mpirun"}, &hydraSyntax},
+		mpiexec:    launcherRow{[]string{"mpiexec.mpich", "mpiexec.hydra", "mpiexec"}, &hydraSyntax},
+		srunMPI:    "pmi2",
+		bootstraps: &hydraBootstraps,
 	},
 	IntelMPI: {
-		name:    "Intel MPI",
-		mpirun:  launcherRow{[]string{"mpirun", "mpiexec.hydra"}, &intelSyntax},
-		mpiexec: launcherRow{[]string{"mpiexec.hydra", "mpiexec"}, &intelSyntax},
-		srunMPI: "pmi2",
+		name:       "Intel MPI",
+		mpirun:     launcherRow{[]string{"mpirun", "mpiexec.hydra"}, &intelSyntax},
+		mpiexec:    launcherRow{[]string{"mpiexec.hydra", "mpiexec"}, &intelSyntax},
+		srunMPI:    "pmi2",
+		bootstraps: &hydraBootstraps,
 		// Intel MPI's own PMI client does not speak to slurmd: under srun
 		// --mpi=pmi2 its ranks load Slurm's PMI-2 library (Debian's
 		// libpmi2-0) from I_MPI_PMI_LIBRARY, else MPI_Init fails.
 		srunLibs: map[string]srunLib{"pmi2": {"I_MPI_PMI_LIBRARY", []string{"libpmi2.so.0", "libpmi2.so"}}},
 	},
 	MVAPICH: {
-		name:    "MVAPICH2",
-		mpirun:  launcherRow{[]string{"mpirun_rsh"}, &rshSyntax},
-		mpiexec: launcherRow{[]string{"mpiexec.hydra", "mpiexec"}, &hydraSyntax},
-		srunMPI: "pmi2",
+		name:       "MVAPICH2",
+		mpirun:     launcherRow{[]string{"mpirun_rsh"}, &rshSyntax},
+		mpiexec:    launcherRow{[]string{"mpiexec.hydra", "mpiexec"}, &hydraSyntax},
+		srunMPI:    "pmi2",
+		bootstraps: &hydraBootstraps,
 	},
 }
 

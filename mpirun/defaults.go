@@ -16,3 +16,19 @@ type Defaults struct {
 	// Env is exported to every rank, under --env (the profile's [env.vars]).
 	Env map[string]string
 }
+
+// Spec is a launch of d's launcher settings: Env and MasterPort are the
+// caller's to layer (under the user's --env, or as a batch script's
+// exports), and so are the hosts, counts and program.
+func (d Defaults) Spec() Spec {
+	return Spec{
+		Flavor:         d.Flavor,
+		Launcher:       d.Launcher,
+		Binary:         d.Binary,
+		ExtraArgs:      d.Args,
+		Bootstrap:      d.Bootstrap,
+		SrunMPI:        d.SrunMPI,
+		AllowRunAsRoot: d.AllowRunAsRoot,
+		Oversubscribe:  d.Oversubscribe,
+	}
+}

@@ -14,10 +14,6 @@
 package profile
 
 import (
-	"fmt"
-	"slices"
-	"strings"
-
 	"github.com/batchkit/batchkit/internal/closed"
 
 	"github.com/batchkit/batchkit/mpirun"
@@ -150,46 +146,9 @@ func (p *PortPolicy) UnmarshalText(b []byte) error {
 // SrunPlugins are the srun --mpi plugins a profile may name.
 var SrunPlugins = []string{"pmi2", "pmix", "pmix_v2", "pmix_v3", "pmix_v4", "pmix_v5", "cray_shasta", "none"}
 
-// srunDefault is the srun --mpi plugin for flavor when a profile with
-// launcher srun names none (as mpirun.DefaultSrunMPI).
-func srunDefault(f mpirun.Flavor) string {
-	if f == mpirun.OpenMPI {
-		return "pmix"
-	}
-	return "pmi2"
-}
-
-// srunCompatible reports whether ranks of flavor f can wire up through
-// srun --mpi=plugin, and why not.
-func srunCompatible(f mpirun.Flavor, plugin string) error {
-	switch {
-	case plugin == "none":
-		return fmt.Errorf("srun --mpi=none gives %s ranks no PMI to find each other: use %s", f, srunDefault(f))
-	case plugin == "cray_shasta":
-		return fmt.Errorf("srun --mpi=cray_shasta is for Cray MPICH, not %s: use %s", f, srunDefault(f))
-	case f == mpirun.OpenMPI && !strings.HasPrefix(plugin, "pmix"):
-		return fmt.Errorf("Open MPI under srun needs --mpi=pmix (Open MPI 5 has no PMI-2 support), not %s", plugin)
-	}
-	return nil
-}
-
-// HydraBootstraps are the values of Hydra's -bootstrap (MPICH, Intel MPI,
-// MVAPICH2's mpiexec).
-var HydraBootstraps = []string{"ssh", "rsh", "pdsh", "pbsdsh", "pbs", "fork", "persist", "slurm", "ll", "lsf", "sge", "jmi", "manual"}
-
-// OpenMPIBootstraps are Open MPI's plm components (mpirun --mca plm).
-var OpenMPIBootstraps = []string{"rsh", "slurm", "tm", "lsf", "alps", "isolated"}
-
-// bootstrapFor checks that b is a bootstrap of flavor f's launcher.
-func bootstrapFor(f mpirun.Flavor, b string) error {
-	if f == mpirun.OpenMPI {
-		if !slices.Contains(OpenMPIBootstraps, b) {
-			return fmt.Errorf("%q is not an Open MPI plm component (--mca plm): want one of %s", b, strings.Join(OpenMPIBootstraps, ", "))
-		}
-		return nil
-	}
-	if !slices.Contains(HydraBootstraps, b) {
-		return fmt.Errorf("%q is not a Hydra bootstrap (-bootstrap): want one of %s", b, strings.Join(HydraBootstraps, ", "))
-	}
-	return nil
+// launcherOptions are the keys of launcher settings only some flavors'
+// launchers have (mpirun.Takes says which): other flavors ignore them.
+var launcherOptions = map[string]mpirun.LauncherOption{
+	"mpi.allow_run_as_root": mpirun.AllowRunAsRoot,
+	"mpi.oversubscribe":     mpirun.Oversubscribe,
 }

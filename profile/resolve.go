@@ -279,16 +279,16 @@ func (r *Resolved) Validate() error {
 	if p.MPI.Launcher == mpirun.ProgramSrun && flavor != "" {
 		plugin := p.MPI.SrunMPI
 		if plugin == "" {
-			plugin = srunDefault(flavor)
+			plugin = mpirun.DefaultSrunMPI(flavor)
 		}
-		if err := srunCompatible(flavor, plugin); err != nil {
+		if err := mpirun.CheckSrunMPI(flavor, plugin); err != nil {
 			at("mpi.srun_mpi", "mpi.srun_mpi: %v (flavor %s from %s)", err, flavor, r.origins["mpi.flavor"])
 		}
 	}
 	if b := p.MPI.Bootstrap; b != "" {
 		if p.MPI.Launcher == mpirun.ProgramSrun {
 			at("mpi.bootstrap", "mpi.bootstrap: srun takes no bootstrap (launcher srun from %s)", r.origins["mpi.launcher"])
-		} else if err := bootstrapFor(flavor, b); flavor != "" && err != nil {
+		} else if err := mpirun.CheckBootstrap(flavor, b); flavor != "" && err != nil {
 			at("mpi.bootstrap", "mpi.bootstrap: %v (flavor %s from %s)", err, flavor, r.origins["mpi.flavor"])
 		}
 	}
@@ -331,11 +331,10 @@ func (r *Resolved) Settings() []Setting {
 func (r *Resolved) WriteTOML(w io.Writer) error {
 	var b strings.Builder
 	table := ""
-	openMPIOnly := []string{"mpi.allow_run_as_root", "mpi.oversubscribe"}
 	for _, s := range r.Settings() {
 		// Ignored under another flavor (Validate), and an error in a file
 		// with one: left out, so that the output is a valid profile.
-		if slices.Contains(openMPIOnly, s.Key) && r.Profile.MPI.Flavor != mpirun.OpenMPI {
+		if o, ok := launcherOptions[s.Key]; ok && !mpirun.Takes(r.Profile.MPI.Flavor, o) {
 			continue
 		}
 		t, key := parentPath(s.Key), s.Key[strings.LastIndexByte(s.Key, '.')+1:]

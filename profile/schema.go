@@ -49,7 +49,8 @@ var typeOnly check
 // checks names the check of every key of the schema, a table per section
 // as a site admin writes them ("" is the top level). Adding a key to
 // Profile means adding its row here: TestEveryKeyHasACheck fails until it
-// has one. The checks themselves are in validate.go.
+// has one. The checks themselves are in validate.go; what the key is
+// carried to is in consumers.go (TestEveryKeyReachesAConsumer).
 var checks = map[string]map[string]check{
 	"": {
 		"description": value(singleLine),

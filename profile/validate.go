@@ -158,9 +158,8 @@ func moduleName(m string, at keyPath) []issue {
 // anyBootstrap is a bootstrap of some flavor's launcher; checkFile and
 // Resolved.Validate match it to the flavor.
 func anyBootstrap(b string, at keyPath) []issue {
-	if !slices.Contains(HydraBootstraps, b) && !slices.Contains(OpenMPIBootstraps, b) {
-		return []issue{issuef(at, "unknown bootstrap %s: want Hydra's %s, or Open MPI's %s", quoteTOML(b),
-			strings.Join(HydraBootstraps, ", "), strings.Join(OpenMPIBootstraps, ", "))}
+	if err := mpirun.CheckAnyBootstrap(b, quoteTOML); err != nil {
+		return []issue{issuef(at, "%s", err)}
 	}
 	return nil
 }
@@ -369,21 +368,19 @@ func (d *decoder) checkFile() {
 	f, p := d.f, &d.f.Profile
 	if f.Has("mpi.flavor") {
 		flavor := p.MPI.Flavor
-		if flavor != mpirun.OpenMPI {
-			if f.Has("mpi.allow_run_as_root") && p.MPI.AllowRunAsRoot {
-				d.problem("mpi.allow_run_as_root", false, "mpi.allow_run_as_root is an Open MPI option, and this profile's flavor is %s", flavor)
-			}
-			if f.Has("mpi.oversubscribe") && p.MPI.Oversubscribe {
-				d.problem("mpi.oversubscribe", false, "mpi.oversubscribe is an Open MPI option, and this profile's flavor is %s", flavor)
+		for _, key := range []string{"mpi.allow_run_as_root", "mpi.oversubscribe"} {
+			o := launcherOptions[key]
+			if v, _ := get(p, key); f.Has(key) && v.Bool() && !mpirun.Takes(flavor, o) {
+				d.problem(key, false, "%s is an %s option, and this profile's flavor is %s", key, mpirun.TakenBy(o), flavor)
 			}
 		}
 		if f.Has("mpi.bootstrap") {
-			if err := bootstrapFor(flavor, p.MPI.Bootstrap); err != nil {
+			if err := mpirun.CheckBootstrap(flavor, p.MPI.Bootstrap); err != nil {
 				d.problem("mpi.bootstrap", false, "mpi.bootstrap: %v (flavor %s)", err, flavor)
 			}
 		}
 		if f.Has("mpi.srun_mpi") {
-			if err := srunCompatible(flavor, p.MPI.SrunMPI); err != nil {
+			if err := mpirun.CheckSrunMPI(flavor, p.MPI.SrunMPI); err != nil {
 				d.problem("mpi.srun_mpi", false, "mpi.srun_mpi: %v", err)
 			}
 		}

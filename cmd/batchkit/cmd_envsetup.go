@@ -100,21 +100,12 @@ func sourceFlags(values []string) ([]envsetup.Script, error) {
 	return out, nil
 }
 
-// profileScripts are a profile's [env] source scripts.
-func profileScripts(scripts []profile.Script) []envsetup.Script {
-	out := make([]envsetup.Script, len(scripts))
-	for i, s := range scripts {
-		out[i] = envsetup.Script{Path: s.Script, Args: s.Args}
-	}
-	return out
-}
-
 // setUpEnv is what a rank's environment gets from a profile, relative to
 // environ: its source scripts then extra ones, sourced by real bash, then
 // its variables (the user's exported values winning). Per-rank pinning
 // (issue 20, section 3) will be the next layer here.
 func setUpEnv(ctx context.Context, environ []string, env profile.Env, extra []envsetup.Script, timeout time.Duration) (envsetup.Changes, error) {
-	sourced, err := sourceScripts(ctx, environ, append(profileScripts(env.Source), extra...), env, timeout)
+	sourced, err := sourceScripts(ctx, environ, append(env.Scripts(), extra...), env, timeout)
 	if err != nil {
 		return envsetup.Changes{}, err
 	}
@@ -147,10 +138,7 @@ func sourceScripts(ctx context.Context, environ []string, scripts []envsetup.Scr
 // environ), checked to hold the Intel MPI wheel; "" when not set. Its
 // errors are bad input (exit 2).
 func wheelsPrefix(env profile.Env, environ []string) (string, error) {
-	if env.IntelWheels == "" {
-		return "", nil
-	}
-	p, err := envsetup.WheelsPrefix(env.IntelWheels, envsetup.Environ(environ)["VIRTUAL_ENV"])
+	p, err := env.Wheels(environ)
 	if err != nil {
 		return "", badInput(err)
 	}

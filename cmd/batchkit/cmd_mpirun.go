@@ -166,35 +166,11 @@ func sourceOnce(c *cli.Context, env profile.Env) (envsetup.Changes, error) {
 	if len(env.Source) == 0 && !env.OneCCLBindings && env.IntelWheels == "" {
 		return envsetup.Changes{}, nil
 	}
-	sourced, err := sourceScripts(c.Context, os.Environ(), profileScripts(env.Source), env, c.Duration("source-timeout"))
+	sourced, err := sourceScripts(c.Context, os.Environ(), env.Scripts(), env, c.Duration("source-timeout"))
 	if err != nil {
 		return envsetup.Changes{}, err
 	}
 	return sourced, applyToProcess(sourced)
-}
-
-// mpirunDefaults are the settings under the flags: the site profile's
-// [mpi] table (and a fixed rendezvous port), when a profile is named by
-// --profile or $BATCHKIT_PROFILE. Without either, nothing is assumed: the
-// flavor is detected from the launchers on PATH.
-func mpirunDefaults(c *cli.Context) (mpirun.Defaults, profile.Env, error) {
-	if !c.IsSet("profile") && os.Getenv(envvars.Profile) == "" {
-		return mpirun.Defaults{}, profile.Env{}, nil
-	}
-	// --flavor, --launcher and --mpirun go into the profile as its top
-	// layer, so that a different flavor or launcher drops the profile's
-	// binary, args and bootstrap written for the other one.
-	r, err := loadProfile(c, map[string]string{"flavor": "mpi.flavor", "launcher": "mpi.launcher", "mpirun": "mpi.binary"})
-	if err != nil {
-		return mpirun.Defaults{}, profile.Env{}, err
-	}
-	m := r.Profile.MPI
-	d := mpirun.Defaults{
-		Flavor: m.Flavor, Launcher: m.Launcher, Binary: m.Binary, Args: m.Args,
-		Bootstrap: m.Bootstrap, SrunMPI: m.SrunMPI, AllowRunAsRoot: m.AllowRunAsRoot, Oversubscribe: m.Oversubscribe,
-		Env: r.Profile.Env.Vars, MasterPort: r.Profile.Rendezvous.FixedPort(),
-	}
-	return d, r.Profile.Env, nil
 }
 
 // mpirunOptionsFrom layers the flags over the defaults and checks what

@@ -10,11 +10,9 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/batchkit/batchkit/envvars"
 	"github.com/batchkit/batchkit/internal/outfile"
 	"github.com/batchkit/batchkit/launch"
 	"github.com/batchkit/batchkit/launch/sbatch"
-	"github.com/batchkit/batchkit/profile"
 	"github.com/batchkit/batchkit/slurm"
 	"github.com/batchkit/batchkit/templates"
 )
@@ -113,58 +111,6 @@ func sbatchFlags() []cli.Flag {
 	}
 }
 
-// profileFlags are the flags that select a profile and override its launch
-// settings; shared by the commands that launch.
-func profileFlags() []cli.Flag {
-	return []cli.Flag{
-		&cli.StringFlag{Name: "profile", Usage: "site profile `NAME` or file (default: $BATCHKIT_PROFILE, else local)"},
-		&cli.StringFlag{Name: "flavor", Usage: "MPI flavor: openmpi, mpich, intelmpi or mvapich (profile: mpi.flavor)"},
-		&cli.StringFlag{Name: "launcher", Usage: "mpirun, mpiexec or srun (profile: mpi.launcher)"},
-		&cli.StringFlag{Name: "mpirun", Usage: "launcher binary `PATH` (profile: mpi.binary)"},
-	}
-}
-
-// loadProfile resolves the profile and puts the flags that override it on
-// top, as the last layer.
-func loadProfile(c *cli.Context, overrides map[string]string) (*profile.Resolved, error) {
-	name := c.String("profile")
-	fromEnv := name == "" && os.Getenv(envvars.Profile) != ""
-	if name == "" {
-		name = profile.DefaultName(os.Getenv)
-	}
-	r, err := profile.NewLoader(os.Getenv).Resolve(name)
-	if err != nil {
-		if fromEnv {
-			err = fmt.Errorf("BATCHKIT_PROFILE=%s: %w", name, err)
-		}
-		return nil, badInput(err)
-	}
-	// In a fixed order, so that of two bad flags the same one is named.
-	flags := make([]string, 0, len(overrides))
-	for flag := range overrides {
-		flags = append(flags, flag)
-	}
-	slices.Sort(flags)
-	for _, flag := range flags {
-		key := overrides[flag]
-		if c.IsSet(flag) {
-			if err := r.Set(key, c.String(flag), profile.CommandLine); err != nil {
-				return nil, badInput(fmt.Errorf("--%s: %w", flag, err))
-			}
-		}
-	}
-	if err := r.Validate(); err != nil {
-		return nil, badInput(err)
-	}
-	return r, nil
-}
-
-var sbatchOverrides = map[string]string{
-	"flavor": "mpi.flavor", "launcher": "mpi.launcher", "mpirun": "mpi.binary",
-	"partition": "slurm.partition", "account": "slurm.account", "qos": "slurm.qos",
-	"time": "slurm.time", "constraint": "slurm.constraint", "requeue": "slurm.requeue",
-}
-
 // programArgs returns CMD ARGS..., after an optional "--".
 func programArgs(c *cli.Context, command string) ([]string, error) {
 	args := c.Args().Slice()
@@ -255,15 +201,11 @@ func sbatchRequest(c *cli.Context, program []string) (sbatch.Request, error) {
 		Chdir: c.String("chdir"), MailType: c.String("mail-type"), MailUser: c.String("mail-user"),
 		Requeue: r.Profile.Slurm.Requeue, Extra: []string(*c.Generic("sbatch-arg").(*stringList)),
 	}
-	// The job runs with the environment it is submitted from (sbatch
-	// exports it): "$VIRTUAL_ENV" is the venv active here, written into
-	// the script as its path.
-	if r.Profile.Env.IntelWheels, err = wheelsPrefix(r.Profile.Env, os.Environ()); err != nil {
+	p, err := batchProfile(r, os.Environ())
+	if err != nil {
 		return sbatch.Request{}, err
 	}
-	m := r.Profile.MPI
-	r.Profile.Env.Vars = withSrunLibs(r.Profile.Env.Vars, string(m.Flavor), m.Launcher, m.SrunMPI)
-	return sbatch.Request{ProfileName: r.Name, Profile: r.Profile, Job: job, Program: program, Batchkit: self,
+	return sbatch.Request{ProfileName: r.Name, Profile: p, Job: job, Program: program, Batchkit: self,
 		Templates: set, Wait: c.Bool("wait"), SubmitTimeout: c.Duration("submit-timeout"), Torchrun: c.Int("torchrun"), FailFast: failFast}, nil
 }
 

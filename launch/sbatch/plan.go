@@ -7,6 +7,7 @@ package sbatch
 import (
 	"cmp"
 	"fmt"
+	"reflect"
 	"strconv"
 	"time"
 
@@ -93,22 +94,7 @@ func Script(req Request) (slurm.Script, error) {
 	if err != nil {
 		return slurm.Script{}, err
 	}
-	// The profile fills what the flags left open.
-	for _, f := range []struct {
-		dst *string
-		def string
-	}{
-		{&job.Partition, p.Slurm.Partition}, {&job.Account, p.Slurm.Account}, {&job.QOS, p.Slurm.QOS},
-		{&job.Time, p.Slurm.Time}, {&job.Constraint, p.Slurm.Constraint},
-	} {
-		if *f.dst == "" {
-			*f.dst = f.def
-		}
-	}
-	// A profile's requeue = true cannot be undone here; the CLI's
-	// --requeue=false does it by setting slurm.requeue (flags beat profiles).
-	job.Requeue = job.Requeue || p.Slurm.Requeue
-	job.SiteExtra = append(append([]string{}, p.Slurm.ExtraSbatch...), job.SiteExtra...)
+	job = underFlags(p.JobDefaults(), job)
 	directives, err := job.Directives()
 	if err != nil {
 		return slurm.Script{}, err
@@ -153,6 +139,23 @@ func Script(req Request) (slurm.Script, error) {
 	}, nil
 }
 
+// underFlags is job (the flags) over def (the profile's
+// Profile.JobDefaults): def fills every text option the flags left open. A
+// profile's requeue = true cannot be undone here; the CLI's
+// --requeue=false does it by setting slurm.requeue (flags beat profiles).
+// The site's extra directives come first, so that the user's win.
+func underFlags(def, job slurm.JobOptions) slurm.JobOptions {
+	jv, dv := reflect.ValueOf(&job).Elem(), reflect.ValueOf(def)
+	for i := 0; i < jv.NumField(); i++ {
+		if f := jv.Field(i); f.Kind() == reflect.String && f.String() == "" {
+			f.SetString(dv.Field(i).String())
+		}
+	}
+	job.Requeue = job.Requeue || def.Requeue
+	job.SiteExtra = append(append([]string{}, def.SiteExtra...), job.SiteExtra...)
+	return job
+}
+
 // failFastEnv is what Request.FailFast sets on every rank. On the launch
 // line, not among the script's exports: a value exported at submission
 // would win there (batchkit_export), and a flag beats the environment.
@@ -172,20 +175,8 @@ func failFastEnv(v string) (map[string]string, error) {
 // job's shape from the allocation. An mpirun needs the rank count, which
 // comes from --ntasks or --nodes × --ntasks-per-node.
 func LaunchLine(m profile.MPI, job slurm.JobOptions, env map[string]string, program []string) ([]string, error) {
-	spec := mpirun.Spec{
-		Env:            env,
-		Flavor:         m.Flavor,
-		Launcher:       m.Launcher,
-		Binary:         m.Binary,
-		ExtraArgs:      m.Args,
-		Bootstrap:      m.Bootstrap,
-		SrunMPI:        m.SrunMPI,
-		AllowRunAsRoot: m.AllowRunAsRoot,
-		Oversubscribe:  m.Oversubscribe,
-		InAllocation:   true,
-		Program:        program,
-		PPN:            job.NTasksPerNode,
-	}
+	spec := m.Defaults().Spec()
+	spec.Env, spec.InAllocation, spec.Program, spec.PPN = env, true, program, job.NTasksPerNode
 	if spec.Launcher == "" {
 		spec.Launcher = mpirun.ProgramMpirun
 	}
