@@ -26,6 +26,8 @@ func TestEnv(t *testing.T) {
 	run := topology.Topology{Launcher: topology.Torchrun, Rank: 1, WorldSize: 2, LocalRank: 1, LocalWorldSize: 2, NumNodes: 1}
 	hydra := run
 	hydra.Launcher = topology.Hydra
+	twoNodes := run // 2 nodes × 2 ranks
+	twoNodes.WorldSize, twoNodes.NumNodes = 4, 2
 	for _, tc := range []struct {
 		name    string
 		topo    topology.Topology
@@ -40,6 +42,9 @@ func TestEnv(t *testing.T) {
 		{name: "one core per rank: the worker off",
 			topo: run, cpus: flatCPUs(0, 1),
 			want: map[string]string{"CCL_ATL_TRANSPORT": "ofi", "CCL_PROCESS_LAUNCHER": "none", "CCL_LOCAL_RANK": "1", "CCL_LOCAL_SIZE": "2", "CCL_WORKER_OFFLOAD": "0", "CCL_ATL_SHM": "1"}},
+		{name: "two nodes: no shm transport (oneCCL groups its peers by host name)",
+			topo: twoNodes, cpus: flatCPUs(0, 1, 2, 3),
+			want: map[string]string{"CCL_ATL_TRANSPORT": "ofi", "CCL_PROCESS_LAUNCHER": "none", "CCL_LOCAL_RANK": "1", "CCL_LOCAL_SIZE": "2"}},
 		{name: "Hydra: oneCCL reads Hydra's own variables",
 			topo: hydra, cpus: flatCPUs(0, 1, 2, 3),
 			want: map[string]string{"CCL_ATL_TRANSPORT": "ofi", "CCL_PROCESS_LAUNCHER": "hydra", "CCL_ATL_SHM": "1"}},
