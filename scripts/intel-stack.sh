@@ -51,6 +51,10 @@ libs_load() {
 installed() { [[ -f $STAMP ]] && [[ $(cat "$STAMP") == "$(pins)" ]] && libs_load >/dev/null; }
 
 make_venv() {
+  if [[ -e $PREFIX && ! -d $PREFIX ]]; then
+    printf '%s: error: %s is not a directory (set BATCHKIT_INTEL_PREFIX to a directory for the venv)\n' "$PROG" "$PREFIX" >&2
+    exit 2
+  fi
   [[ -x $PYTHON ]] || die "$PYTHON not found: apt-get install python3 (or set BATCHKIT_INTEL_PYTHON)"
   if ! "$PYTHON" -c 'import venv, ensurepip' 2>/dev/null; then
     [[ $(id -u) -eq 0 ]] && command -v apt-get >/dev/null || die "$PYTHON has no venv module: apt-get install python3-venv"
