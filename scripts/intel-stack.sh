@@ -80,6 +80,11 @@ pmi2() {
 
 install() {
   pmi2
+  # Two installs at once (two clones' make test) would pip into one venv together: the second waits.
+  mkdir -p "$(dirname "$PREFIX")" 2>/dev/null || true
+  if { exec 9>>"$PREFIX.lock"; } 2>/dev/null; then
+    flock -w 900 9 || die "another install into $PREFIX has held $PREFIX.lock for 15 minutes"
+  fi
   if installed; then log "up to date in $PREFIX"; return 0; fi
   [[ -x $PREFIX/bin/pip ]] || make_venv
   log "installing $(pins | paste -sd' ' -) into $PREFIX"
