@@ -210,6 +210,27 @@ func launcherName(p *profile.Profile) string {
 	return string(mpirun.ProgramMpirun)
 }
 
+// locate finds library name as a job's loader would and, when a pip wheel
+// (one of wheels, by its dist-info name) installed it, checks every file
+// of the wheel is there. The note says where it came from, for messages;
+// a non-nil Result is the check's answer: not found (places, computed only
+// then, are where it was looked for beside) or half-installed.
+func (env *Env) locate(ctx context.Context, r rankEnv, name string, status Status, install string, places func() []near, wheels ...string) (lib, string, *Result) {
+	l, found := env.findLib(ctx, name, r.vars)
+	if !found {
+		res := r.notFound(name, places(), status, install)
+		return lib{}, "", &res
+	}
+	w, isWheel := wheelOf(l.path, wheels...)
+	if isWheel {
+		if gone := w.missing(); len(gone) > 0 {
+			res := halfInstalled(w, gone, status)
+			return lib{}, "", &res
+		}
+	}
+	return l, wheelNote(w, isWheel), nil
+}
+
 func checkIntelMPI(ctx context.Context, env *Env) Result {
 	r, res := env.rank(ctx)
 	if res != nil {
@@ -219,17 +240,12 @@ func checkIntelMPI(ctx context.Context, env *Env) Result {
 		return notApplicable(notIntel)
 	}
 	status := failIf(r.intelMPI)
-	l, found := env.findLib(ctx, "libmpi.so.12", r.vars)
-	if !found {
-		return r.notFound("libmpi.so.12", append(r.rootDirs("I_MPI_ROOT", "lib", "lib/release"), env.launcherLib(r)...), status, installIMPI)
+	l, note, res := env.locate(ctx, r, "libmpi.so.12", status, installIMPI, func() []near {
+		return append(r.rootDirs("I_MPI_ROOT", "lib", "lib/release"), env.launcherLib(r)...)
+	}, "impi_rt")
+	if res != nil {
+		return *res
 	}
-	w, isWheel := wheelOf(l.path, "impi_rt")
-	if isWheel {
-		if gone := w.missing(); len(gone) > 0 {
-			return halfInstalled(w, gone, status)
-		}
-	}
-	note := wheelNote(w, isWheel)
 	if err := env.loads(ctx, l, r.environ, r.path); err != nil {
 		return loadFailure(l, note, err, status)
 	}
@@ -294,17 +310,12 @@ func checkOneCCL(ctx context.Context, env *Env) Result {
 		return notApplicable(notIntel)
 	}
 	status := failIf(r.oneCCL)
-	l, found := env.findLib(ctx, "libccl.so.1", r.vars)
-	if !found {
-		return r.notFound("libccl.so.1", append(r.rootDirs("CCL_ROOT", "lib", "lib/cpu"), env.launcherLib(r)...), status, installCCL)
+	l, note, res := env.locate(ctx, r, "libccl.so.1", status, installCCL, func() []near {
+		return append(r.rootDirs("CCL_ROOT", "lib", "lib/cpu"), env.launcherLib(r)...)
+	}, "oneccl_cpu", "oneccl")
+	if res != nil {
+		return *res
 	}
-	w, isWheel := wheelOf(l.path, "oneccl_cpu", "oneccl")
-	if isWheel {
-		if gone := w.missing(); len(gone) > 0 {
-			return halfInstalled(w, gone, status)
-		}
-	}
-	note := wheelNote(w, isWheel)
 	if err := env.loads(ctx, l, r.environ, r.path); err != nil {
 		if le := (*LoadError)(nil); errors.As(err, &le) && slices.Contains(le.Missing, "libccl.so.2") {
 			return result(status, "libccl.so.1 from %s (%s%s) cannot be loaded: it needs libccl.so.2, not found (oneccl-cpu 2021.17 through 2022.2 ship a libccl.so.1 that needs it; only the SYCL wheel oneccl has it)",
