@@ -316,9 +316,28 @@ func (b *cclBackend) call(k kind, send, recv unsafe.Pointer, count int, t backen
 	case err != nil:
 		return err
 	case rc != 0:
-		return &Error{Call: callNames[k], Code: rc, Msg: oneLine(msg)}
+		return b.cause(&Error{Call: callNames[k], Code: rc, Msg: oneLine(msg)})
 	}
 	return nil
+}
+
+// lostGrace is how long a failed oneCCL call waits for the watchdog's word.
+const lostGrace = time.Second
+
+// cause is the lost rank behind a failed call when the watchdog hears of
+// one within lostGrace, else err: a dead peer can fail oneCCL's send
+// ("SEND entry failed") a moment before its rendezvous connection closes,
+// and the rank that died is what a user needs to read (seen in CI over the
+// shm transport).
+func (b *cclBackend) cause(err error) error {
+	for deadline := time.Now().Add(lostGrace); ; time.Sleep(10 * time.Millisecond) {
+		if e := b.lost.Load(); e != nil {
+			return e
+		}
+		if time.Now().After(deadline) {
+			return err
+		}
+	}
 }
 
 // direct makes the call on this thread (b.mu held).
@@ -347,7 +366,7 @@ func (b *cclBackend) direct(k kind, send, recv unsafe.Pointer, count int, t back
 		}
 		return &TimeoutError{Call: callNames[k], Timeout: b.timeout.String()}
 	}
-	return m.err(callNames[k], rc)
+	return b.cause(m.err(callNames[k], rc))
 }
 
 // callBytes is what a call moves on this rank: the whole buffer, for
