@@ -335,3 +335,23 @@ func (l *Loader) entries() ([]Entry, error) {
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil
 }
+
+// ResolveWith resolves the profile name (a file or a name) and puts sets,
+// KEY=VALUE each as a command-line flag would give it, on top; the result
+// is validated.
+func (l *Loader) ResolveWith(name string, sets []string) (*Resolved, error) {
+	r, err := l.Resolve(name)
+	if err != nil {
+		return nil, err
+	}
+	for _, kv := range sets {
+		k, v, _ := strings.Cut(kv, "=")
+		if err := r.Set(k, v, CommandLine); err != nil {
+			return nil, err
+		}
+	}
+	if err := r.Validate(); err != nil {
+		return nil, err
+	}
+	return r, nil
+}

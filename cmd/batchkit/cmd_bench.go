@@ -135,7 +135,7 @@ func benchFiles(c *cli.Context, baseline []bench.Result, format bench.Format) er
 	if c.Bool("best") {
 		results, baseline = bench.Best(results), bench.Best(baseline)
 	}
-	return report(c, results, baseline, format, c.String("plot"), false)
+	return benchReport(c, results, baseline, format, c.String("plot"), false)
 }
 
 // benchConfig is the run's flags: the defaults are the flags' own.
@@ -184,13 +184,13 @@ func benchRun(c *cli.Context, baseline []bench.Result, format bench.Format) erro
 	if err != nil || comm.Rank() != 0 {
 		return err
 	}
-	return report(c, results, baseline, format, c.String("plot"), true)
+	return benchReport(c, results, baseline, format, c.String("plot"), true)
 }
 
-// report prints, plots and compares results on rank 0 (the plot first: a
+// benchReport prints, plots and compares results on rank 0 (the plot first: a
 // comparison that finds nothing in common must not cost it). ran: the results
 // are this run's (already printed), not files'.
-func report(c *cli.Context, results, baseline []bench.Result, format bench.Format, plotPath string, ran bool) error {
+func benchReport(c *cli.Context, results, baseline []bench.Result, format bench.Format, plotPath string, ran bool) error {
 	out := c.App.Writer
 	if !ran && baseline == nil && plotPath == "" {
 		w := bench.NewWriter(out, format)
