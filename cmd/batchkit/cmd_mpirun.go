@@ -166,7 +166,7 @@ func sourceOnce(c *cli.Context, env profile.Env) (envsetup.Changes, error) {
 	if len(env.Source) == 0 && !env.OneCCLBindings && env.IntelWheels == "" {
 		return envsetup.Changes{}, nil
 	}
-	sourced, err := sourceScripts(c.Context, os.Environ(), env.Scripts(), env, c.Duration("source-timeout"))
+	sourced, err := sourceEnv(c.Context, os.Environ(), env, c.Duration("source-timeout"))
 	if err != nil {
 		return envsetup.Changes{}, err
 	}

@@ -107,8 +107,8 @@ func mpirunDefaults(c *cli.Context) (mpirun.Defaults, profile.Env, error) {
 func batchProfile(r *profile.Resolved, environ []string) (profile.Profile, error) {
 	p := r.Profile
 	var err error
-	if p.Env.IntelWheels, err = wheelsPrefix(p.Env, environ); err != nil {
-		return profile.Profile{}, err
+	if p.Env.IntelWheels, err = p.Env.Wheels(environ); err != nil {
+		return profile.Profile{}, badInput(err)
 	}
 	m := p.MPI
 	p.Env.Vars = withSrunLibs(p.Env.Vars, string(m.Flavor), m.Launcher, m.SrunMPI)
