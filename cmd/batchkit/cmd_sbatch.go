@@ -284,7 +284,7 @@ func isFlag(flags []cli.Flag, name string) bool {
 // option batchkit sbatch has no flag for into what to write instead.
 func sbatchUsageError(c *cli.Context, err error, sub bool) error {
 	if name, ok := strings.CutPrefix(err.Error(), "flag provided but not defined: -"); ok {
-		if hint := sbatchOptionHint(c.Command.Flags, writtenAs(c, name)); hint != "" {
+		if hint := sbatch.OptionHint(writtenAs(c, name), func(long string) bool { return isFlag(c.Command.Flags, long) }); hint != "" {
 			return usagef("%s", hint)
 		}
 	}
@@ -302,40 +302,4 @@ func writtenAs(c *cli.Context, name string) string {
 		}
 	}
 	return "--" + name
-}
-
-// sbatchOptionHint says how to pass the sbatch option in word w, which
-// batchkit sbatch has no flag for: by the flag it has, spelled in full, or
-// with --sbatch-arg. "" when w is not sbatch's (or abbreviates several).
-// A single-dash word is a long name when sbatch has one (as batchkit's
-// flags may be written), else a short option with its value attached, as
-// sbatch reads it.
-func sbatchOptionHint(flags []cli.Flag, w string) string {
-	name, value, hasValue := strings.Cut(strings.TrimLeft(w, "-"), "=")
-	written := w
-	if hasValue {
-		written = strings.TrimSuffix(w, "="+value)
-	}
-	o, ok := slurm.LookupLong(name)
-	if !ok && !strings.HasPrefix(w, "--") && name != "" {
-		if o, ok = slurm.LookupShort(name[0]); ok && len(name) > 1 {
-			value, hasValue = name[1:], true
-		}
-	}
-	switch {
-	case !ok:
-		return ""
-	case isFlag(flags, o.Long):
-		return fmt.Sprintf("%s: batchkit sbatch spells this option --%s", written, o.Long)
-	}
-	use := "--sbatch-arg=--" + o.Long
-	switch {
-	case hasValue && o.Arg != slurm.NoValue:
-		use += "=" + value
-	case o.Arg == slurm.ValueRequired:
-		use += "=VALUE"
-	case o.Arg == slurm.ValueOptional:
-		use += "[=VALUE]"
-	}
-	return fmt.Sprintf("%s: batchkit sbatch has no flag for this sbatch option: use %s", written, use)
 }
