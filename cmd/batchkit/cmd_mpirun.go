@@ -115,7 +115,7 @@ func mpirunAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	o.ProfileEnv = withSrunLibs(o.ProfileEnv, o.Flavor, o.Launcher, o.SrunMPI)
+	o.ProfileEnv = launch.WithSrunLibs(o.ProfileEnv, o.Flavor, o.Launcher, o.SrunMPI)
 	self, err := os.Executable()
 	if err != nil {
 		return fmt.Errorf("finding the batchkit binary: %w", err)

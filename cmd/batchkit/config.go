@@ -16,6 +16,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/batchkit/batchkit/envvars"
+	"github.com/batchkit/batchkit/launch"
 	"github.com/batchkit/batchkit/mpirun"
 	"github.com/batchkit/batchkit/profile"
 )
@@ -103,7 +104,7 @@ func mpirunDefaults(c *cli.Context) (mpirun.Defaults, profile.Env, error) {
 // resolved, with "$VIRTUAL_ENV" in env.intel_wheels replaced by the venv
 // active here (the job runs with the environment it is submitted from,
 // which sbatch exports), and with the variables ranks that srun starts
-// directly need (withSrunLibs).
+// directly need (launch.WithSrunLibs).
 func batchProfile(r *profile.Resolved, environ []string) (profile.Profile, error) {
 	p := r.Profile
 	var err error
@@ -111,6 +112,6 @@ func batchProfile(r *profile.Resolved, environ []string) (profile.Profile, error
 		return profile.Profile{}, badInput(err)
 	}
 	m := p.MPI
-	p.Env.Vars = withSrunLibs(p.Env.Vars, string(m.Flavor), m.Launcher, m.SrunMPI)
+	p.Env.Vars = launch.WithSrunLibs(p.Env.Vars, string(m.Flavor), m.Launcher, m.SrunMPI)
 	return p, nil
 }
