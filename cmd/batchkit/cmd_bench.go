@@ -138,14 +138,6 @@ func benchFiles(c *cli.Context, baseline []bench.Result, format bench.Format) er
 	return benchReport(c, results, baseline, format, c.String("plot"), false)
 }
 
-// benchConfig is the run's flags: the defaults are the flags' own.
-func benchConfig(c *cli.Context) bench.Config {
-	return bench.Config{Op: c.String("op"), Backend: c.String("backend"), DType: c.String("dtype"),
-		MinBytes: c.String("min-bytes"), MaxBytes: c.String("max-bytes"),
-		Iters: c.Int("iters"), ItersSet: c.IsSet("iters"), Label: c.String("label"),
-		Timeout: c.Duration("timeout"), RendezvousTimeout: c.Duration("rendezvous-timeout")}
-}
-
 // benchRun measures on this rank's world; rank 0 reports.
 func benchRun(c *cli.Context, baseline []bench.Result, format bench.Format) error {
 	if c.IsSet("best") {

@@ -14,7 +14,6 @@ import (
 	"github.com/batchkit/batchkit/launch"
 	"github.com/batchkit/batchkit/launch/failfast"
 	"github.com/batchkit/batchkit/launch/mpilaunch"
-	"github.com/batchkit/batchkit/mpirun"
 	"github.com/batchkit/batchkit/profile"
 )
 
@@ -169,70 +168,6 @@ func sourceOnce(c *cli.Context, env profile.Env) (envsetup.Changes, error) {
 		return envsetup.Changes{}, err
 	}
 	return sourced, applyToProcess(sourced)
-}
-
-// mpirunOptionsFrom layers the flags over the defaults and checks what
-// is wrong with the flags alone.
-func mpirunOptionsFrom(c *cli.Context, d mpirun.Defaults) (mpilaunch.Options, error) {
-	args, err := programArgs(c, "mpirun")
-	if err != nil {
-		return mpilaunch.Options{}, err
-	}
-	pick := func(name, def string) string {
-		if c.IsSet(name) {
-			return c.String(name)
-		}
-		return def
-	}
-	pickBool := func(name string, def bool) bool {
-		if c.IsSet(name) {
-			return c.Bool(name)
-		}
-		return def
-	}
-	o := mpilaunch.Options{
-		Flavor:         pick("flavor", string(d.Flavor)),
-		Launcher:       mpirun.Program(pick("launcher", string(d.Launcher))),
-		Binary:         pick("mpirun", d.Binary),
-		NP:             c.Int("np"),
-		NPSet:          c.IsSet("np"),
-		PPN:            c.Int("ppn"),
-		Hosts:          c.String("hosts"),
-		Hostfile:       c.String("hostfile"),
-		Env:            *c.Generic("env").(*stringList),
-		MPIArgs:        *c.Generic("mpi-arg").(*stringList),
-		DefaultArgs:    d.Args,
-		AllowRunAsRoot: pickBool("allow-run-as-root", d.AllowRunAsRoot),
-		Oversubscribe:  pickBool("oversubscribe", d.Oversubscribe),
-		NoHostCheck:    c.Bool("no-host-check"),
-		Bootstrap:      pick("bootstrap", d.Bootstrap),
-		BootstrapSet:   c.IsSet("bootstrap"),
-		SrunMPI:        pick("srun-mpi", d.SrunMPI),
-		SrunMPISet:     c.IsSet("srun-mpi"),
-		MasterPort:     c.Int("master-port"),
-		ProfilePort:    d.MasterPort,
-		ProfileEnv:     d.Env,
-		Lookup:         lookupIn(os.Environ()),
-		Program:        args,
-	}
-	if o.FailFast, err = failFastFrom(c, o.Env); err != nil {
-		return o, err
-	}
-	switch {
-	case c.IsSet("hosts") && c.IsSet("hostfile"):
-		return o, usagef("--hosts and --hostfile are exclusive")
-	case c.IsSet("hosts") && o.Hosts == "":
-		return o, usagef("--hosts is empty")
-	case c.IsSet("hostfile") && o.Hostfile == "":
-		return o, usagef("--hostfile is empty")
-	case o.NPSet && o.NP < 1:
-		return o, usagef("invalid --np %d: want at least 1", o.NP)
-	case o.PPN < 0:
-		return o, usagef("invalid --ppn %d: want at least 0", o.PPN)
-	case c.IsSet("master-port") && (o.MasterPort < 1 || o.MasterPort > 65535):
-		return o, usagef("invalid --master-port %d: want 1-65535", o.MasterPort)
-	}
-	return o, nil
 }
 
 // printPlan prints the dry run: the profile's scripts as 'source' lines,

@@ -133,15 +133,6 @@ func trainAction(c *cli.Context) error {
 	return trainExit(job.Run(trainer.FromCollective(comm), comm.Backend(), s, out, stop))
 }
 
-// trainConfig is the flags' values; their defaults are job.Defaults.
-func trainConfig(c *cli.Context) job.Config {
-	return job.Config{Epochs: c.Int("epochs"), BatchSize: c.Int("batch-size"),
-		LR: c.Float64("lr"), Momentum: c.Float64("momentum"), WeightDecay: c.Float64("weight-decay"),
-		Seed: c.Uint64("seed"), Hidden: c.String("hidden"), Data: c.String("data"), Backend: c.String("backend"),
-		CheckpointDir: c.String("checkpoint-dir"), CheckpointEvery: c.Int("checkpoint-every"), CheckEvery: c.Int("check-every"),
-		Metrics: c.String("metrics"), Plot: c.String("plot"), Force: c.Bool("force"), Format: c.String("format")}
-}
-
 // trainExit is train's exit for err: a stop's own code (preemptedExit);
 // bad flags, data or paths and a checkpoint directory refused exit 2.
 func trainExit(err error) error {
