@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/batchkit/batchkit/internal/clitree"
 )
 
 // version is set at build time: -ldflags "-X main.version=...".
@@ -126,8 +128,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 // node (execCommandAt).
 func runApp(app *cli.App, args []string, stdout, stderr io.Writer) int {
 	oneLineUsageErrors(app.Commands)
-	if words, ok := completionRequest(args); ok {
-		for _, c := range completions(app, words) {
+	if words, ok := clitree.CompletionRequest(args); ok {
+		for _, c := range clitree.Completions(app, words) {
 			fmt.Fprintln(stdout, c)
 		}
 		return exitOK

@@ -6,6 +6,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/batchkit/batchkit/internal/clitree"
 	"github.com/batchkit/batchkit/launch/sbatch"
 )
 
@@ -19,7 +20,7 @@ import (
 // words before the program are flags, and a flag's value given as the next
 // word is skipped. Other commands' arguments are returned as they are.
 func sbatchSpellings(app *cli.App, args []string) []string {
-	cmd := findCommand(app.Commands, "sbatch")
+	cmd := clitree.FindCommand(app.Commands, "sbatch")
 	if len(args) < 2 || cmd == nil || args[1] != cmd.Name {
 		return args
 	}
@@ -29,7 +30,7 @@ func sbatchSpellings(app *cli.App, args []string) []string {
 		if w == "--" || w == "-" || !strings.HasPrefix(w, "-") {
 			break
 		}
-		if takesValue(cmd.Flags, w) {
+		if clitree.TakesValue(cmd.Flags, w) {
 			i++ // its value, whatever it looks like
 			continue
 		}
@@ -45,7 +46,7 @@ func attachedShort(flags []cli.Flag, w string) string {
 		return w
 	}
 	name, _, _ := strings.Cut(w[1:], "=")
-	if isFlag(flags, name) || !takesValue(flags, w[:2]) {
+	if isFlag(flags, name) || !clitree.TakesValue(flags, w[:2]) {
 		return w
 	}
 	return w[:2] + "=" + w[2:]
