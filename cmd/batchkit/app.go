@@ -54,7 +54,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			"   batchkit help COMMAND",
 		Writer:    stdout,
 		ErrWriter: stderr,
-		// Completion is answered by Main (complete.go), never by urfave/cli,
+		// Completion is answered by Main (internal/clitree), never by urfave/cli,
 		// which runs the action when the words hold a "--".
 		// Errors are mapped to exit codes in one place, Main; never let
 		// urfave/cli call os.Exit on its own.
