@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/batchkit/batchkit/trainer/collective/tcp/internal/tcptest"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -221,8 +222,8 @@ func TestRootAdmit(t *testing.T) {
 }
 
 func TestPeerAdmit(t *testing.T) {
-	var logs tcpLog
-	o := &Options{Rank: 2, Size: 4, Logf: logs.logf}
+	var logs tcptest.Log
+	o := &Options{Rank: 2, Size: 4, Logf: logs.Logf}
 	p := &peerRendezvous{o: o, late: time.Now().Add(time.Minute), conns: make([]*net.TCPConn, o.Size)}
 	for _, c := range []struct {
 		name   string
@@ -245,8 +246,8 @@ func TestPeerAdmit(t *testing.T) {
 			}
 		})
 	}
-	if n := len(logs.grep("collective: rank 2 refused a connection from 127.0.0.1:")); n != 2 {
-		t.Errorf("%d refusals logged, want 2; logs %q", n, logs.lines)
+	if n := len(logs.Grep("collective: rank 2 refused a connection from 127.0.0.1:")); n != 2 {
+		t.Errorf("%d refusals logged, want 2; logs %q", n, logs.Lines())
 	}
 	if diff := cmp.Diff("rank 2: no link to ranks 3 after 0s", p.missingLinks().Error()); diff != "" {
 		t.Errorf("missing links (-want +got):\n%s", diff)
