@@ -107,6 +107,8 @@ type scaleReport struct {
 	Started  int64  `json:"started"`  // the process reached the benchmark
 	Up       int64  `json:"up"`       // New returned
 	Done     int64  `json:"done"`     // the last allreduce returned
+	End      int64  `json:"end"`      // the rank wrote this report
+	CPU      int64  `json:"cpu"`      // the process's CPU time when New returned
 	Conns    int    `json:"conns"`    // sockets held after New
 	ShmLinks int    `json:"shmLinks"` // links in shared memory
 	PeakRSS  int64  `json:"peakRSS"`  // VmHWM after the allreduces
@@ -117,7 +119,7 @@ type scaleReport struct {
 func scaleWorker(w scaleWorkerConf) {
 	rep := scaleReport{Rank: w.rank, Started: time.Now().UnixNano()}
 	defer func() {
-		rep.PeakRSS = procStatusBytes("VmHWM")
+		rep.PeakRSS, rep.End = procStatusBytes("VmHWM"), time.Now().UnixNano()
 		data, _ := json.Marshal(rep)
 		os.WriteFile(filepath.Join(w.dir, strconv.Itoa(w.rank)+".json"), data, 0o644)
 	}()
@@ -132,6 +134,7 @@ func scaleWorker(w scaleWorkerConf) {
 	}
 	defer be.Close()
 	rep.Up = time.Now().UnixNano()
+	rep.CPU = cpuTime().Nanoseconds()
 	rep.Conns = openSockets()
 	for _, p := range be.(*tcpBackend).peers {
 		if p != nil && p.shm != nil {
@@ -182,15 +185,17 @@ func procStatusBytes(field string) int64 {
 type scaleRow struct {
 	n                   int
 	started, up, done   time.Duration // since the first rank started
+	end                 time.Duration // the last report
 	connMed, connMax    int           // after New
 	conn0               int           // rank 0's
+	cpu0, cpuMed        time.Duration // CPU time until New returned: rank 0's, the median
 	rssMed, rssMax, sum int64
 	shmPerRank          int64 // the link files' share per rank (tmpfs, not RSS)
 	failed              int
 	why                 string // the first failure's reason
 }
 
-const scaleHeader = "| ranks | all started | world up | allreduce done | connections per rank: median / max (rank 0) | peak RSS per rank: median / max | all ranks | shared-memory files per rank | result |\n|---|---|---|---|---|---|---|---|---|"
+const scaleHeader = "| ranks | all started | world up | allreduce done | CPU until up: rank 0 / median | connections per rank: median / max (rank 0) | peak RSS per rank: median / max | all ranks | shared-memory files per rank | result |\n|---|---|---|---|---|---|---|---|---|---|"
 
 func (r scaleRow) markdown() string {
 	mib := func(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
@@ -202,10 +207,11 @@ func (r scaleRow) markdown() string {
 	}
 	result := "ok"
 	if r.failed > 0 {
-		result = fmt.Sprintf("%d ranks failed: %s", r.failed, r.why)
+		result = fmt.Sprintf("%d ranks failed, the last after %s: %s", r.failed, sec(r.end), r.why)
 	}
-	return fmt.Sprintf("| %d | %s | %s | %s | %d / %d (%d) | %s / %s | %.2f GiB | %s | %s |",
-		r.n, sec(r.started), sec(r.up), sec(r.done), r.connMed, r.connMax, r.conn0,
+	ms := func(d time.Duration) string { return fmt.Sprintf("%.0f ms", d.Seconds()*1000) }
+	return fmt.Sprintf("| %d | %s | %s | %s | %s / %s | %d / %d (%d) | %s / %s | %.2f GiB | %s | %s |",
+		r.n, sec(r.started), sec(r.up), sec(r.done), ms(r.cpu0), ms(r.cpuMed), r.connMed, r.connMax, r.conn0,
 		mib(r.rssMed), mib(r.rssMax), float64(r.sum)/(1<<30), mib(r.shmPerRank), result)
 }
 
@@ -269,10 +275,15 @@ func scaleSum(n int, reps []scaleReport) scaleRow {
 	}
 	var conns []int
 	var rss []int64
+	var cpu []time.Duration
 	for _, r := range reps {
 		since := func(t int64) time.Duration { return time.Duration(t - first) }
 		if r.Started > 0 {
-			row.started = max(row.started, since(r.Started))
+			row.started, row.end = max(row.started, since(r.Started)), max(row.end, since(r.End))
+		}
+		if r.PeakRSS > 0 {
+			rss = append(rss, r.PeakRSS)
+			row.sum += r.PeakRSS
 		}
 		if r.Err != "" {
 			if row.failed == 0 || r.Rank == 0 {
@@ -282,18 +293,22 @@ func scaleSum(n int, reps []scaleReport) scaleRow {
 			continue
 		}
 		row.up, row.done = max(row.up, since(r.Up)), max(row.done, since(r.Done))
-		conns, rss = append(conns, r.Conns), append(rss, r.PeakRSS)
-		row.sum += r.PeakRSS
+		conns, cpu = append(conns, r.Conns), append(cpu, time.Duration(r.CPU))
 		row.shmPerRank += int64(r.ShmLinks)
 	}
 	if row.failed > 0 {
 		row.up, row.done = 0, 0
 	}
+	if len(rss) > 0 {
+		slices.Sort(rss)
+		row.rssMed, row.rssMax = rss[len(rss)/2], rss[len(rss)-1]
+	}
 	if len(conns) > 0 {
 		slices.Sort(conns)
-		slices.Sort(rss)
 		row.connMed, row.connMax = conns[len(conns)/2], conns[len(conns)-1]
-		row.rssMed, row.rssMax = rss[len(rss)/2], rss[len(rss)-1]
+		row.cpu0 = time.Duration(reps[0].CPU)
+		slices.Sort(cpu)
+		row.cpuMed = cpu[len(cpu)/2]
 		// Each link file is shared by two ranks.
 		row.shmPerRank = row.shmPerRank * int64(shmSize(shmRingBytes)) / 2 / int64(len(conns))
 	}
