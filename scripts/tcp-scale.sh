@@ -6,7 +6,8 @@
 #      Markdown row with when the last rank started, when the world was up,
 #      when the last allreduce was done, the connections per rank and the
 #      peak RSS per rank;
-#   2. the user's command, timed end to end:
+#   2. the user's command, timed end to end, each rank's peak RSS taken by
+#      /usr/bin/time (Debian's package time):
 #      GOMAXPROCS=1 batchkit run -n N -- batchkit bench --backend tcp \
 #          --min-bytes 8 --max-bytes 8 --iters 10
 # The machine is shared: each size runs once, the sizes one after the other.
@@ -34,15 +35,18 @@ BATCHKIT_TCP_SCALE_SIZES=$(tr ' ' , <<<"$SIZES") BATCHKIT_TCP_SCALE_TIMEOUT=$TIM
 	| tee "$OUT/tcp-scale-bench.txt" | grep '^|' >> "$OUT/tcp-scale.md"
 
 echo >> "$OUT/tcp-scale.md"
-echo "| ranks | batchkit run … bench, wall time | exit status |" >> "$OUT/tcp-scale.md"
-echo "|---|---|---|" >> "$OUT/tcp-scale.md"
+echo '| ranks | `batchkit run … bench`, wall time | exit status | peak RSS per rank: median / max |' >> "$OUT/tcp-scale.md"
+echo "|---|---|---|---|" >> "$OUT/tcp-scale.md"
+# Each rank runs under /usr/bin/time, which prints its peak RSS (KB) as
+# "maxrss=N" on stderr, behind batchkit run's "[rank] " prefix.
 for n in $SIZES; do
 	log="$OUT/tcp-scale-run-$n.log"
 	start=$(date +%s.%N)
 	status=0
-	GOMAXPROCS=1 bin/batchkit run -n "$n" -- bin/batchkit bench --backend tcp --min-bytes 8 --max-bytes 8 \
-		--iters 10 --rendezvous-timeout "$TIMEOUT" >"$log" 2>&1 || status=$?
+	GOMAXPROCS=1 bin/batchkit run -n "$n" -- /usr/bin/time -f 'maxrss=%M' bin/batchkit bench --backend tcp \
+		--min-bytes 8 --max-bytes 8 --iters 10 --rendezvous-timeout "$TIMEOUT" >"$log" 2>&1 || status=$?
 	end=$(date +%s.%N)
-	printf '| %d | %.1f s | %d |\n' "$n" "$(echo "$end - $start" | bc)" "$status" >> "$OUT/tcp-scale.md"
+	rss=$(sed -n 's/.*maxrss=\([0-9]*\)$/\1/p' "$log" | sort -n | awk '{a[NR]=$1} END {if (NR) printf "%.1f MiB / %.1f MiB", a[int((NR+1)/2)]/1024, a[NR]/1024}')
+	printf '| %d | %.1f s | %d | %s |\n' "$n" "$(echo "$end - $start" | bc)" "$status" "$rss" >> "$OUT/tcp-scale.md"
 done
 cat "$OUT/tcp-scale.md"
