@@ -15,6 +15,7 @@
 #   scripts/tcp-scale.sh                  # 64 128 256 512
 #   SIZES="512 1024" scripts/tcp-scale.sh
 #   BATCHKIT_TCP_SHM=0 scripts/tcp-scale.sh   # every link on TCP
+#   LABEL=before scripts/tcp-scale.sh         # the table's title (default: git describe)
 #
 # Writes $OUT/tcp-scale.md (both tables) and each size's logs under $OUT.
 set -euo pipefail
@@ -28,7 +29,8 @@ mkdir -p "$OUT"
 $GO build -o bin/batchkit ./cmd/batchkit
 $GO test -c -o "$OUT/tcp.test" ./trainer/collective/tcp
 
-echo "# TCP backend at scale ($(date -u +%Y-%m-%dT%H:%MZ), $(git describe --always --dirty), $(nproc) cores)" > "$OUT/tcp-scale.md"
+LABEL=${LABEL:-$(git describe --always --dirty 2>/dev/null || echo "this tree")}
+echo "# TCP backend at scale ($(date -u +%Y-%m-%dT%H:%MZ), $LABEL, $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg))" > "$OUT/tcp-scale.md"
 echo >> "$OUT/tcp-scale.md"
 BATCHKIT_TCP_SCALE_SIZES=$(tr ' ' , <<<"$SIZES") BATCHKIT_TCP_SCALE_TIMEOUT=$TIMEOUT \
 	"$OUT/tcp.test" -test.run '^$' -test.bench '^BenchmarkTCPScale$' -test.benchtime 1x \
