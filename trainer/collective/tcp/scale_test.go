@@ -209,10 +209,15 @@ func (r scaleRow) markdown() string {
 	if r.failed > 0 {
 		result = fmt.Sprintf("%d ranks failed, the last after %s: %s", r.failed, sec(r.end), r.why)
 	}
-	ms := func(d time.Duration) string { return fmt.Sprintf("%.0f ms", d.Seconds()*1000) }
-	return fmt.Sprintf("| %d | %s | %s | %s | %s / %s | %d / %d (%d) | %s / %s | %.2f GiB | %s | %s |",
-		r.n, sec(r.started), sec(r.up), sec(r.done), ms(r.cpu0), ms(r.cpuMed), r.connMed, r.connMax, r.conn0,
-		mib(r.rssMed), mib(r.rssMax), float64(r.sum)/(1<<30), mib(r.shmPerRank), result)
+	cpu := fmt.Sprintf("%.0f ms / %.0f ms", r.cpu0.Seconds()*1000, r.cpuMed.Seconds()*1000)
+	conns := fmt.Sprintf("%d / %d (%d)", r.connMed, r.connMax, r.conn0)
+	shm := mib(r.shmPerRank)
+	if r.failed > 0 { // what the ranks that came up hold says nothing
+		cpu, conns, shm = "—", "—", "—"
+	}
+	return fmt.Sprintf("| %d | %s | %s | %s | %s | %s | %s / %s | %.2f GiB | %s | %s |",
+		r.n, sec(r.started), sec(r.up), sec(r.done), cpu, conns,
+		mib(r.rssMed), mib(r.rssMax), float64(r.sum)/(1<<30), shm, result)
 }
 
 // scaleRun starts n ranks, waits for them (killing them after the
