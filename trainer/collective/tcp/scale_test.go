@@ -22,7 +22,9 @@ import (
 // size (docs/performance.md, "TCP backend at scale"): when the last rank
 // had started, when the world was up and when the last allreduce was done
 // (all from the first rank's start), the connections each rank holds
-// afterwards and its peak resident memory. scripts/tcp-scale.sh runs it.
+// afterwards and its memory: peak RSS (which counts the binary's pages that
+// every rank shares), private memory, and all ranks' proportional set
+// sizes summed (what the world takes). scripts/tcp-scale.sh runs it.
 //
 //	BATCHKIT_TCP_SCALE_SIZES=64,128,256,512   world sizes (the default)
 //	BATCHKIT_TCP_SCALE_TIMEOUT=60s            the ranks' rendezvous timeout
@@ -112,6 +114,8 @@ type scaleReport struct {
 	Conns    int    `json:"conns"`    // sockets held after New
 	ShmLinks int    `json:"shmLinks"` // links in shared memory
 	PeakRSS  int64  `json:"peakRSS"`  // VmHWM after the allreduces
+	Private  int64  `json:"private"`  // memory no other process shares (then)
+	PSS      int64  `json:"pss"`      // its share of all it maps (then)
 	Err      string `json:"err,omitempty"`
 }
 
@@ -119,7 +123,10 @@ type scaleReport struct {
 func scaleWorker(w scaleWorkerConf) {
 	rep := scaleReport{Rank: w.rank, Started: time.Now().UnixNano()}
 	defer func() {
-		rep.PeakRSS, rep.End = procStatusBytes("VmHWM"), time.Now().UnixNano()
+		rep.PeakRSS = procBytes("/proc/self/status", "VmHWM")
+		rep.Private = procBytes("/proc/self/smaps_rollup", "Private_Clean") + procBytes("/proc/self/smaps_rollup", "Private_Dirty")
+		rep.PSS = procBytes("/proc/self/smaps_rollup", "Pss")
+		rep.End = time.Now().UnixNano()
 		data, _ := json.Marshal(rep)
 		os.WriteFile(filepath.Join(w.dir, strconv.Itoa(w.rank)+".json"), data, 0o644)
 	}()
@@ -169,9 +176,10 @@ func openSockets() int {
 	return n
 }
 
-// procStatusBytes reads a "kB" field of /proc/self/status, in bytes.
-func procStatusBytes(field string) int64 {
-	data, _ := os.ReadFile("/proc/self/status")
+// procBytes reads a "kB" field of /proc/self/status or smaps_rollup, in
+// bytes.
+func procBytes(path, field string) int64 {
+	data, _ := os.ReadFile(path)
 	for _, line := range strings.Split(string(data), "\n") {
 		if v, ok := strings.CutPrefix(line, field+":"); ok {
 			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
@@ -183,19 +191,21 @@ func procStatusBytes(field string) int64 {
 
 // scaleRow is one world size's line of the table.
 type scaleRow struct {
-	n                   int
-	started, up, done   time.Duration // since the first rank started
-	end                 time.Duration // the last report
-	connMed, connMax    int           // after New
-	conn0               int           // rank 0's
-	cpu0, cpuMed        time.Duration // CPU time until New returned: rank 0's, the median
-	rssMed, rssMax, sum int64
-	shmPerRank          int64 // the link files' share per rank (tmpfs, not RSS)
-	failed              int
-	why                 string // the first failure's reason
+	n                 int
+	started, up, done time.Duration // since the first rank started
+	end               time.Duration // the last report
+	connMed, connMax  int           // after New
+	conn0             int           // rank 0's
+	cpu0, cpuMed      time.Duration // CPU time until New returned: rank 0's, the median
+	rssMed, rssMax    int64
+	privMed           int64 // private memory per rank, the median
+	pss               int64 // all ranks' proportional set sizes: their memory
+	shmPerRank        int64 // the link files' share per rank (tmpfs, not RSS)
+	failed            int
+	why               string // the first failure's reason
 }
 
-const scaleHeader = "| ranks | all started | world up | allreduce done | CPU until up: rank 0 / median | connections per rank: median / max (rank 0) | peak RSS per rank: median / max | all ranks | shared-memory files per rank | result |\n|---|---|---|---|---|---|---|---|---|---|"
+const scaleHeader = "| ranks | all started | world up | allreduce done | CPU until up: rank 0 / median | connections per rank: median / max (rank 0) | peak RSS per rank: median / max | private memory per rank | all ranks (PSS) | link files in /dev/shm per rank | result |\n|---|---|---|---|---|---|---|---|---|---|---|"
 
 func (r scaleRow) markdown() string {
 	mib := func(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
@@ -215,9 +225,9 @@ func (r scaleRow) markdown() string {
 	if r.failed > 0 { // what the ranks that came up hold says nothing
 		cpu, conns, shm = "—", "—", "—"
 	}
-	return fmt.Sprintf("| %d | %s | %s | %s | %s | %s | %s / %s | %.2f GiB | %s | %s |",
+	return fmt.Sprintf("| %d | %s | %s | %s | %s | %s | %s / %s | %s | %.2f GiB | %s | %s |",
 		r.n, sec(r.started), sec(r.up), sec(r.done), cpu, conns,
-		mib(r.rssMed), mib(r.rssMax), float64(r.sum)/(1<<30), shm, result)
+		mib(r.rssMed), mib(r.rssMax), mib(r.privMed), float64(r.pss)/(1<<30), shm, result)
 }
 
 // scaleRun starts n ranks, waits for them (killing them after the
@@ -279,7 +289,7 @@ func scaleSum(n int, reps []scaleReport) scaleRow {
 		}
 	}
 	var conns []int
-	var rss []int64
+	var rss, priv []int64
 	var cpu []time.Duration
 	for _, r := range reps {
 		since := func(t int64) time.Duration { return time.Duration(t - first) }
@@ -287,8 +297,8 @@ func scaleSum(n int, reps []scaleReport) scaleRow {
 			row.started, row.end = max(row.started, since(r.Started)), max(row.end, since(r.End))
 		}
 		if r.PeakRSS > 0 {
-			rss = append(rss, r.PeakRSS)
-			row.sum += r.PeakRSS
+			rss, priv = append(rss, r.PeakRSS), append(priv, r.Private)
+			row.pss += r.PSS
 		}
 		if r.Err != "" {
 			if row.failed == 0 || r.Rank == 0 {
@@ -306,7 +316,8 @@ func scaleSum(n int, reps []scaleReport) scaleRow {
 	}
 	if len(rss) > 0 {
 		slices.Sort(rss)
-		row.rssMed, row.rssMax = rss[len(rss)/2], rss[len(rss)-1]
+		slices.Sort(priv)
+		row.rssMed, row.rssMax, row.privMed = rss[len(rss)/2], rss[len(rss)-1], priv[len(priv)/2]
 	}
 	if len(conns) > 0 {
 		slices.Sort(conns)
