@@ -41,6 +41,7 @@ func TestTCPFileLimit(t *testing.T) {
 		!strings.Contains(err.Error(), "but its limit is 128: raise it with `ulimit -n ") {
 		t.Fatalf("New: %v (%T), want a setup error naming the limit of 128 and `ulimit -n`", err, err)
 	}
+	t.Log(err)
 	if d := time.Since(start); d > 5*time.Second {
 		t.Errorf("the error took %v, want it at once", d)
 	}
