@@ -5,6 +5,7 @@ import (
 	"math/bits"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -150,5 +151,46 @@ func TestTCPLinksPerRank(t *testing.T) {
 		{"barrier", tcpCheckBarrier},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.check(t, bs) })
+	}
+}
+
+// TestTCPSparsePeerCloses: in a world of 16, where a rank links to 7 or 9
+// others, one rank closing during a run of allreduces still makes every
+// other rank fail within 2 s (the timeout is a minute): each rank that
+// fails closes its links, so the failure travels from link to link to
+// ranks that had no link to the one that closed.
+func TestTCPSparsePeerCloses(t *testing.T) {
+	const n, closer = 16, 5
+	for _, size := range []int{2, 1 << 20} { // recursive doubling, ring
+		t.Run(fmt.Sprint(size), func(t *testing.T) {
+			bs := tcpWorld(t, n, nil)
+			var closedAt time.Time
+			failedAt := make([]time.Time, n)
+			errs := tcpOnAll(bs, func(r int, b *tcpBackend) error {
+				x := make([]float32, size)
+				for i := 0; ; i++ {
+					if r == closer && i == 3 {
+						closedAt = time.Now()
+						return b.Close()
+					}
+					if err := b.Allreduce(backend.BufferOf(x), backend.BufferOf(x), backend.Sum); err != nil {
+						failedAt[r] = time.Now()
+						return err
+					}
+				}
+			})
+			for r, err := range errs {
+				if r == closer {
+					continue
+				}
+				if err == nil {
+					t.Fatalf("rank %d: no error", r)
+				}
+				if d := failedAt[r].Sub(closedAt); d > 2*time.Second {
+					t.Errorf("rank %d (linked to rank %d: %v) failed %v after it closed: %v",
+						r, closer, slices.Contains(meshPeers(r, n), closer), d, err)
+				}
+			}
+		})
 	}
 }
