@@ -245,6 +245,7 @@ func TestSbatchTemplateSyntax(t *testing.T) {
 		"Requeue":    true,
 		"Bindings":   map[string]string{"Python": "/opt/conda/bin/python", "Probe": "import sys; print(sys.prefix)"},
 		"Wheels":     "/opt/venv",
+		"ShieldUSR1": false,
 	}
 	out, err := s.Render(Sbatch, data)
 	if err != nil {
@@ -278,7 +279,7 @@ func TestProfileNameStaysInTheComment(t *testing.T) {
 		"Profile":    "./evil\ntouch PWNED\r\x1b.toml",
 		"Directives": []map[string]string{},
 		"Modules":    []string{}, "Sources": []map[string]any{}, "Env": []map[string]string{},
-		"Launch": []string{"true"}, "Requeue": false, "Bindings": nil, "Wheels": "",
+		"Launch": []string{"true"}, "Requeue": false, "Bindings": nil, "Wheels": "", "ShieldUSR1": false,
 	}
 	out, err := s.Render(Sbatch, data)
 	if err != nil {
@@ -327,7 +328,7 @@ func TestProfileVariablesKeepTheUsers(t *testing.T) {
 		"Sources": []map[string]any{{"Path": vendor, "Args": []string{}}},
 		"Env":     []map[string]string{{"Name": "CCL_WORKER_COUNT", "Value": "1"}, {"Name": "FI_PROVIDER", "Value": "psm3"}, {"Name": "I_MPI_PIN_DOMAIN", "Value": "socket"}},
 		"Launch":  []string{"sh", "-c", `echo "$CCL_WORKER_COUNT $FI_PROVIDER $I_MPI_PIN_DOMAIN"`},
-		"Requeue": false, "Bindings": nil, "Wheels": "",
+		"Requeue": false, "Bindings": nil, "Wheels": "", "ShieldUSR1": false,
 	}
 	script, err := s.Render(Sbatch, data)
 	if err != nil {
@@ -363,7 +364,7 @@ func TestSbatchWheelsMatchEnvsetup(t *testing.T) {
 	prefix := "/opt/my venv"
 	out, err := s.Render(Sbatch, map[string]any{
 		"Profile": "p", "Directives": []map[string]string{}, "Modules": []string{}, "Sources": []map[string]any{},
-		"Env": []map[string]string{}, "Launch": []string{"true"}, "Requeue": false, "Bindings": nil, "Wheels": prefix,
+		"Env": []map[string]string{}, "Launch": []string{"true"}, "Requeue": false, "Bindings": nil, "Wheels": prefix, "ShieldUSR1": false,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -66,7 +66,7 @@ func TestMpirunDryRunJSON(t *testing.T) {
 			want: mpilaunch.DryRunJSON{
 				Argv: append([]string{"mpirun", "-n", "2", "-genv", "BATCHKIT_PIN", "1", "-genv", "CCL_LOG_LEVEL", "warn",
 					"-genv", "CCL_WORKER_COUNT", "1", "-genv", "FI_PROVIDER", "tcp", "-genv", "I_MPI_FABRICS", "shm:ofi",
-					"-genv", "I_MPI_PIN_DOMAIN", "auto", "-genv", "MASTER_ADDR", "127.0.0.1", "-genv", "MASTER_PORT", "29999"}, wrap("true")...),
+					"-genv", "I_MPI_PIN_DOMAIN", "auto", "-genv", "MASTER_ADDR", "127.0.0.1", "-genv", "MASTER_PORT", "29999", "-disable-auto-cleanup"}, wrap("true")...),
 				Env: map[string]string{"BATCHKIT_PIN": "1", "CCL_LOG_LEVEL": "warn", "CCL_WORKER_COUNT": "1", "FI_PROVIDER": "tcp",
 					"I_MPI_FABRICS": "shm:ofi", "I_MPI_PIN_DOMAIN": "auto", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29999"},
 				ForwardEnv: []string{"BATCHKIT_JOB_TOKEN"},

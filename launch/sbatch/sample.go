@@ -29,6 +29,7 @@ func Sample() slurm.Script {
 		Requeue:    true,
 		Bindings:   &slurm.Bindings{Python: "python3", Probe: "print(1)"},
 		Wheels:     "/opt/venv",
+		ShieldUSR1: true,
 	}
 }
 
