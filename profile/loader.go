@@ -294,6 +294,22 @@ func (l *Loader) List() ([]Entry, error) {
 	return out, nil
 }
 
+// Names lists the names of the profiles on the search path, sorted, each
+// once, without reading them: what shell completion offers for --profile.
+func (l *Loader) Names() ([]string, error) {
+	es, err := l.entries()
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, e := range es {
+		if !e.Shadowed {
+			names = append(names, e.Name)
+		}
+	}
+	return names, nil
+}
+
 // entries lists the profiles of the search path by name, sorted, without
 // reading them (notFound's suggestions need no more).
 func (l *Loader) entries() ([]Entry, error) {

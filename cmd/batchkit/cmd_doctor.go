@@ -31,9 +31,9 @@ Examples:
    batchkit doctor --profile intel-oneccl --python /usr/bin/python3
    batchkit doctor --format json`,
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "profile", Usage: "the profile to check (default $BATCHKIT_PROFILE, else local)"},
+			withValues(&cli.StringFlag{Name: "profile", Usage: "the profile to check (default $BATCHKIT_PROFILE, else local)"}, profileNames),
 			&cli.StringFlag{Name: "python", Usage: "the Python interpreter to probe (default python3 on PATH)"},
-			&cli.StringFlag{Name: "format", Value: "text", Usage: "text or json"},
+			withValues(&cli.StringFlag{Name: "format", Value: "text", Usage: "text or json"}, listOf(outputFormats)),
 			&cli.DurationFlag{Name: "timeout", Value: doctor.DefaultTimeout, Usage: "limit for each external command"},
 		},
 		Action: runDoctor,

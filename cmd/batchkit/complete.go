@@ -1,18 +1,23 @@
 package main
 
 import (
+	"maps"
+	"os"
 	"slices"
 	"strings"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/batchkit/batchkit/profile"
 )
 
 // completionFlag is the last argument the completion scripts add to the
 // words typed so far. Main answers it before urfave/cli sees the words:
 // urfave's own completion turns itself off after a "--" and then runs the
 // command's action, so TAB in 'batchkit sbatch -- ./train.sh' submitted a
-// job. completions only reads the command tree; it never runs an action,
-// loads a profile or touches a file or the network.
+// job. completions reads the command tree and, for --profile's values, the
+// names in the profile directories; it never runs an action, reads a
+// profile or touches another file or the network.
 const completionFlag = "--generate-bash-completion"
 
 // completionRequest reports whether args (os.Args) ask for completion, and
@@ -26,27 +31,33 @@ func completionRequest(args []string) (words []string, ok bool) {
 }
 
 // completions lists the candidates for the last of words, given the words
-// before it: subcommands, or flags when it starts with '-'. Nothing (the
-// shell then completes file names) after "--", after a command's first
-// argument (from there on every word is an argument: flags are parsed only
-// before it), in a flag's value, or after an unknown command.
+// before it: subcommands (after help, the commands it can show), flags
+// when it starts with '-', a flag's values after a flag that has them
+// (valuesFlag). Nothing (the shell then completes file names) after "--",
+// after a command's first argument (from there on every word is an
+// argument: flags are parsed only before it), in the value of a flag
+// without values or when none of them fits, or after an unknown command.
 func completions(app *cli.App, words []string) []string {
 	cur := ""
 	if len(words) > 0 {
 		cur, words = words[len(words)-1], words[:len(words)-1]
 	}
 	cmds, flags, root := app.Commands, app.Flags, true
-	value := false // the next word is a flag's value
+	value := false    // the next word is a flag's value
+	var flag cli.Flag // the last flag named: whose value that is
+	help := false     // the next word names the command help is for
 	for _, w := range words {
 		switch {
 		case w == "=": // bash splits --flag=value at '=' (COMP_WORDBREAKS)
 			value = true
 		case value:
 			value = false
-		case w == "--":
+		case help || w == "--":
 			return nil
 		case strings.HasPrefix(w, "-") && w != "-":
-			value = takesValue(flags, w)
+			flag, value = findFlag(flags, w), takesValue(flags, w)
+		case slices.Contains(helpNames, w) && len(cmds) > 0:
+			help = true
 		default:
 			sub := findCommand(cmds, w)
 			if sub == nil {
@@ -57,29 +68,89 @@ func completions(app *cli.App, words []string) []string {
 	}
 	switch {
 	case value || cur == "=":
-		return nil
+		return valuesOf(flag, strings.TrimPrefix(cur, "="))
 	case strings.HasPrefix(cur, "-"):
-		return withPrefix(flagNames(flags, root), cur)
-	default:
-		return withPrefix(commandNames(cmds), cur)
+		if name, v, ok := strings.Cut(cur, "="); ok { // zsh and fish keep --flag=value one word
+			return withPrefix(valuesOf(findFlag(flags, name), v), "", name+"=")
+		}
+		return withPrefix(flagNames(flags, root), cur, "")
+	case help:
+		return withPrefix(commandNames(cmds), cur, "")
+	case len(cmds) > 0:
+		return withPrefix(append(commandNames(cmds), helpNames[0]), cur, "")
 	}
+	return nil
+}
+
+// helpNames are the names of the help command urfave/cli gives the app
+// and every group of subcommands (not the commands without subcommands:
+// oneLineUsageErrors).
+var helpNames = []string{"help", "h"}
+
+// valuesFlag is a string flag whose values TAB offers: values returns the
+// rows the command parses the flag with (mpirun.Flavors, collective.Kinds,
+// the profiles on the search path ...), not a list of completion's own.
+type valuesFlag struct {
+	*cli.StringFlag
+	values func() []string
+}
+
+// withValues gives f the values TAB offers after it.
+func withValues(f *cli.StringFlag, values func() []string) cli.Flag {
+	return valuesFlag{f, values}
+}
+
+// listOf returns the values of a closed set, as strings.
+func listOf[T ~string](set []T) func() []string {
+	return func() []string {
+		out := make([]string, len(set))
+		for i, v := range set {
+			out[i] = string(v)
+		}
+		return out
+	}
+}
+
+// keysOf returns the keys of a table a flag's value is looked up in, sorted.
+func keysOf[V any](table map[string]V) func() []string {
+	return func() []string { return slices.Sorted(maps.Keys(table)) }
+}
+
+// profileNames are the profiles --profile can name (a file too: when no
+// name fits, the shell completes file names).
+func profileNames() []string {
+	names, _ := profile.NewLoader(os.Getenv).Names()
+	return names
+}
+
+// valuesOf lists f's values that start with prefix: nothing for a flag
+// without values, or when none fits (the shell then completes file names).
+func valuesOf(f cli.Flag, prefix string) []string {
+	vf, ok := f.(valuesFlag)
+	if !ok {
+		return nil
+	}
+	return withPrefix(vf.values(), prefix, "")
+}
+
+// findFlag returns the flag the flag word w (-n, --name, --name=value)
+// names, nil for an unknown one.
+func findFlag(flags []cli.Flag, w string) cli.Flag {
+	name, _, _ := strings.Cut(strings.TrimLeft(w, "-"), "=")
+	for _, f := range flags {
+		if slices.Contains(f.Names(), name) {
+			return f
+		}
+	}
+	return nil
 }
 
 // takesValue reports whether the flag word w (-n, --name) is followed by a
 // value; with "=" it carries its own, and an unknown flag is taken to be a
 // switch.
 func takesValue(flags []cli.Flag, w string) bool {
-	if strings.Contains(w, "=") {
-		return false
-	}
-	name := strings.TrimLeft(w, "-")
-	for _, f := range flags {
-		if slices.Contains(f.Names(), name) {
-			tv, ok := f.(interface{ TakesValue() bool })
-			return ok && tv.TakesValue()
-		}
-	}
-	return false
+	tv, ok := findFlag(flags, w).(interface{ TakesValue() bool })
+	return ok && tv.TakesValue() && !strings.Contains(w, "=")
 }
 
 func findCommand(cmds []*cli.Command, name string) *cli.Command {
@@ -140,11 +211,12 @@ func dashes(name string) string {
 	return "--" + name
 }
 
-func withPrefix(names []string, prefix string) []string {
+// withPrefix keeps the names that start with prefix, each after add.
+func withPrefix(names []string, prefix, add string) []string {
 	var out []string
 	for _, n := range names {
 		if strings.HasPrefix(n, prefix) {
-			out = append(out, n)
+			out = append(out, add+n)
 		}
 	}
 	return out

@@ -24,9 +24,9 @@ import (
 // settings; shared by the commands that launch.
 func profileFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.StringFlag{Name: "profile", Usage: "site profile `NAME` or file (default: $BATCHKIT_PROFILE, else local)"},
-		&cli.StringFlag{Name: "flavor", Usage: "MPI flavor: openmpi, mpich, intelmpi or mvapich (profile: mpi.flavor)"},
-		&cli.StringFlag{Name: "launcher", Usage: "mpirun, mpiexec or srun (profile: mpi.launcher)"},
+		withValues(&cli.StringFlag{Name: "profile", Usage: "site profile `NAME` or file (default: $BATCHKIT_PROFILE, else local)"}, profileNames),
+		withValues(&cli.StringFlag{Name: "flavor", Usage: "MPI flavor: openmpi, mpich, intelmpi or mvapich (profile: mpi.flavor)"}, listOf(mpirun.Flavors)),
+		withValues(&cli.StringFlag{Name: "launcher", Usage: "mpirun, mpiexec or srun (profile: mpi.launcher)"}, listOf(mpirun.Programs)),
 		&cli.StringFlag{Name: "mpirun", Usage: "launcher binary `PATH` (profile: mpi.binary)"},
 	}
 }
