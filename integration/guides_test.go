@@ -134,12 +134,13 @@ func TestReaderEnv(t *testing.T) {
 	}
 }
 
-// repoFiles lists the repository's files as a clone has them: git's
-// tracked files (with their contents as they are in the work tree, so
-// that an edited guide is tested with the files it edits alongside).
+// repoFiles lists the repository's files as a clone of the work tree
+// would have them: git's tracked files and the new ones it does not
+// ignore, with their contents as they are in the work tree (so that an
+// edited guide is tested with the files it is edited alongside).
 func repoFiles(t *testing.T, root string) []string {
 	t.Helper()
-	out, err := exec.Command("git", "-C", root, "ls-files", "-z").Output()
+	out, err := exec.Command("git", "-C", root, "ls-files", "-z", "--cached", "--others", "--exclude-standard").Output()
 	if err != nil {
 		t.Fatalf("listing the repository's files (git ls-files): %v: the guides run in a copy of the clone", err)
 	}
