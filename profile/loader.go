@@ -46,7 +46,7 @@ type Loader struct {
 // into batchkit (site-configs/).
 func NewLoader(getenv func(string) string) *Loader {
 	var dirs []string
-	for _, d := range filepath.SplitList(getenv("BATCHKIT_PROFILE_PATH")) {
+	for _, d := range filepath.SplitList(getenv(envvars.ProfilePath)) {
 		if d != "" {
 			dirs = append(dirs, d)
 		}

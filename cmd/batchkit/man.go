@@ -3,10 +3,13 @@ package main
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/cpuguy83/go-md2man/v2/md2man"
 	"github.com/urfave/cli/v2"
+
+	"github.com/batchkit/batchkit/envvars"
 )
 
 // The man page is generated from the command tree (make man: 'batchkit
@@ -49,20 +52,28 @@ func manPage(app *cli.App) []byte {
 		fmt.Fprintf(&b, "**%s**\n: %s (%s)\n\n", e.Status, e.Meaning, e.From)
 	}
 	fmt.Fprintf(&b, "# ENVIRONMENT\n\n")
-	for _, e := range manEnvironment {
-		fmt.Fprintf(&b, "**%s**\n: %s\n\n", e[0], e[1])
+	for _, e := range manEnvironment() {
+		fmt.Fprintf(&b, "**%s**\n: %s\n\n", e.Name, manEscape(e.Means))
 	}
-	fmt.Fprintf(&b, "# SEE ALSO\n\n**sbatch**(1), **srun**(1), **mpirun**(1), **torchrun**(1); the README and docs/ of batchkit.\n")
+	var see []string
+	for _, p := range manSeeAlso {
+		see = append(see, fmt.Sprintf("**%s**(%s)", p.name, p.section))
+	}
+	fmt.Fprintf(&b, "# SEE ALSO\n\n%s; the README and docs/ of batchkit.\n", strings.Join(see, ", "))
 	return md2man.Render([]byte(b.String()))
 }
 
 // manEnvironment is what batchkit itself reads, beyond the launchers'
-// variables that 'batchkit env' documents.
-var manEnvironment = [][2]string{
-	{"BATCHKIT_PROFILE", "the site profile used when a command gets no --profile (default local)"},
-	{"BATCHKIT_PROFILE_PATH", "colon-separated directories searched for NAME.toml before ~/.config/batchkit/profiles and /etc/batchkit/profiles"},
-	{"NO_COLOR", "set to anything but the empty string: no colour (run --color always still colours)"},
+// variables that 'batchkit env' documents: every BATCHKIT_* variable
+// (envvars.Read, which a test keeps complete), then NO_COLOR.
+func manEnvironment() []envvars.Var {
+	return append(slices.Clone(envvars.Read),
+		envvars.Var{Name: "NO_COLOR", Means: "set to anything but the empty string: no colour (run --color always still colours)"})
 }
+
+// manSeeAlso are the pages SEE ALSO names: only those Slurm and MPI
+// install (integration/man_test.go looks each up with man -w).
+var manSeeAlso = []struct{ name, section string }{{"sbatch", "1"}, {"srun", "1"}, {"salloc", "1"}, {"mpirun", "1"}}
 
 // writeManCommands writes each visible command of the tree under its full
 // name ("batchkit hostlist expand").
