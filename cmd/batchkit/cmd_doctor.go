@@ -31,7 +31,7 @@ Examples:
    batchkit doctor --profile intel-oneccl --python /usr/bin/python3
    batchkit doctor --format json`,
 		Flags: []cli.Flag{
-			withValues(&cli.StringFlag{Name: "profile", Usage: "the profile to check (default $BATCHKIT_PROFILE, else local)"}, profileNames),
+			withValues(&cli.StringFlag{Name: "profile", Usage: "the profile to check (" + profileOrLocal + ")"}, profileNames),
 			&cli.StringFlag{Name: "python", Usage: "the Python interpreter to probe (default python3 on PATH)"},
 			withValues(&cli.StringFlag{Name: "format", Value: "text", Usage: "text or json"}, listOf(outputFormats)),
 			&cli.DurationFlag{Name: "timeout", Value: doctor.DefaultTimeout, Usage: "limit for each external command"},

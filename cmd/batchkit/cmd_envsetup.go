@@ -49,7 +49,7 @@ Examples:
    eval "$(batchkit envsetup --profile intel-oneccl)"
    batchkit envsetup --source '/opt/intel/oneapi/setvars.sh --force' --format json`,
 		Flags: []cli.Flag{
-			withValues(&cli.StringFlag{Name: "profile", Usage: "site profile `NAME` or file whose [env] to set up (default: $BATCHKIT_PROFILE; none: only --source)"}, profileNames),
+			withValues(&cli.StringFlag{Name: "profile", Usage: "site profile `NAME` or file whose [env] to set up (" + profileOrSource + ")"}, profileNames),
 			&cli.GenericFlag{Name: "source", Value: &stringList{}, Usage: "`'FILE [ARGS...]'` to source after the profile's scripts (repeatable, in order)"},
 			&cli.DurationFlag{Name: "timeout", Value: envsetup.DefaultTimeout, Usage: "time for all scripts together"},
 			withValues(&cli.StringFlag{Name: "format", Aliases: []string{"f"}, Value: "shell", Usage: "shell or json"}, keysOf(changesFormats)),

@@ -77,7 +77,7 @@ Examples:
 			&cli.IntFlag{Name: "ppn", Usage: "ranks per node (wins over per-host slots)"},
 			&cli.StringFlag{Name: "hosts", Usage: "comma-separated hosts or Slurm hostlists (node[1-4]), each optionally with :SLOTS for each of its hosts"},
 			&cli.StringFlag{Name: "hostfile", Usage: "hostfile: `host slots=N`, `host:N` or `host` lines"},
-			withValues(&cli.StringFlag{Name: "profile", Usage: "site profile `NAME` or file for the defaults below (default: $BATCHKIT_PROFILE; none: detect the MPI on PATH)"}, profileNames),
+			withValues(&cli.StringFlag{Name: "profile", Usage: "site profile `NAME` or file for the defaults below (" + profileOrDetect + ")"}, profileNames),
 			withValues(&cli.StringFlag{Name: "flavor", Usage: "MPI flavor: openmpi, mpich, intelmpi or mvapich"}, listOf(mpirun.Flavors)),
 			&cli.StringFlag{Name: "mpirun", Usage: "launcher binary (`PATH` or name on PATH)"},
 			withValues(&cli.StringFlag{Name: "launcher", Usage: "mpirun, mpiexec or srun (default mpirun)"}, listOf(mpirun.Programs)),

@@ -20,11 +20,22 @@ import (
 	"github.com/batchkit/batchkit/profile"
 )
 
+// What a command uses when no --profile names a profile, as its --profile
+// flag's help says it; docs/reference/profiles.md ("Which profile a
+// command uses") says the same, and TestProfileDefaults checks both
+// against what the commands do.
+var (
+	profileOrLocal  = "default: $" + envvars.Profile + ", else " + profile.DefaultProfile
+	profileOrDetect = "default: $" + envvars.Profile + ", else none: the MPI is detected on PATH"
+	profileOrSource = "default: $" + envvars.Profile + ", else none: only --source"
+	profileOnlyFlag = "default: none; $" + envvars.Profile + " is not read"
+)
+
 // profileFlags are the flags that select a profile and override its launch
 // settings; shared by the commands that launch.
 func profileFlags() []cli.Flag {
 	return []cli.Flag{
-		withValues(&cli.StringFlag{Name: "profile", Usage: "site profile `NAME` or file (default: $BATCHKIT_PROFILE, else local)"}, profileNames),
+		withValues(&cli.StringFlag{Name: "profile", Usage: "site profile `NAME` or file (" + profileOrLocal + ")"}, profileNames),
 		withValues(&cli.StringFlag{Name: "flavor", Usage: "MPI flavor: openmpi, mpich, intelmpi or mvapich (profile: mpi.flavor)"}, listOf(mpirun.Flavors)),
 		withValues(&cli.StringFlag{Name: "launcher", Usage: "mpirun, mpiexec or srun (profile: mpi.launcher)"}, listOf(mpirun.Programs)),
 		&cli.StringFlag{Name: "mpirun", Usage: "launcher binary `PATH` (profile: mpi.binary)"},
