@@ -15,6 +15,7 @@ import (
 
 	"github.com/batchkit/batchkit/detect"
 	"github.com/batchkit/batchkit/internal/closed"
+	"github.com/batchkit/batchkit/internal/flagvalues"
 	"github.com/batchkit/batchkit/internal/infile"
 	"github.com/batchkit/batchkit/internal/outfile"
 	"github.com/batchkit/batchkit/topology"
@@ -57,12 +58,12 @@ Examples:
    batchkit bench --plot busbw.png tcp.jsonl gloo.jsonl`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "op", Value: string(bench.Allreduce), Usage: "operation: " + closed.Join(bench.Collectives)},
-			withValues(&cli.StringFlag{Name: "backend", Value: string(collective.Auto), Usage: "collective backend: auto (mpi under an MPI launcher when built with MPI, else tcp), " + closed.Join(collective.Kinds[1:])}, listOf(collective.Kinds)),
+			flagvalues.With(&cli.StringFlag{Name: "backend", Value: string(collective.Auto), Usage: "collective backend: auto (mpi under an MPI launcher when built with MPI, else tcp), " + closed.Join(collective.Kinds[1:])}, flagvalues.List(collective.Kinds)),
 			&cli.StringFlag{Name: "min-bytes", Value: "8", Usage: "smallest message `SIZE`"},
 			&cli.StringFlag{Name: "max-bytes", Value: "64MiB", Usage: "largest message `SIZE`"},
 			&cli.IntFlag{Name: "iters", Usage: "timed iterations for every size (warm-up max(1, `N`/10))", DefaultText: "by size, see the schedule above"},
 			&cli.StringFlag{Name: "dtype", Value: "float32", Usage: "element type: float32 or float64"},
-			withValues(&cli.StringFlag{Name: "format", Aliases: []string{"f"}, Value: string(bench.Text), Usage: "text or json"}, listOf(bench.Formats)),
+			flagvalues.With(&cli.StringFlag{Name: "format", Aliases: []string{"f"}, Value: string(bench.Text), Usage: "text or json"}, flagvalues.List(bench.Formats)),
 			&cli.DurationFlag{Name: "timeout", Value: collective.DefaultTimeout, Usage: "how long a collective waits for a silent peer (tcp)"},
 			&cli.DurationFlag{Name: "rendezvous-timeout", Value: collective.DefaultRendezvousTimeout, Usage: "how long the ranks wait for each other at start-up (tcp)"},
 			&cli.StringFlag{Name: "plot", Usage: "also write bus bandwidth against size to `FILE` (.png, .svg or .pdf; a regular file or a link to one; an existing file is refused without --force)"},

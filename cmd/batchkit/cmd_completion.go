@@ -10,7 +10,7 @@ import (
 // words up to the cursor, the current one last (even when empty), then
 // completionFlag. Main answers without running anything (complete.go). An
 // empty answer means file names: after "--", in the command's arguments,
-// in the value of a flag without values of its own (valuesFlag) or when
+// in the value of a flag without values of its own (flagvalues.Flag) or when
 // none of them fits.
 const bashCompletion = `_batchkit_complete() {
   local cur=${COMP_WORDS[COMP_CWORD]} out

@@ -13,6 +13,7 @@ import (
 	"github.com/batchkit/batchkit/detect"
 	"github.com/batchkit/batchkit/envsetup"
 	"github.com/batchkit/batchkit/envvars"
+	"github.com/batchkit/batchkit/internal/flagvalues"
 	"github.com/batchkit/batchkit/internal/shquote"
 	"github.com/batchkit/batchkit/topology"
 )
@@ -37,7 +38,7 @@ Examples:
    mpirun -n 4 batchkit env
    srun -n4 bash -c 'eval "$(batchkit env --format shell)"; ./train --rank "$RANK"'`,
 		Flags: []cli.Flag{
-			withValues(&cli.StringFlag{Name: "format", Aliases: []string{"f"}, Value: "text", Usage: "text, json, shell or torchrun"}, keysOf(envFormats)),
+			flagvalues.With(&cli.StringFlag{Name: "format", Aliases: []string{"f"}, Value: "text", Usage: "text, json, shell or torchrun"}, flagvalues.Keys(envFormats)),
 			&cli.BoolFlag{Name: "allocation", Usage: "in a batch script, report the allocation's shape instead of rank 0 of 1"},
 		},
 		Action: func(c *cli.Context) error {

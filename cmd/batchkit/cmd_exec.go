@@ -12,6 +12,7 @@ import (
 	"github.com/batchkit/batchkit/envsetup"
 	"github.com/batchkit/batchkit/envsetup/intelgpu"
 	"github.com/batchkit/batchkit/envvars"
+	"github.com/batchkit/batchkit/internal/flagvalues"
 	"github.com/batchkit/batchkit/launch"
 	"github.com/batchkit/batchkit/launch/failfast"
 	"github.com/batchkit/batchkit/topology"
@@ -62,7 +63,7 @@ Examples:
    batchkit exec --profile intel-oneccl -- python3 -c 'import oneccl_bindings_for_pytorch'
    batchkit run -n 2 -- batchkit exec --pin -- python3 train.py`,
 		Flags: []cli.Flag{
-			withValues(&cli.StringFlag{Name: "profile", Usage: "site profile `NAME` or file whose [env] to set up first (" + profileOnlyFlag + ")"}, profileNames),
+			flagvalues.With(&cli.StringFlag{Name: "profile", Usage: "site profile `NAME` or file whose [env] to set up first (" + profileOnlyFlag + ")"}, profileNames),
 			&cli.DurationFlag{Name: "source-timeout", Value: envsetup.DefaultTimeout, Usage: "time for the profile's source scripts"},
 			&cli.BoolFlag{Name: "pin", EnvVars: []string{envvars.Pin},
 				Usage: "also set per-rank CPU pinning and oneCCL variables (OMP_NUM_THREADS, CCL_WORKER_AFFINITY ...)"},

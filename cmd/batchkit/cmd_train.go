@@ -20,6 +20,7 @@ import (
 	"github.com/batchkit/batchkit/detect"
 	"github.com/batchkit/batchkit/envvars"
 	"github.com/batchkit/batchkit/internal/closed"
+	"github.com/batchkit/batchkit/internal/flagvalues"
 	"github.com/batchkit/batchkit/internal/outfile"
 	"github.com/batchkit/batchkit/trainer"
 	"github.com/batchkit/batchkit/trainer/collective"
@@ -97,14 +98,14 @@ Examples:
 			&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "seed of the initial weights and the sample order"},
 			&cli.StringFlag{Name: "hidden", Value: "64", Usage: "hidden layer sizes, comma-separated (\"\" for none)"},
 			&cli.StringFlag{Name: "data", Usage: "train on the CSV `FILE` instead of the embedded digits"},
-			withValues(&cli.StringFlag{Name: "backend", Value: string(collective.Auto), Usage: "collective backend: " + closed.Join(collective.Kinds)}, listOf(collective.Kinds)),
+			flagvalues.With(&cli.StringFlag{Name: "backend", Value: string(collective.Auto), Usage: "collective backend: " + closed.Join(collective.Kinds)}, flagvalues.List(collective.Kinds)),
 			&cli.StringFlag{Name: "checkpoint-dir", Usage: "write checkpoints to and resume from `DIR`"},
 			&cli.IntFlag{Name: "checkpoint-every", Value: 100, Usage: "steps between checkpoints (0: only at the end and when stopped)"},
 			&cli.IntFlag{Name: "check-every", Value: 100, Usage: "steps between checks that the ranks' weights agree (0: start and end only)"},
 			&cli.StringFlag{Name: "metrics", Usage: "write one JSON line per epoch to `FILE` (- for stdout)"},
 			&cli.StringFlag{Name: "plot", Usage: "draw loss and accuracy against step into `FILE` (.png, .svg or .pdf)"},
 			&cli.BoolFlag{Name: "force", Usage: "let --plot and --metrics replace an existing file"},
-			withValues(&cli.StringFlag{Name: "format", Aliases: []string{"f"}, Value: "text", Usage: "text or json"}, listOf(outputFormats)),
+			flagvalues.With(&cli.StringFlag{Name: "format", Aliases: []string{"f"}, Value: "text", Usage: "text or json"}, flagvalues.List(outputFormats)),
 		},
 		OnUsageError: onUsageError,
 		Action:       trainAction,

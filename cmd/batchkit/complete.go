@@ -1,13 +1,13 @@
 package main
 
 import (
-	"maps"
 	"os"
 	"slices"
 	"strings"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/batchkit/batchkit/internal/flagvalues"
 	"github.com/batchkit/batchkit/profile"
 )
 
@@ -33,7 +33,7 @@ func completionRequest(args []string) (words []string, ok bool) {
 // completions lists the candidates for the last of words, given the words
 // before it: subcommands (after help, the commands it can show), flags
 // when it starts with '-', a flag's values after a flag that has them
-// (valuesFlag). Nothing (the shell then completes file names) after "--",
+// (flagvalues.Flag). Nothing (the shell then completes file names) after "--",
 // after a command's first argument (from there on every word is an
 // argument: flags are parsed only before it), in the value of a flag
 // without values or when none of them fits, or after an unknown command.
@@ -68,10 +68,10 @@ func completions(app *cli.App, words []string) []string {
 	}
 	switch {
 	case value || cur == "=":
-		return valuesOf(flag, strings.TrimPrefix(cur, "="))
+		return flagvalues.Of(flag, strings.TrimPrefix(cur, "="))
 	case strings.HasPrefix(cur, "-"):
 		if name, v, ok := strings.Cut(cur, "="); ok { // zsh and fish keep --flag=value one word
-			return withPrefix(valuesOf(findFlag(flags, name), v), "", name+"=")
+			return withPrefix(flagvalues.Of(findFlag(flags, name), v), "", name+"=")
 		}
 		return withPrefix(flagNames(flags, root), cur, "")
 	case help:
@@ -87,50 +87,11 @@ func completions(app *cli.App, words []string) []string {
 // oneLineUsageErrors).
 var helpNames = []string{"help", "h"}
 
-// valuesFlag is a string flag whose values TAB offers: values returns the
-// rows the command parses the flag with (mpirun.Flavors, collective.Kinds,
-// the profiles on the search path ...), not a list of completion's own.
-type valuesFlag struct {
-	*cli.StringFlag
-	values func() []string
-}
-
-// withValues gives f the values TAB offers after it.
-func withValues(f *cli.StringFlag, values func() []string) cli.Flag {
-	return valuesFlag{f, values}
-}
-
-// listOf returns the values of a closed set, as strings.
-func listOf[T ~string](set []T) func() []string {
-	return func() []string {
-		out := make([]string, len(set))
-		for i, v := range set {
-			out[i] = string(v)
-		}
-		return out
-	}
-}
-
-// keysOf returns the keys of a table a flag's value is looked up in, sorted.
-func keysOf[V any](table map[string]V) func() []string {
-	return func() []string { return slices.Sorted(maps.Keys(table)) }
-}
-
 // profileNames are the profiles --profile can name (a file too: when no
 // name fits, the shell completes file names).
 func profileNames() []string {
 	names, _ := profile.NewLoader(os.Getenv).Names()
 	return names
-}
-
-// valuesOf lists f's values that start with prefix: nothing for a flag
-// without values, or when none fits (the shell then completes file names).
-func valuesOf(f cli.Flag, prefix string) []string {
-	vf, ok := f.(valuesFlag)
-	if !ok {
-		return nil
-	}
-	return withPrefix(vf.values(), prefix, "")
 }
 
 // findFlag returns the flag the flag word w (-n, --name, --name=value)

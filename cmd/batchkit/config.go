@@ -16,6 +16,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/batchkit/batchkit/envvars"
+	"github.com/batchkit/batchkit/internal/flagvalues"
 	"github.com/batchkit/batchkit/mpirun"
 	"github.com/batchkit/batchkit/profile"
 )
@@ -35,9 +36,9 @@ var (
 // settings; shared by the commands that launch.
 func profileFlags() []cli.Flag {
 	return []cli.Flag{
-		withValues(&cli.StringFlag{Name: "profile", Usage: "site profile `NAME` or file (" + profileOrLocal + ")"}, profileNames),
-		withValues(&cli.StringFlag{Name: "flavor", Usage: "MPI flavor: openmpi, mpich, intelmpi or mvapich (profile: mpi.flavor)"}, listOf(mpirun.Flavors)),
-		withValues(&cli.StringFlag{Name: "launcher", Usage: "mpirun, mpiexec or srun (profile: mpi.launcher)"}, listOf(mpirun.Programs)),
+		flagvalues.With(&cli.StringFlag{Name: "profile", Usage: "site profile `NAME` or file (" + profileOrLocal + ")"}, profileNames),
+		flagvalues.With(&cli.StringFlag{Name: "flavor", Usage: "MPI flavor: openmpi, mpich, intelmpi or mvapich (profile: mpi.flavor)"}, flagvalues.List(mpirun.Flavors)),
+		flagvalues.With(&cli.StringFlag{Name: "launcher", Usage: "mpirun, mpiexec or srun (profile: mpi.launcher)"}, flagvalues.List(mpirun.Programs)),
 		&cli.StringFlag{Name: "mpirun", Usage: "launcher binary `PATH` (profile: mpi.binary)"},
 	}
 }

@@ -8,13 +8,15 @@ import (
 	"strings"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/batchkit/batchkit/internal/flagvalues"
 )
 
 // --format text|json for the commands whose output a script may parse:
 // text for people (and line-oriented tools), json one value on one line.
 
 func formatFlag() cli.Flag {
-	return withValues(&cli.StringFlag{Name: "format", Aliases: []string{"f"}, Value: "text", Usage: "text or json"}, listOf(outputFormats))
+	return flagvalues.With(&cli.StringFlag{Name: "format", Aliases: []string{"f"}, Value: "text", Usage: "text or json"}, flagvalues.List(outputFormats))
 }
 
 // outputFormats are --format's values where it is text or json.
