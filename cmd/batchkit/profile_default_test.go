@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/urfave/cli/v2"
 
+	"github.com/batchkit/batchkit/internal/clitree"
 	"github.com/batchkit/batchkit/internal/mdtable"
 )
 
@@ -94,7 +95,7 @@ func profileHelp(app *cli.App, path []string) string {
 	cmds, parent := app.Commands, (*cli.Command)(nil)
 	var c *cli.Command
 	for _, name := range path {
-		parent, c = c, findCommand(cmds, name)
+		parent, c = c, clitree.FindCommand(cmds, name)
 		cmds = c.Subcommands
 	}
 	for _, f := range c.Flags {

@@ -1,43 +1,47 @@
-package main
+// Package clitree is what batchkit derives from its urfave/cli command
+// tree alone: shell completion candidates (complete.go) and the man page
+// (man.go). It reads the tree and, for completion, the values a flag
+// lists (internal/flagvalues); it never runs an action, loads a profile or
+// touches the network.
+package clitree
 
 import (
-	"os"
 	"slices"
 	"strings"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/batchkit/batchkit/internal/flagvalues"
-	"github.com/batchkit/batchkit/profile"
 )
 
-// completionFlag is the last argument the completion scripts add to the
+// CompletionFlag is the last argument the completion scripts add to the
 // words typed so far. Main answers it before urfave/cli sees the words:
 // urfave's own completion turns itself off after a "--" and then runs the
 // command's action, so TAB in 'batchkit sbatch -- ./train.sh' submitted a
-// job. completions reads the command tree and, for --profile's values, the
-// names in the profile directories; it never runs an action, reads a
-// profile or touches another file or the network.
-const completionFlag = "--generate-bash-completion"
+// job. Completions reads the command tree and the values of the flags
+// that have them (flagvalues: for --profile, the names in the profile
+// directories); it never runs an action, reads a profile or touches
+// another file or the network.
+const CompletionFlag = "--generate-bash-completion"
 
-// completionRequest reports whether args (os.Args) ask for completion, and
+// CompletionRequest reports whether args (os.Args) ask for completion, and
 // the words after the program name, the last of them the one being
 // completed (possibly empty).
-func completionRequest(args []string) (words []string, ok bool) {
-	if len(args) < 2 || args[len(args)-1] != completionFlag {
+func CompletionRequest(args []string) (words []string, ok bool) {
+	if len(args) < 2 || args[len(args)-1] != CompletionFlag {
 		return nil, false
 	}
 	return args[1 : len(args)-1], true
 }
 
-// completions lists the candidates for the last of words, given the words
+// Completions lists the candidates for the last of words, given the words
 // before it: subcommands (after help, the commands it can show), flags
 // when it starts with '-', a flag's values after a flag that has them
 // (flagvalues.Flag). Nothing (the shell then completes file names) after "--",
 // after a command's first argument (from there on every word is an
 // argument: flags are parsed only before it), in the value of a flag
 // without values or when none of them fits, or after an unknown command.
-func completions(app *cli.App, words []string) []string {
+func Completions(app *cli.App, words []string) []string {
 	cur := ""
 	if len(words) > 0 {
 		cur, words = words[len(words)-1], words[:len(words)-1]
@@ -55,11 +59,11 @@ func completions(app *cli.App, words []string) []string {
 		case help || w == "--":
 			return nil
 		case strings.HasPrefix(w, "-") && w != "-":
-			flag, value = findFlag(flags, w), takesValue(flags, w)
+			flag, value = findFlag(flags, w), TakesValue(flags, w)
 		case slices.Contains(helpNames, w) && len(cmds) > 0:
 			help = true
 		default:
-			sub := findCommand(cmds, w)
+			sub := FindCommand(cmds, w)
 			if sub == nil {
 				return nil
 			}
@@ -87,13 +91,6 @@ func completions(app *cli.App, words []string) []string {
 // oneLineUsageErrors).
 var helpNames = []string{"help", "h"}
 
-// profileNames are the profiles --profile can name (a file too: when no
-// name fits, the shell completes file names).
-func profileNames() []string {
-	names, _ := profile.NewLoader(os.Getenv).Names()
-	return names
-}
-
 // findFlag returns the flag the flag word w (-n, --name, --name=value)
 // names, nil for an unknown one.
 func findFlag(flags []cli.Flag, w string) cli.Flag {
@@ -106,15 +103,16 @@ func findFlag(flags []cli.Flag, w string) cli.Flag {
 	return nil
 }
 
-// takesValue reports whether the flag word w (-n, --name) is followed by a
+// TakesValue reports whether the flag word w (-n, --name) is followed by a
 // value; with "=" it carries its own, and an unknown flag is taken to be a
 // switch.
-func takesValue(flags []cli.Flag, w string) bool {
+func TakesValue(flags []cli.Flag, w string) bool {
 	tv, ok := findFlag(flags, w).(interface{ TakesValue() bool })
 	return ok && tv.TakesValue() && !strings.Contains(w, "=")
 }
 
-func findCommand(cmds []*cli.Command, name string) *cli.Command {
+// FindCommand is the command of cmds named name, or nil.
+func FindCommand(cmds []*cli.Command, name string) *cli.Command {
 	for _, c := range cmds {
 		if c.Name == name || slices.Contains(c.Aliases, name) {
 			return c
