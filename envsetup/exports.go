@@ -58,10 +58,10 @@ func shellAssignments(t topology.Topology, extras bool) [][2]string {
 	}
 	if extras {
 		out = append(out,
-			[2]string{"BATCHKIT_LAUNCHER", string(t.Launcher)},
-			[2]string{"BATCHKIT_NUM_NODES", strconv.Itoa(t.NumNodes)},
-			[2]string{"BATCHKIT_HOSTS", strings.Join(t.Hosts, ",")},
-			[2]string{"BATCHKIT_JOB_ID", t.JobID},
+			[2]string{envvars.ShellLauncher, string(t.Launcher)},
+			[2]string{envvars.ShellNumNodes, strconv.Itoa(t.NumNodes)},
+			[2]string{envvars.ShellHosts, strings.Join(t.Hosts, ",")},
+			[2]string{envvars.ShellJobID, t.JobID},
 		)
 	}
 	return out

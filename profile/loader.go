@@ -47,7 +47,7 @@ type Loader struct {
 // into batchkit (site-configs/).
 func NewLoader(getenv func(string) string) *Loader {
 	var dirs []string
-	for _, d := range filepath.SplitList(getenv("BATCHKIT_PROFILE_PATH")) {
+	for _, d := range filepath.SplitList(getenv(envvars.ProfilePath)) {
 		if d != "" {
 			dirs = append(dirs, d)
 		}
@@ -293,6 +293,22 @@ func (l *Loader) List() ([]Entry, error) {
 		}
 	}
 	return out, nil
+}
+
+// Names lists the names of the profiles on the search path, sorted, each
+// once, without reading them: what shell completion offers for --profile.
+func (l *Loader) Names() ([]string, error) {
+	es, err := l.entries()
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, e := range es {
+		if !e.Shadowed {
+			names = append(names, e.Name)
+		}
+	}
+	return names, nil
 }
 
 // entries lists the profiles of the search path by name, sorted, without

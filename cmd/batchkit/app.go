@@ -60,7 +60,11 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 		// urfave/cli call os.Exit on its own.
 		ExitErrHandler: func(*cli.Context, error) {},
 		OnUsageError:   onUsageError,
-		Action:         unknownCommand,
+		// --version prints the version alone, as the README says; urfave/cli's
+		// own prints "batchkit version V".
+		HideVersion: true,
+		Flags:       []cli.Flag{&cli.BoolFlag{Name: "version", Aliases: []string{"v"}, Usage: "print the version alone ('batchkit version' adds the commit, Go and the backends)"}},
+		Action:      appAction,
 		Commands: []*cli.Command{
 			envCommand(),
 			execCommand(),
@@ -78,6 +82,15 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			manCommand(),
 		},
 	}
+}
+
+// appAction is the app's: --version, else as unknownCommand.
+func appAction(c *cli.Context) error {
+	if c.Bool("version") {
+		_, err := fmt.Fprintln(c.App.Writer, c.App.Version)
+		return err
+	}
+	return unknownCommand(c)
 }
 
 // unknownCommand is the action of the app and of commands that only group

@@ -10,6 +10,7 @@ import (
 
 	"github.com/batchkit/batchkit/detect"
 	"github.com/batchkit/batchkit/internal/closed"
+	"github.com/batchkit/batchkit/internal/flagvalues"
 	"github.com/batchkit/batchkit/internal/plotfile"
 	"github.com/batchkit/batchkit/trainer/bench"
 	"github.com/batchkit/batchkit/trainer/collective"
@@ -50,12 +51,12 @@ Examples:
    batchkit bench --plot busbw.png tcp.jsonl gloo.jsonl`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "op", Value: bench.Defaults.Op, Usage: "operation: " + closed.Join(bench.Collectives)},
-			&cli.StringFlag{Name: "backend", Value: bench.Defaults.Backend, Usage: "collective backend: auto (mpi under an MPI launcher when built with MPI, else tcp), " + closed.Join(collective.Kinds[1:])},
+			flagvalues.With(&cli.StringFlag{Name: "backend", Value: bench.Defaults.Backend, Usage: "collective backend: auto (mpi under an MPI launcher when built with MPI, else tcp), " + closed.Join(collective.Kinds[1:])}, flagvalues.List(collective.Kinds)),
 			&cli.StringFlag{Name: "min-bytes", Value: bench.Defaults.MinBytes, Usage: "smallest message `SIZE`"},
 			&cli.StringFlag{Name: "max-bytes", Value: bench.Defaults.MaxBytes, Usage: "largest message `SIZE`"},
 			&cli.IntFlag{Name: "iters", Usage: "timed iterations for every size (warm-up max(1, `N`/10))", DefaultText: "by size, see the schedule above"},
 			&cli.StringFlag{Name: "dtype", Value: bench.Defaults.DType, Usage: "element type: float32 or float64"},
-			&cli.StringFlag{Name: "format", Aliases: []string{"f"}, Value: string(bench.Text), Usage: "text or json"},
+			flagvalues.With(&cli.StringFlag{Name: "format", Aliases: []string{"f"}, Value: string(bench.Text), Usage: "text or json"}, flagvalues.List(bench.Formats)),
 			&cli.DurationFlag{Name: "timeout", Value: bench.Defaults.Timeout, Usage: "how long a collective waits for a silent peer (tcp)"},
 			&cli.DurationFlag{Name: "rendezvous-timeout", Value: bench.Defaults.RendezvousTimeout, Usage: "how long the ranks wait for each other at start-up (tcp)"},
 			&cli.StringFlag{Name: "plot", Usage: "also write bus bandwidth against size to `FILE` (.png, .svg or .pdf; a regular file or a link to one; an existing file is refused without --force)"},

@@ -7,6 +7,7 @@ import (
 
 	"github.com/batchkit/batchkit/detect"
 	"github.com/batchkit/batchkit/envsetup"
+	"github.com/batchkit/batchkit/internal/flagvalues"
 )
 
 func envCommand() *cli.Command {
@@ -29,7 +30,7 @@ Examples:
    mpirun -n 4 batchkit env
    srun -n4 bash -c 'eval "$(batchkit env --format shell)"; ./train --rank "$RANK"'`,
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "format", Aliases: []string{"f"}, Value: "text", Usage: "text, json, shell or torchrun"},
+			flagvalues.With(&cli.StringFlag{Name: "format", Aliases: []string{"f"}, Value: "text", Usage: "text, json, shell or torchrun"}, flagvalues.Keys(envsetup.TopologyFormats)),
 			&cli.BoolFlag{Name: "allocation", Usage: "in a batch script, report the allocation's shape instead of rank 0 of 1"},
 		},
 		Action: func(c *cli.Context) error {

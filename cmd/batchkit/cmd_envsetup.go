@@ -13,6 +13,7 @@ import (
 
 	"github.com/batchkit/batchkit/envsetup"
 	"github.com/batchkit/batchkit/envvars"
+	"github.com/batchkit/batchkit/internal/flagvalues"
 	"github.com/batchkit/batchkit/profile"
 )
 
@@ -46,10 +47,10 @@ Examples:
    eval "$(batchkit envsetup --profile intel-oneccl)"
    batchkit envsetup --source '/opt/intel/oneapi/setvars.sh --force' --format json`,
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "profile", Usage: "site profile `NAME` or file whose [env] to set up (default: $BATCHKIT_PROFILE; none: only --source)"},
+			flagvalues.With(&cli.StringFlag{Name: "profile", Usage: "site profile `NAME` or file whose [env] to set up (" + profileOrSource + ")"}, profileNames),
 			&cli.GenericFlag{Name: "source", Value: &stringList{}, Usage: "`'FILE [ARGS...]'` to source after the profile's scripts (repeatable, in order)"},
 			&cli.DurationFlag{Name: "timeout", Value: envsetup.DefaultTimeout, Usage: "time for all scripts together"},
-			&cli.StringFlag{Name: "format", Aliases: []string{"f"}, Value: "shell", Usage: "shell or json"},
+			flagvalues.With(&cli.StringFlag{Name: "format", Aliases: []string{"f"}, Value: "shell", Usage: "shell or json"}, flagvalues.Keys(changesFormats)),
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {

@@ -10,10 +10,12 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/batchkit/batchkit/envsetup"
+	"github.com/batchkit/batchkit/internal/flagvalues"
 	"github.com/batchkit/batchkit/internal/freeport"
 	"github.com/batchkit/batchkit/launch"
 	"github.com/batchkit/batchkit/launch/failfast"
 	"github.com/batchkit/batchkit/launch/mpilaunch"
+	"github.com/batchkit/batchkit/mpirun"
 	"github.com/batchkit/batchkit/profile"
 )
 
@@ -77,10 +79,10 @@ Examples:
 			&cli.IntFlag{Name: "ppn", Usage: "ranks per node (wins over per-host slots)"},
 			&cli.StringFlag{Name: "hosts", Usage: "comma-separated hosts or Slurm hostlists (node[1-4]), each optionally with :SLOTS for each of its hosts"},
 			&cli.StringFlag{Name: "hostfile", Usage: "hostfile: `host slots=N`, `host:N` or `host` lines"},
-			&cli.StringFlag{Name: "profile", Usage: "site profile `NAME` or file for the defaults below (default: $BATCHKIT_PROFILE; none: detect the MPI on PATH)"},
-			&cli.StringFlag{Name: "flavor", Usage: "MPI flavor: openmpi, mpich, intelmpi or mvapich"},
+			flagvalues.With(&cli.StringFlag{Name: "profile", Usage: "site profile `NAME` or file for the defaults below (" + profileOrDetect + ")"}, profileNames),
+			flagvalues.With(&cli.StringFlag{Name: "flavor", Usage: "MPI flavor: openmpi, mpich, intelmpi or mvapich"}, flagvalues.List(mpirun.Flavors)),
 			&cli.StringFlag{Name: "mpirun", Usage: "launcher binary (`PATH` or name on PATH)"},
-			&cli.StringFlag{Name: "launcher", Usage: "mpirun, mpiexec or srun (default mpirun)"},
+			flagvalues.With(&cli.StringFlag{Name: "launcher", Usage: "mpirun, mpiexec or srun (default mpirun)"}, flagvalues.List(mpirun.Programs)),
 			&cli.GenericFlag{Name: "env", Value: &stringList{}, Usage: "`K=V` exported to every rank (repeatable; not RANK, WORLD_SIZE ..., which batchkit exec sets per rank)"},
 			&cli.GenericFlag{Name: "mpi-arg", Value: &stringList{}, Usage: "`ARG` passed to the launcher as is (repeatable)"},
 			&cli.BoolFlag{Name: "allow-run-as-root", Usage: "Open MPI: --allow-run-as-root"},
@@ -92,7 +94,7 @@ Examples:
 			&cli.DurationFlag{Name: "source-timeout", Value: envsetup.DefaultTimeout, Usage: "time for the profile's source scripts"},
 			&cli.DurationFlag{Name: "probe-timeout", Value: mpilaunch.DefaultProbeTimeout, Usage: "time for a launcher's answer to --version (asked for its flavor)"},
 			&cli.BoolFlag{Name: "dry-run", Usage: "print the command, shell-quoted, instead of running it"},
-			&cli.StringFlag{Name: "format", Aliases: []string{"f"}, Value: "text", Usage: "--dry-run's output: text (shell lines) or json (one line: argv, env, forward_env, hostfile, setup ...)"},
+			flagvalues.With(&cli.StringFlag{Name: "format", Aliases: []string{"f"}, Value: "text", Usage: "--dry-run's output: text (shell lines) or json (one line: argv, env, forward_env, hostfile, setup ...)"}, flagvalues.List(outputFormats)),
 		}, failFastFlags()...),
 		Action: mpirunAction,
 	}

@@ -20,8 +20,8 @@ func profileCommand() *cli.Command {
 set up (scripts to source, variables) and rendezvous defaults. NAME.toml is searched in each
 directory of $BATCHKIT_PROFILE_PATH (colon-separated), then ~/.config/batchkit/profiles, then
 /etc/batchkit/profiles, then the profiles built into batchkit (local, generic-openmpi,
-intel-oneccl, mpich). A NAME containing / or ending in .toml is a file path. Without NAME:
-$BATCHKIT_PROFILE, else local. The schema is in site-configs/README.md.
+intel-oneccl, mpich). A NAME containing / or ending in .toml is a file path. Without NAME: ` +
+			strings.TrimPrefix(profileOrLocal, "default: ") + `. The schema is in site-configs/README.md.
 
 Examples:
    batchkit profile list

@@ -9,6 +9,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/batchkit/batchkit/envsetup"
+	"github.com/batchkit/batchkit/internal/flagvalues"
 	"github.com/batchkit/batchkit/launch"
 	"github.com/batchkit/batchkit/launch/local"
 )
@@ -54,7 +55,7 @@ Examples:
 			&cli.StringFlag{Name: "tee", Usage: "also write each rank's output, unprefixed, to `DIR`/rank-N.log (never overwritten)"},
 			&cli.DurationFlag{Name: "grace", Value: local.DefaultGrace, Usage: "time between SIGTERM and SIGKILL when stopping ranks"},
 			&cli.IntFlag{Name: "max-restarts", Usage: "start all ranks again up to `N` times after a rank failed"},
-			&cli.StringFlag{Name: "profile", Usage: "site profile `NAME` or file whose [env] scripts are sourced once and whose variables every rank gets (the user's values win)"},
+			flagvalues.With(&cli.StringFlag{Name: "profile", Usage: "site profile `NAME` or file whose [env] scripts are sourced once and whose variables every rank gets, the user's values winning (" + profileOnlyFlag + ")"}, profileNames),
 			&cli.DurationFlag{Name: "source-timeout", Value: envsetup.DefaultTimeout, Usage: "time for the profile's source scripts"},
 		},
 		Action: runAction,

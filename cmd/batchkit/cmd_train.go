@@ -11,6 +11,7 @@ import (
 	"github.com/batchkit/batchkit/detect"
 	"github.com/batchkit/batchkit/envvars"
 	"github.com/batchkit/batchkit/internal/closed"
+	"github.com/batchkit/batchkit/internal/flagvalues"
 	"github.com/batchkit/batchkit/trainer"
 	"github.com/batchkit/batchkit/trainer/collective"
 	"github.com/batchkit/batchkit/trainer/job"
@@ -89,14 +90,14 @@ Examples:
 			&cli.Uint64Flag{Name: "seed", Value: d.Seed, Usage: "seed of the initial weights and the sample order"},
 			&cli.StringFlag{Name: "hidden", Value: d.Hidden, Usage: "hidden layer sizes, comma-separated (\"\" for none)"},
 			&cli.StringFlag{Name: "data", Usage: "train on the CSV `FILE` instead of the embedded digits"},
-			&cli.StringFlag{Name: "backend", Value: d.Backend, Usage: "collective backend: " + closed.Join(collective.Kinds)},
+			flagvalues.With(&cli.StringFlag{Name: "backend", Value: d.Backend, Usage: "collective backend: " + closed.Join(collective.Kinds)}, flagvalues.List(collective.Kinds)),
 			&cli.StringFlag{Name: "checkpoint-dir", Usage: "write checkpoints to and resume from `DIR`"},
 			&cli.IntFlag{Name: "checkpoint-every", Value: d.CheckpointEvery, Usage: "steps between checkpoints (0: only at the end and when stopped)"},
 			&cli.IntFlag{Name: "check-every", Value: d.CheckEvery, Usage: "steps between checks that the ranks' weights agree (0: start and end only)"},
 			&cli.StringFlag{Name: "metrics", Usage: "write one JSON line per epoch to `FILE` (- for stdout)"},
 			&cli.StringFlag{Name: "plot", Usage: "draw loss and accuracy against step into `FILE` (.png, .svg or .pdf)"},
 			&cli.BoolFlag{Name: "force", Usage: "let --plot and --metrics replace an existing file"},
-			&cli.StringFlag{Name: "format", Aliases: []string{"f"}, Value: d.Format, Usage: "text or json"},
+			flagvalues.With(&cli.StringFlag{Name: "format", Aliases: []string{"f"}, Value: d.Format, Usage: "text or json"}, flagvalues.List(job.Formats)),
 		},
 		OnUsageError: onUsageError,
 		Action:       trainAction,

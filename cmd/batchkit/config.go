@@ -20,6 +20,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/batchkit/batchkit/envvars"
+	"github.com/batchkit/batchkit/internal/flagvalues"
 	"github.com/batchkit/batchkit/launch"
 	"github.com/batchkit/batchkit/launch/mpilaunch"
 	"github.com/batchkit/batchkit/launch/sbatch"
@@ -31,15 +32,33 @@ import (
 	"github.com/batchkit/batchkit/trainer/job"
 )
 
+// What a command uses when no --profile names a profile, as its --profile
+// flag's help says it; docs/reference/profiles.md ("Which profile a
+// command uses") says the same, and TestProfileDefaults checks both
+// against what the commands do.
+var (
+	profileOrLocal  = "default: $" + envvars.Profile + ", else " + profile.DefaultProfile
+	profileOrDetect = "default: $" + envvars.Profile + ", else none: the MPI is detected on PATH"
+	profileOrSource = "default: $" + envvars.Profile + ", else none: only --source"
+	profileOnlyFlag = "default: none; $" + envvars.Profile + " is not read"
+)
+
 // profileFlags are the flags that select a profile and override its launch
 // settings; shared by the commands that launch.
 func profileFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.StringFlag{Name: "profile", Usage: "site profile `NAME` or file (default: $BATCHKIT_PROFILE, else local)"},
-		&cli.StringFlag{Name: "flavor", Usage: "MPI flavor: openmpi, mpich, intelmpi or mvapich (profile: mpi.flavor)"},
-		&cli.StringFlag{Name: "launcher", Usage: "mpirun, mpiexec or srun (profile: mpi.launcher)"},
+		flagvalues.With(&cli.StringFlag{Name: "profile", Usage: "site profile `NAME` or file (" + profileOrLocal + ")"}, profileNames),
+		flagvalues.With(&cli.StringFlag{Name: "flavor", Usage: "MPI flavor: openmpi, mpich, intelmpi or mvapich (profile: mpi.flavor)"}, flagvalues.List(mpirun.Flavors)),
+		flagvalues.With(&cli.StringFlag{Name: "launcher", Usage: "mpirun, mpiexec or srun (profile: mpi.launcher)"}, flagvalues.List(mpirun.Programs)),
 		&cli.StringFlag{Name: "mpirun", Usage: "launcher binary `PATH` (profile: mpi.binary)"},
 	}
+}
+
+// profileNames are the profiles --profile can name, what TAB offers
+// after it (a file too: when no name fits, the shell completes file names).
+func profileNames() []string {
+	names, _ := profile.NewLoader(os.Getenv).Names()
+	return names
 }
 
 // loadProfile resolves the profile and puts the flags that override it on

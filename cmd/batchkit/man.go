@@ -1,8 +1,13 @@
 package main
 
 import (
+	"fmt"
+	"slices"
+	"strings"
+
 	"github.com/urfave/cli/v2"
 
+	"github.com/batchkit/batchkit/envvars"
 	"github.com/batchkit/batchkit/internal/clitree"
 )
 
@@ -29,20 +34,32 @@ func manCommand() *cli.Command {
 }
 
 // manPage renders app as roff, man section 1, with batchkit's exit
-// statuses (exitStatuses) and environment.
+// statuses (exitStatuses), environment (manEnvironment) and the pages it
+// refers to (manSeeAlso).
 func manPage(app *cli.App) []byte {
-	p := clitree.ManPage{Environment: manEnvironment,
-		SeeAlso: "**sbatch**(1), **srun**(1), **mpirun**(1), **torchrun**(1); the README and docs/ of batchkit."}
+	p := clitree.ManPage{}
 	for _, e := range exitStatuses {
 		p.ExitStatuses = append(p.ExitStatuses, [3]string{e.Status, e.Meaning, e.From})
 	}
+	for _, e := range manEnvironment() {
+		p.Environment = append(p.Environment, [2]string{e.Name, e.Means})
+	}
+	var see []string
+	for _, s := range manSeeAlso {
+		see = append(see, fmt.Sprintf("**%s**(%s)", s.name, s.section))
+	}
+	p.SeeAlso = strings.Join(see, ", ") + "; the README and docs/ of batchkit."
 	return p.Render(app)
 }
 
 // manEnvironment is what batchkit itself reads, beyond the launchers'
-// variables that 'batchkit env' documents.
-var manEnvironment = [][2]string{
-	{"BATCHKIT_PROFILE", "the site profile used when a command gets no --profile (default local)"},
-	{"BATCHKIT_PROFILE_PATH", "colon-separated directories searched for NAME.toml before ~/.config/batchkit/profiles and /etc/batchkit/profiles"},
-	{"NO_COLOR", "set to anything but the empty string: no colour (run --color always still colours)"},
+// variables that 'batchkit env' documents: every BATCHKIT_* variable
+// (envvars.Read, which a test keeps complete), then NO_COLOR.
+func manEnvironment() []envvars.Var {
+	return append(slices.Clone(envvars.Read),
+		envvars.Var{Name: "NO_COLOR", Means: "set to anything but the empty string: no colour (run --color always still colours)"})
 }
+
+// manSeeAlso are the pages SEE ALSO names: only those Slurm and MPI
+// install (integration/man_test.go looks each up with man -w).
+var manSeeAlso = []struct{ name, section string }{{"sbatch", "1"}, {"srun", "1"}, {"salloc", "1"}, {"mpirun", "1"}}

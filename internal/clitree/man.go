@@ -10,8 +10,8 @@ import (
 )
 
 // ManPage is the rest of a man page: its EXIT STATUS (status, meaning,
-// the commands that exit so) and ENVIRONMENT (name, meaning) entries and
-// its SEE ALSO line.
+// the commands that exit so) and ENVIRONMENT (name, meaning: plain text,
+// as a flag's usage) entries and its SEE ALSO line (Markdown).
 type ManPage struct {
 	ExitStatuses [][3]string
 	Environment  [][2]string
@@ -38,7 +38,7 @@ func (p ManPage) Render(app *cli.App) []byte {
 	}
 	fmt.Fprintf(&b, "# ENVIRONMENT\n\n")
 	for _, e := range p.Environment {
-		fmt.Fprintf(&b, "**%s**\n: %s\n\n", e[0], e[1])
+		fmt.Fprintf(&b, "**%s**\n: %s\n\n", e[0], manEscape(e[1]))
 	}
 	fmt.Fprintf(&b, "# SEE ALSO\n\n%s\n", p.SeeAlso)
 	return md2man.Render([]byte(b.String()))

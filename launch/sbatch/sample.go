@@ -41,11 +41,20 @@ func MinimalSample() slurm.Script {
 	return slurm.Script{Profile: full.Profile, Launch: full.Launch}
 }
 
-// Samples are both, as templates.Set.Check takes them.
+// FlagAloneSample is Sample with a directive that has no value
+// (--exclusive): a template must print it alone, never --exclusive="".
+func FlagAloneSample() slurm.Script {
+	s := Sample()
+	s.Directives = append(s.Directives, slurm.Directive{Flag: "exclusive"})
+	return s
+}
+
+// Samples are all three, as templates.Set.Check takes them.
 func Samples() map[string][]templates.Sample {
 	return map[string][]templates.Sample{templates.Sbatch: {
 		{What: "a sample script, every field set", Data: Sample()},
 		{What: "a minimal script, only the profile name and launch line", Data: MinimalSample()},
+		{What: "a sample script with a flag that takes no value, --exclusive", Data: FlagAloneSample()},
 	}}
 }
 

@@ -20,6 +20,7 @@ package job
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -48,6 +49,10 @@ type Config struct {
 // Defaults are the values of the flags not given.
 var Defaults = Config{Epochs: 20, BatchSize: 32, LR: 0.05, Momentum: 0.9, WeightDecay: 1e-4, Seed: 1,
 	Hidden: "64", Backend: string(collective.Auto), CheckpointEvery: 100, CheckEvery: 100, Format: "text"}
+
+// Formats are --format's values: text for people, json one summary
+// object (shell completion offers them).
+var Formats = []string{"text", "json"}
 
 // ErrInvalid marks an error that is the user's to fix: a flag, the data, a
 // path refused.
@@ -79,13 +84,10 @@ type Setup struct {
 // flag, and ErrInvalid.
 func (c Config) Setup() (*Setup, error) {
 	s := &Setup{Config: c, DataName: "digits"}
-	switch c.Format {
-	case "text":
-	case "json":
-		s.JSON = true
-	default:
-		return nil, invalid("invalid --format %q: want text or json", c.Format)
+	if !slices.Contains(Formats, c.Format) {
+		return nil, invalid("invalid --format %q: want %s", c.Format, strings.Join(Formats, " or "))
 	}
+	s.JSON = c.Format == "json"
 	var err error
 	if s.Kind, err = collective.ParseKind(c.Backend); err != nil {
 		return nil, invalid("invalid --backend %q: want one of %s", c.Backend, closed.Join(collective.Kinds))
