@@ -92,7 +92,17 @@ command -p env -0 > "$__batchkit_dir/after" || exit 125
 // Runner sources scripts with real bash.
 type Runner struct {
 	Bash    string        // the bash binary; "" looks it up on PATH
-	Timeout time.Duration // 0: DefaultTimeout
+	Timeout time.Duration // 0: DefaultTimeout; negative: refused (CheckTimeout)
+}
+
+// CheckTimeout refuses a time for sourcing that is not a positive
+// duration, naming the flag it came from: 0 and -1s once meant 60 s
+// without a word.
+func CheckTimeout(flag string, d time.Duration) error {
+	if d <= 0 {
+		return fmt.Errorf("invalid %s %v: want a positive duration (such as 60s or 2m)", flag, d)
+	}
+	return nil
 }
 
 // Source sources scripts in order in one bash started with environ and
@@ -100,6 +110,9 @@ type Runner struct {
 func (r Runner) Source(ctx context.Context, environ []string, scripts []Script) (Changes, error) {
 	if len(scripts) == 0 {
 		return Changes{Set: map[string]string{}, Unset: []string{}}, nil
+	}
+	if r.Timeout < 0 {
+		return Changes{}, CheckTimeout("timeout", r.Timeout)
 	}
 	abs, err := checkScripts(scripts)
 	if err != nil {
@@ -176,7 +189,7 @@ func (r Runner) run(ctx context.Context, dir string, environ []string, scripts [
 		ctx = context.Background()
 	}
 	timeout := r.Timeout
-	if timeout <= 0 {
+	if timeout == 0 {
 		timeout = DefaultTimeout
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
@@ -207,7 +220,11 @@ func (r Runner) run(ctx context.Context, dir string, environ []string, scripts [
 	var ee *exec.ExitError
 	switch {
 	case ctx.Err() != nil:
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // whatever is left of the group
+		// A deadline already past (a timeout of 1ns) stops Run before
+		// bash starts: there is no process, and no group to kill.
+		if cmd.Process != nil {
+			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // whatever is left of the group
+		}
 		se.Err = fmt.Errorf("%w after %s", ErrTimeout, timeout)
 	case errors.As(err, &ee) && ee.ExitCode() >= 0:
 		se.Code = ee.ExitCode()

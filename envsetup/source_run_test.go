@@ -211,3 +211,45 @@ func TestSourceTimeout(t *testing.T) {
 		t.Errorf("processes of the script still run: %s", out)
 	}
 }
+
+// A timeout too short for bash to start is a timeout, not a nil-pointer
+// panic (issue 30, item 12: --timeout 1ns); a negative one is refused, not
+// taken for the default.
+func TestSourceTinyTimeouts(t *testing.T) {
+	script := []Script{{Path: abs(t, "scripts/args.sh")}}
+	for _, tt := range []struct {
+		name    string
+		timeout time.Duration
+		want    string
+	}{
+		{"1ns: the deadline passes before bash starts", time.Nanosecond, "args.sh failed: timed out after 1ns"},
+		{"-1s", -time.Second, "invalid timeout -1s: want a positive duration"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ch, err := Runner{Timeout: tt.timeout}.Source(context.Background(), baseEnv(t), script)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("Source = %v, %v; want an error containing %q", ch, err, tt.want)
+			}
+		})
+	}
+}
+
+func TestCheckTimeout(t *testing.T) {
+	for _, tt := range []struct {
+		d    time.Duration
+		want string
+	}{
+		{time.Nanosecond, ""},
+		{time.Minute, ""},
+		{0, "invalid --timeout 0s: want a positive duration (such as 60s or 2m)"},
+		{-time.Second, "invalid --timeout -1s: want a positive duration (such as 60s or 2m)"},
+	} {
+		got := ""
+		if err := CheckTimeout("--timeout", tt.d); err != nil {
+			got = err.Error()
+		}
+		if got != tt.want {
+			t.Errorf("CheckTimeout(%v) = %q, want %q", tt.d, got, tt.want)
+		}
+	}
+}

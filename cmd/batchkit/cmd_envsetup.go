@@ -51,7 +51,7 @@ Examples:
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "profile", Usage: "site profile `NAME` or file whose [env] to set up (default: $BATCHKIT_PROFILE; none: only --source)"},
 			&cli.GenericFlag{Name: "source", Value: &stringList{}, Usage: "`'FILE [ARGS...]'` to source after the profile's scripts (repeatable, in order)"},
-			&cli.DurationFlag{Name: "timeout", Value: envsetup.DefaultTimeout, Usage: "time for all scripts together"},
+			sourceTimeoutFlag("timeout", "time for all scripts together"),
 			&cli.StringFlag{Name: "format", Aliases: []string{"f"}, Value: "shell", Usage: "shell or json"},
 		},
 		Action: func(c *cli.Context) error {
@@ -84,6 +84,14 @@ Examples:
 			return write(c.App.Writer, ch)
 		},
 	}
+}
+
+// sourceTimeoutFlag is the time the scripts get, all together (envsetup's
+// --timeout; run's, mpirun's and exec's --source-timeout): a positive
+// duration, or exit 2 before anything runs.
+func sourceTimeoutFlag(name, usage string) *cli.DurationFlag {
+	return &cli.DurationFlag{Name: name, Value: envsetup.DefaultTimeout, Usage: usage,
+		Action: func(_ *cli.Context, d time.Duration) error { return badInput(envsetup.CheckTimeout("--"+name, d)) }}
 }
 
 // sourceFlags parses --source values: a script path and its arguments,

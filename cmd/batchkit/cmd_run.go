@@ -8,7 +8,6 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/batchkit/batchkit/envsetup"
 	"github.com/batchkit/batchkit/launch"
 	"github.com/batchkit/batchkit/launch/local"
 )
@@ -55,7 +54,7 @@ Examples:
 			&cli.DurationFlag{Name: "grace", Value: local.DefaultGrace, Usage: "time between SIGTERM and SIGKILL when stopping ranks"},
 			&cli.IntFlag{Name: "max-restarts", Usage: "start all ranks again up to `N` times after a rank failed"},
 			&cli.StringFlag{Name: "profile", Usage: "site profile `NAME` or file whose [env] scripts are sourced once and whose variables every rank gets (the user's values win)"},
-			&cli.DurationFlag{Name: "source-timeout", Value: envsetup.DefaultTimeout, Usage: "time for the profile's source scripts"},
+			sourceTimeoutFlag("source-timeout", "time for the profile's source scripts"),
 		},
 		Action: runAction,
 	}
