@@ -11,6 +11,7 @@ import (
 	"github.com/batchkit/batchkit/envsetup"
 	"github.com/batchkit/batchkit/envvars"
 	"github.com/batchkit/batchkit/internal/freeport"
+	"github.com/batchkit/batchkit/internal/jsonstr"
 	"github.com/batchkit/batchkit/launch"
 	"github.com/batchkit/batchkit/launch/mpilaunch"
 	"github.com/batchkit/batchkit/mpirun"
@@ -255,27 +256,27 @@ func printPlan(w io.Writer, penv profile.Env, p mpilaunch.Plan) error {
 }
 
 // planJSON is --dry-run --format json: what a script needs to run the
-// launch itself.
+// launch itself. Strings that may hold any bytes are jsonstr's: lossless.
 type planJSON struct {
-	Argv []string `json:"argv"`
+	Argv []jsonstr.String `json:"argv"`
 	// Env is what every rank gets on argv, by name: the rendezvous,
 	// --env, the profile's variables.
-	Env map[string]string `json:"env"`
+	Env map[string]jsonstr.String `json:"env"`
 	// ForwardEnv names what the launcher hands the ranks from its own
 	// environment (BATCHKIT_JOB_TOKEN: a run sets one when it is unset).
-	ForwardEnv []string      `json:"forward_env"`
-	Hostfile   *hostfileJSON `json:"hostfile,omitempty"` // a generated hostfile argv names
-	Setup      string        `json:"setup,omitempty"`    // bash lines to source first: the profile's scripts
-	Flavor     string        `json:"flavor"`
-	Launcher   string        `json:"launcher"`
-	NP         int           `json:"np"`
+	ForwardEnv []string       `json:"forward_env"`
+	Hostfile   *hostfileJSON  `json:"hostfile,omitempty"` // a generated hostfile argv names
+	Setup      jsonstr.String `json:"setup,omitempty"`    // bash lines to source first: the profile's scripts
+	Flavor     string         `json:"flavor"`
+	Launcher   string         `json:"launcher"`
+	NP         int            `json:"np"`
 }
 
 // hostfileJSON is a generated hostfile: write Text to Path before running
 // argv.
 type hostfileJSON struct {
-	Path string `json:"path"`
-	Text string `json:"text"`
+	Path jsonstr.String `json:"path"`
+	Text jsonstr.String `json:"text"`
 }
 
 // printPlanJSON prints the launch as planJSON, one line.
@@ -288,16 +289,13 @@ func printPlanJSON(w io.Writer, penv profile.Env, p mpilaunch.Plan) error {
 	if err != nil {
 		return badInput(err)
 	}
-	out := planJSON{Argv: argv, Env: p.Spec.Env, ForwardEnv: p.Spec.ForwardEnv, Setup: setup,
-		Flavor: string(p.Spec.Flavor), Launcher: string(p.Spec.Launcher), NP: p.Spec.NP}
-	if out.Env == nil {
-		out.Env = map[string]string{}
-	}
+	out := planJSON{Argv: jsonstr.Strings(argv), Env: jsonstr.Map(p.Spec.Env), ForwardEnv: p.Spec.ForwardEnv,
+		Setup: jsonstr.String(setup), Flavor: string(p.Spec.Flavor), Launcher: string(p.Spec.Launcher), NP: p.Spec.NP}
 	if out.ForwardEnv == nil {
 		out.ForwardEnv = []string{}
 	}
 	if p.Hostfile != "" {
-		out.Hostfile = &hostfileJSON{Path: p.Spec.Hostfile, Text: p.Hostfile}
+		out.Hostfile = &hostfileJSON{Path: jsonstr.String(p.Spec.Hostfile), Text: jsonstr.String(p.Hostfile)}
 	}
 	return writeJSONLine(w, out)
 }
