@@ -35,7 +35,8 @@ killed with SIGKILL, which it cannot catch, each rank gets SIGKILL too (Linux), 
 a rank started in the background is left running.
 
 --max-restarts N (torchrun's): when a rank exits non-zero or is killed, the others are
-stopped and all ranks started again, up to N times, each time with a new MASTER_PORT
+stopped and all ranks started again, up to N times, after a wait of 1 s that doubles for
+each next restart up to 30 s (a signal meanwhile ends the run), each time with a new MASTER_PORT
 (unless --master-port) and a new BATCHKIT_JOB_TOKEN; TORCHELASTIC_RESTART_COUNT and
 TORCHELASTIC_MAX_RESTARTS tell the ranks which attempt this is. Not restarted: a stop you
 asked for (a signal to batchkit), and a first failing rank that exited 75 (stopped on
