@@ -184,8 +184,14 @@ func trainFlags(c *cli.Context) (*trainSetup, error) {
 	if err != nil {
 		return nil, usagef("invalid --hidden %q: %v", c.String("hidden"), err)
 	}
+	var hyper [3]float32 // as given, or refused: float32 would change them
+	for i, name := range []string{"lr", "momentum", "weight-decay"} {
+		if hyper[i], err = trainer.Float32(c.Float64(name)); err != nil {
+			return nil, usagef("invalid --%s %v: %v", name, c.Float64(name), err)
+		}
+	}
 	s.cfg = trainer.Config{Hidden: hidden, Epochs: c.Int("epochs"), BatchSize: c.Int("batch-size"),
-		LR: float32(c.Float64("lr")), Momentum: float32(c.Float64("momentum")), WeightDecay: float32(c.Float64("weight-decay")),
+		LR: hyper[0], Momentum: hyper[1], WeightDecay: hyper[2],
 		Seed: c.Uint64("seed"), CheckEvery: c.Int("check-every"),
 		CheckpointDir: c.String("checkpoint-dir"), CheckpointEvery: c.Int("checkpoint-every")}
 	if err := s.cfg.Validate(); err != nil {
@@ -383,11 +389,7 @@ func (r *trainReport) start(st trainer.Start) error {
 		joinInts(m.Sizes, "-"), m.NumParams(), r.setup.dataName, r.setup.train.Rows(), r.setup.test.Rows(),
 		r.world, r.backend, r.setup.cfg.BatchSize, st.StepsPerEpoch)
 	if st.ResumedFrom > 0 {
-		where := fmt.Sprintf("epoch %d", st.ResumedAtEpoch+1)
-		if st.ResumedAtEpoch >= r.epochs {
-			where = "all epochs done"
-		}
-		fmt.Fprintf(r.log, "train: resumed from %s at step %d (%s)\n", st.ResumedFile, st.ResumedFrom, where)
+		fmt.Fprintf(r.log, "train: %s\n", trainer.ResumeLine(st, r.epochs))
 	} else if dir := r.setup.cfg.CheckpointDir; dir != "" {
 		fmt.Fprintf(r.log, "train: no checkpoint in %s: starting from step 0\n", dir)
 	}
