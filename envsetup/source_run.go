@@ -15,6 +15,7 @@ import (
 
 	"github.com/batchkit/batchkit/internal/cmdgroup"
 	"github.com/batchkit/batchkit/internal/infile"
+	"github.com/batchkit/batchkit/internal/printable"
 )
 
 // DefaultTimeout bounds one sourcing, every script together.
@@ -120,10 +121,20 @@ func (r Runner) Source(ctx context.Context, environ []string, scripts []Script) 
 	}
 	dir, err := os.MkdirTemp("", "batchkit-envsetup-")
 	if err != nil {
-		return Changes{}, err
+		return Changes{}, &TempDirError{Dir: os.TempDir(), Err: unwrapPath(err)}
 	}
 	defer os.RemoveAll(dir)
+	// The dumps need room: a full TMPDIR would fail the first dump or a
+	// script's redirection, and be taken for the script failing.
+	room := 2*environSize(environ) + roomMargin
+	if err := checkRoom(dir, room); err != nil {
+		return Changes{}, err
+	}
 	if err := r.run(ctx, dir, environ, abs); err != nil {
+		// A script that filled it is told apart the same way.
+		if full := checkRoom(dir, room); full != nil {
+			return Changes{}, full
+		}
 		return Changes{}, err
 	}
 	before, err1 := os.ReadFile(filepath.Join(dir, "before"))
@@ -136,6 +147,51 @@ func (r Runner) Source(ctx context.Context, environ []string, scripts []Script) 
 	}
 	b := ParseDump(before)
 	return Diff(b, DedupeLists(b, ParseDump(after))), nil
+}
+
+// TempDirError is the temporary directory sourcing writes its environment
+// dumps and the scripts' output to ($TMPDIR, else /tmp) failing: full, over
+// quota, read-only, missing. It is named, not blamed on a script.
+type TempDirError struct {
+	Dir string
+	Err error
+}
+
+func (e *TempDirError) Error() string {
+	fix := "point TMPDIR at a writable directory"
+	if errors.Is(e.Err, syscall.ENOSPC) || errors.Is(e.Err, syscall.EDQUOT) {
+		fix = "free space there or point TMPDIR at another directory"
+	}
+	return fmt.Sprintf("sourcing writes the environment to the temporary directory %s ($TMPDIR): %v: %s", e.Dir, e.Err, fix)
+}
+
+func (e *TempDirError) Unwrap() error { return e.Err }
+
+// roomMargin is what sourcing writes besides the two dumps: the scripts'
+// output files and bash's own.
+const roomMargin = 64 << 10
+
+func environSize(environ []string) int {
+	n := 0
+	for _, kv := range environ {
+		n += len(kv) + 1
+	}
+	return n
+}
+
+// checkRoom writes n bytes to a file in dir and removes it: a
+// TempDirError (dir's parent named, as TMPDIR is) when they do not fit.
+func checkRoom(dir string, n int) error {
+	f, err := os.CreateTemp(dir, "room-")
+	if err == nil {
+		_, err = f.Write(make([]byte, n))
+		err = errors.Join(err, f.Close())
+		os.Remove(f.Name())
+	}
+	if err != nil {
+		return &TempDirError{Dir: filepath.Dir(dir), Err: unwrapPath(err)}
+	}
+	return nil
 }
 
 // checkScripts makes every path absolute (source looks a bare name up on
@@ -257,6 +313,9 @@ func outputTail(dir string, i int) string {
 	return ""
 }
 
+// tail is the last n lines of b that are not blank, each escaped and cut
+// to maxTailLine bytes (printable.Line): a script's binary or endless
+// output, or its escape sequences, must not become the error line.
 func tail(b []byte, n int) string {
 	var lines []string
 	for _, l := range strings.Split(string(bytes.TrimSpace(b)), "\n") {
@@ -267,5 +326,12 @@ func tail(b []byte, n int) string {
 	if len(lines) > n {
 		lines = lines[len(lines)-n:]
 	}
+	for i, l := range lines {
+		lines[i] = printable.Line(l, maxTailLine)
+	}
 	return strings.Join(lines, " | ")
 }
+
+// maxTailLine bounds each line of a failed script's output that its error
+// quotes.
+const maxTailLine = 300

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -149,6 +150,10 @@ func TestSourceErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := func(name string) Script { return Script{Path: abs(t, "scripts/"+name)} }
+	binaryFail := filepath.Join(dir, "binary.sh")
+	if err := os.WriteFile(binaryFail, []byte("printf '\\033]0;pwned\\a\\n'\nhead -c 200000 /dev/zero\nreturn 3\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []struct {
 		name    string
 		scripts []Script
@@ -162,6 +167,10 @@ func TestSourceErrors(t *testing.T) {
 		{"fails, after one that worked", []Script{s("chatty.sh"), s("fail.sh")}, abs(t, "scripts/fail.sh"), 4, nil,
 			[]string{"exit 4", "starting | ERROR: the runtime is not installed in /nonexistent"}},
 		{"exits the shell", []Script{s("exits.sh")}, abs(t, "scripts/exits.sh"), 0, ErrExited, []string{"exited the shell"}},
+		// Its output is quoted escaped and cut: 200 KB of NULs and an
+		// escape sequence do not make the error line.
+		{"fails after binary output", []Script{{Path: binaryFail}}, binaryFail, 3, nil,
+			[]string{`exit 3): \x1b]0;pwned\a | \x00\x00`, " more bytes]"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			got, err := source(t, baseEnv(t), c.scripts...)
@@ -180,8 +189,8 @@ func TestSourceErrors(t *testing.T) {
 					t.Errorf("err = %q, want it to say %q", err, s)
 				}
 			}
-			if strings.Contains(err.Error(), "\n") {
-				t.Errorf("err = %q: want one line", err)
+			if strings.Contains(err.Error(), "\n") || len(err.Error()) > 2<<10 {
+				t.Errorf("err = %.500q (%d bytes): want one line of at most 2 KiB", err, len(err.Error()))
 			}
 			if !got.Empty() {
 				t.Errorf("a failed sourcing returned changes %+v", got)
@@ -251,5 +260,32 @@ func TestCheckTimeout(t *testing.T) {
 		if got != tt.want {
 			t.Errorf("CheckTimeout(%v) = %q, want %q", tt.d, got, tt.want)
 		}
+	}
+}
+
+// The temporary directory's failure names the directory and what to do,
+// by its cause.
+func TestTempDirError(t *testing.T) {
+	for _, tt := range []struct {
+		err  error
+		want string
+	}{
+		{syscall.ENOSPC, "sourcing writes the environment to the temporary directory /scratch ($TMPDIR): no space left on device: free space there or point TMPDIR at another directory"},
+		{syscall.EDQUOT, "sourcing writes the environment to the temporary directory /scratch ($TMPDIR): disk quota exceeded: free space there or point TMPDIR at another directory"},
+		{syscall.ENOENT, "sourcing writes the environment to the temporary directory /scratch ($TMPDIR): no such file or directory: point TMPDIR at a writable directory"},
+	} {
+		if got := (&TempDirError{Dir: "/scratch", Err: tt.err}).Error(); got != tt.want {
+			t.Errorf("TempDirError{%v} = %q\nwant %q", tt.err, got, tt.want)
+		}
+	}
+}
+
+// A TMPDIR that does not exist is named as such, not as the script failing.
+func TestSourceTempDirMissing(t *testing.T) {
+	t.Setenv("TMPDIR", filepath.Join(t.TempDir(), "gone"))
+	_, err := Runner{}.Source(context.Background(), baseEnv(t), []Script{{Path: abs(t, "scripts/args.sh")}})
+	var te *TempDirError
+	if !errors.As(err, &te) || !strings.Contains(err.Error(), "gone ($TMPDIR): no such file or directory") {
+		t.Errorf("Source = %v, want a TempDirError naming the missing TMPDIR", err)
 	}
 }
