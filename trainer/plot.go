@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"path/filepath"
-	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -15,6 +13,7 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 
 	"github.com/batchkit/batchkit/internal/outfile"
+	"github.com/batchkit/batchkit/internal/plotfile"
 )
 
 // History is what a run reports, for a plot: every step's loss and every
@@ -25,10 +24,14 @@ type History struct {
 	Epochs []EpochInfo
 }
 
-// PlotFile draws h into path (.png, .svg or .pdf) through outfile.Write: an
-// existing file is refused (fs.ErrExist) unless replace, and replaced whole.
+// PlotFile draws h into path (plotfile.Formats: .png, .svg or .pdf) through
+// outfile.Write: an existing file is refused (fs.ErrExist) unless replace,
+// and replaced whole.
 func PlotFile(path string, h History, replace bool) error {
-	format := strings.ToLower(strings.TrimPrefix(filepath.Ext(path), "."))
+	format, err := plotfile.Format(path)
+	if err != nil {
+		return err
+	}
 	var img bytes.Buffer
 	if err := Plot(&img, format, h); err != nil {
 		return err

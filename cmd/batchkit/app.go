@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/batchkit/batchkit/internal/clitree"
 )
 
 // version is set at build time: -ldflags "-X main.version=...".
@@ -52,7 +54,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			"   batchkit help COMMAND",
 		Writer:    stdout,
 		ErrWriter: stderr,
-		// Completion is answered by Main (complete.go), never by urfave/cli,
+		// Completion is answered by Main (internal/clitree), never by urfave/cli,
 		// which runs the action when the words hold a "--".
 		// Errors are mapped to exit codes in one place, Main; never let
 		// urfave/cli call os.Exit on its own.
@@ -126,8 +128,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 // node (execCommandAt).
 func runApp(app *cli.App, args []string, stdout, stderr io.Writer) int {
 	oneLineUsageErrors(app.Commands)
-	if words, ok := completionRequest(args); ok {
-		for _, c := range completions(app, words) {
+	if words, ok := clitree.CompletionRequest(args); ok {
+		for _, c := range clitree.Completions(app, words) {
 			fmt.Fprintln(stdout, c)
 		}
 		return exitOK

@@ -8,7 +8,7 @@ import (
 
 // The completion scripts ask the binary itself, so they never go stale: the
 // words up to the cursor, the current one last (even when empty), then
-// completionFlag. Main answers without running anything (complete.go). An
+// clitree.CompletionFlag. Main answers without running anything (clitree). An
 // empty answer means file names: after "--", in a flag's value, in the
 // command's arguments.
 const bashCompletion = `_batchkit_complete() {

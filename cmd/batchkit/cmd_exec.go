@@ -151,7 +151,7 @@ func execProfile(c *cli.Context, environ []string) (envsetup.Changes, map[string
 	if err != nil {
 		return envsetup.Changes{}, nil, err
 	}
-	sourced, err := sourceScripts(c.Context, environ, r.Profile.Env.Scripts(), r.Profile.Env, c.Duration("source-timeout"))
+	sourced, err := sourceEnv(c.Context, environ, r.Profile.Env, c.Duration("source-timeout"))
 	return sourced, r.Profile.Env.Vars, err
 }
 

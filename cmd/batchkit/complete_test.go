@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/batchkit/batchkit/internal/clitree"
 )
 
 func TestCompletions(t *testing.T) {
@@ -39,8 +41,8 @@ func TestCompletions(t *testing.T) {
 		{"an unknown flag", []string{"env", "--nosuch", "--form"}, []string{"--format"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if diff := cmp.Diff(tc.want, completions(app, tc.words)); diff != "" {
-				t.Errorf("completions(%q) (-want +got):\n%s", tc.words, diff)
+			if diff := cmp.Diff(tc.want, clitree.Completions(app, tc.words)); diff != "" {
+				t.Errorf("clitree.Completions(%q) (-want +got):\n%s", tc.words, diff)
 			}
 		})
 	}
@@ -52,10 +54,10 @@ func TestCompletionRunsNoAction(t *testing.T) {
 	dir := t.TempDir()
 	t.Chdir(dir)
 	for _, args := range [][]string{
-		{"batchkit", "run", "-n", "1", "--", "sh", "-c", "touch ran", "", completionFlag},
-		{"batchkit", "run", "-n", "1", "--", "sh", "-c", "touch ran", "--", completionFlag},
-		{"batchkit", "sbatch", "-N", "1", "--write", "ran", "--", "true", "", completionFlag},
-		{"batchkit", "sbatch", "--write", "ran", "-N", "1", "--", "true", "--", completionFlag},
+		{"batchkit", "run", "-n", "1", "--", "sh", "-c", "touch ran", "", clitree.CompletionFlag},
+		{"batchkit", "run", "-n", "1", "--", "sh", "-c", "touch ran", "--", clitree.CompletionFlag},
+		{"batchkit", "sbatch", "-N", "1", "--write", "ran", "--", "true", "", clitree.CompletionFlag},
+		{"batchkit", "sbatch", "--write", "ran", "-N", "1", "--", "true", "--", clitree.CompletionFlag},
 	} {
 		var stdout, stderr bytes.Buffer
 		if code := Main(args, &stdout, &stderr); code != 0 || stdout.Len() != 0 || stderr.Len() != 0 {

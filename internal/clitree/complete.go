@@ -1,4 +1,8 @@
-package main
+// Package clitree is what batchkit derives from its urfave/cli command
+// tree alone: shell completion candidates (complete.go) and the man page
+// (man.go). It reads the tree, never runs an action, loads a profile or
+// touches a file or the network.
+package clitree
 
 import (
 	"slices"
@@ -7,30 +11,30 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-// completionFlag is the last argument the completion scripts add to the
+// CompletionFlag is the last argument the completion scripts add to the
 // words typed so far. Main answers it before urfave/cli sees the words:
 // urfave's own completion turns itself off after a "--" and then runs the
 // command's action, so TAB in 'batchkit sbatch -- ./train.sh' submitted a
-// job. completions only reads the command tree; it never runs an action,
+// job. Completions only reads the command tree; it never runs an action,
 // loads a profile or touches a file or the network.
-const completionFlag = "--generate-bash-completion"
+const CompletionFlag = "--generate-bash-completion"
 
-// completionRequest reports whether args (os.Args) ask for completion, and
+// CompletionRequest reports whether args (os.Args) ask for completion, and
 // the words after the program name, the last of them the one being
 // completed (possibly empty).
-func completionRequest(args []string) (words []string, ok bool) {
-	if len(args) < 2 || args[len(args)-1] != completionFlag {
+func CompletionRequest(args []string) (words []string, ok bool) {
+	if len(args) < 2 || args[len(args)-1] != CompletionFlag {
 		return nil, false
 	}
 	return args[1 : len(args)-1], true
 }
 
-// completions lists the candidates for the last of words, given the words
+// Completions lists the candidates for the last of words, given the words
 // before it: subcommands, or flags when it starts with '-'. Nothing (the
 // shell then completes file names) after "--", after a command's first
 // argument (from there on every word is an argument: flags are parsed only
 // before it), in a flag's value, or after an unknown command.
-func completions(app *cli.App, words []string) []string {
+func Completions(app *cli.App, words []string) []string {
 	cur := ""
 	if len(words) > 0 {
 		cur, words = words[len(words)-1], words[:len(words)-1]
@@ -46,9 +50,9 @@ func completions(app *cli.App, words []string) []string {
 		case w == "--":
 			return nil
 		case strings.HasPrefix(w, "-") && w != "-":
-			value = takesValue(flags, w)
+			value = TakesValue(flags, w)
 		default:
-			sub := findCommand(cmds, w)
+			sub := FindCommand(cmds, w)
 			if sub == nil {
 				return nil
 			}
@@ -65,10 +69,10 @@ func completions(app *cli.App, words []string) []string {
 	}
 }
 
-// takesValue reports whether the flag word w (-n, --name) is followed by a
+// TakesValue reports whether the flag word w (-n, --name) is followed by a
 // value; with "=" it carries its own, and an unknown flag is taken to be a
 // switch.
-func takesValue(flags []cli.Flag, w string) bool {
+func TakesValue(flags []cli.Flag, w string) bool {
 	if strings.Contains(w, "=") {
 		return false
 	}
@@ -82,7 +86,8 @@ func takesValue(flags []cli.Flag, w string) bool {
 	return false
 }
 
-func findCommand(cmds []*cli.Command, name string) *cli.Command {
+// FindCommand is the command of cmds named name, or nil.
+func FindCommand(cmds []*cli.Command, name string) *cli.Command {
 	for _, c := range cmds {
 		if c.Name == name || slices.Contains(c.Aliases, name) {
 			return c

@@ -1,0 +1,42 @@
+package job
+
+import (
+	"cmp"
+	"io"
+	"os"
+
+	"github.com/batchkit/batchkit/internal/outfile"
+	"github.com/batchkit/batchkit/internal/plotfile"
+	"github.com/batchkit/batchkit/topology"
+)
+
+// Check refuses, before any rank connects, the paths the run would fail
+// on after the training: a checkpoint directory that is a file, and on
+// rank 0 a --plot or --metrics that could not be written or would replace
+// a file without --force. It decides rank 0's --metrics (stdout and stderr
+// are this process's, which --metrics may name) and names the job in the
+// checkpoint directory's lock.
+func (s *Setup) Check(topo topology.Topology, stdout, stderr io.Writer) error {
+	c := s.Config
+	if dir := c.CheckpointDir; dir != "" {
+		if fi, err := os.Stat(dir); err == nil && !fi.IsDir() {
+			return invalid("invalid --checkpoint-dir %q: is %s, not a directory", dir, cmp.Or(outfile.KindOf(fi.Mode()), "a file"))
+		}
+	}
+	s.Train.JobID = topo.JobID
+	if topo.Rank == 0 && c.Plot != "" {
+		if err := plotfile.Check(c.Plot, nil, c.Force); err != nil {
+			return invalid("invalid --plot %v", err)
+		}
+	} else if c.Force && c.Plot == "" && c.Metrics == "" {
+		return invalid("--force is for --plot and --metrics: it lets them replace an existing file")
+	}
+	if topo.Rank == 0 && c.Metrics != "" {
+		run := RunID(s.Sizes, s.TrainSet, topo.WorldSize, s.Train.BatchSize, s.Train.Seed)
+		var err error
+		if s.metricsFile, err = checkMetrics(c.Metrics, run, c.Data, c.Force, stdout, stderr); err != nil {
+			return err
+		}
+	}
+	return nil
+}
