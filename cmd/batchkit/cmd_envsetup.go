@@ -49,7 +49,7 @@ Examples:
 		Flags: []cli.Flag{
 			flagvalues.With(&cli.StringFlag{Name: "profile", Usage: "site profile `NAME` or file whose [env] to set up (" + profileOrSource + ")"}, profileNames),
 			&cli.GenericFlag{Name: "source", Value: &stringList{}, Usage: "`'FILE [ARGS...]'` to source after the profile's scripts (repeatable, in order)"},
-			&cli.DurationFlag{Name: "timeout", Value: envsetup.DefaultTimeout, Usage: "time for all scripts together"},
+			sourceTimeoutFlag("timeout", "time for all scripts together"),
 			flagvalues.With(&cli.StringFlag{Name: "format", Aliases: []string{"f"}, Value: "shell", Usage: "shell or json"}, flagvalues.Keys(changesFormats)),
 		},
 		Action: func(c *cli.Context) error {
@@ -82,6 +82,14 @@ Examples:
 			return write(ch, c.App.Writer)
 		},
 	}
+}
+
+// sourceTimeoutFlag is the time the scripts get, all together (envsetup's
+// --timeout; run's, mpirun's and exec's --source-timeout): a positive
+// duration, or exit 2 before anything runs.
+func sourceTimeoutFlag(name, usage string) *cli.DurationFlag {
+	return &cli.DurationFlag{Name: name, Value: envsetup.DefaultTimeout, Usage: usage,
+		Action: func(_ *cli.Context, d time.Duration) error { return badInput(envsetup.CheckTimeout("--"+name, d)) }}
 }
 
 // sourceFlags parses --source values: a script path and its arguments,

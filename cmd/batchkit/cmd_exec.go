@@ -64,7 +64,7 @@ Examples:
    batchkit run -n 2 -- batchkit exec --pin -- python3 train.py`,
 		Flags: []cli.Flag{
 			flagvalues.With(&cli.StringFlag{Name: "profile", Usage: "site profile `NAME` or file whose [env] to set up first (" + profileOnlyFlag + ")"}, profileNames),
-			&cli.DurationFlag{Name: "source-timeout", Value: envsetup.DefaultTimeout, Usage: "time for the profile's source scripts"},
+			sourceTimeoutFlag("source-timeout", "time for the profile's source scripts"),
 			&cli.BoolFlag{Name: "pin", EnvVars: []string{envvars.Pin},
 				Usage: "also set per-rank CPU pinning and oneCCL variables (OMP_NUM_THREADS, CCL_WORKER_AFFINITY ...)"},
 		},

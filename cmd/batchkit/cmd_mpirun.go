@@ -91,7 +91,7 @@ Examples:
 			&cli.StringFlag{Name: "bootstrap", Usage: "Hydra -bootstrap / Open MPI --mca plm / mpirun_rsh -launcher (default slurm for Hydra in an allocation)"},
 			&cli.StringFlag{Name: "srun-mpi", Usage: "srun --mpi plugin (default: pmix for Open MPI, pmi2 otherwise)"},
 			&cli.IntFlag{Name: "master-port", Usage: "MASTER_PORT for all ranks"},
-			&cli.DurationFlag{Name: "source-timeout", Value: envsetup.DefaultTimeout, Usage: "time for the profile's source scripts"},
+			sourceTimeoutFlag("source-timeout", "time for the profile's source scripts"),
 			&cli.DurationFlag{Name: "probe-timeout", Value: mpilaunch.DefaultProbeTimeout, Usage: "time for a launcher's answer to --version (asked for its flavor)"},
 			&cli.BoolFlag{Name: "dry-run", Usage: "print the command, shell-quoted, instead of running it"},
 			flagvalues.With(&cli.StringFlag{Name: "format", Aliases: []string{"f"}, Value: "text", Usage: "--dry-run's output: text (shell lines) or json (one line: argv, env, forward_env, hostfile, setup ...)"}, flagvalues.List(outputFormats)),

@@ -24,7 +24,9 @@ launch line — srun with the flavor's --mpi plugin, or the flavor's mpirun — 
 
 Without --dry-run or --write the script is submitted with 'sbatch --parsable' and the job id
 printed (sbatch is killed if it has not answered within --submit-timeout); --wait waits for the job
-and exits with its exit code (SIGINT, SIGTERM, SIGHUP, SIGQUIT and SIGUSR1 go to sbatch meanwhile). --write writes only a regular
+and exits with its exit code (SIGINT, SIGTERM, SIGHUP, SIGQUIT and SIGUSR1 go to sbatch meanwhile); a
+job that failed gets a line with its state, reason, nodes and output file (scontrol show job), and
+one cancelled before it started exits 1, not sbatch's 0. --write writes only a regular
 file, or through a symbolic link to one: a device, FIFO, socket or directory is refused (exit 2)
 and left alone. A file replaced with --force keeps its mode and owner; one whose owner cannot be
 kept (someone else's, when not root) is refused.

@@ -3,6 +3,7 @@ package mpilaunch
 import (
 	"io"
 
+	"github.com/batchkit/batchkit/internal/jsonstr"
 	"github.com/batchkit/batchkit/launch"
 	"github.com/batchkit/batchkit/mpirun"
 )
@@ -20,27 +21,28 @@ func WriteDryRun(w io.Writer, p Plan, setup string) error {
 }
 
 // DryRunJSON is --dry-run --format json: what a script needs to run the
-// launch itself. Its keys are an interface.
+// launch itself. Its keys are an interface. Strings that may hold any
+// bytes are jsonstr's: lossless.
 type DryRunJSON struct {
-	Argv []string `json:"argv"`
+	Argv []jsonstr.String `json:"argv"`
 	// Env is what every rank gets on argv, by name: the rendezvous,
 	// --env, the profile's variables.
-	Env map[string]string `json:"env"`
+	Env map[string]jsonstr.String `json:"env"`
 	// ForwardEnv names what the launcher hands the ranks from its own
 	// environment (BATCHKIT_JOB_TOKEN: a run sets one when it is unset).
-	ForwardEnv []string      `json:"forward_env"`
-	Hostfile   *HostfileJSON `json:"hostfile,omitempty"` // a generated hostfile argv names
-	Setup      string        `json:"setup,omitempty"`    // bash lines to source first: the profile's scripts
-	Flavor     string        `json:"flavor"`
-	Launcher   string        `json:"launcher"`
-	NP         int           `json:"np"`
+	ForwardEnv []string       `json:"forward_env"`
+	Hostfile   *HostfileJSON  `json:"hostfile,omitempty"` // a generated hostfile argv names
+	Setup      jsonstr.String `json:"setup,omitempty"`    // bash lines to source first: the profile's scripts
+	Flavor     string         `json:"flavor"`
+	Launcher   string         `json:"launcher"`
+	NP         int            `json:"np"`
 }
 
 // HostfileJSON is a generated hostfile: write Text to Path before running
 // argv.
 type HostfileJSON struct {
-	Path string `json:"path"`
-	Text string `json:"text"`
+	Path jsonstr.String `json:"path"`
+	Text jsonstr.String `json:"text"`
 }
 
 // DryRun is the launch as DryRunJSON, setup its bash lines to source
@@ -50,16 +52,13 @@ func DryRun(p Plan, setup string) (DryRunJSON, error) {
 	if err != nil {
 		return DryRunJSON{}, launch.Bad(err)
 	}
-	out := DryRunJSON{Argv: argv, Env: p.Spec.Env, ForwardEnv: p.Spec.ForwardEnv, Setup: setup,
-		Flavor: string(p.Spec.Flavor), Launcher: string(p.Spec.Launcher), NP: p.Spec.NP}
-	if out.Env == nil {
-		out.Env = map[string]string{}
-	}
+	out := DryRunJSON{Argv: jsonstr.Strings(argv), Env: jsonstr.Map(p.Spec.Env), ForwardEnv: p.Spec.ForwardEnv,
+		Setup: jsonstr.String(setup), Flavor: string(p.Spec.Flavor), Launcher: string(p.Spec.Launcher), NP: p.Spec.NP}
 	if out.ForwardEnv == nil {
 		out.ForwardEnv = []string{}
 	}
 	if p.Hostfile != "" {
-		out.Hostfile = &HostfileJSON{Path: p.Spec.Hostfile, Text: p.Hostfile}
+		out.Hostfile = &HostfileJSON{Path: jsonstr.String(p.Spec.Hostfile), Text: jsonstr.String(p.Hostfile)}
 	}
 	return out, nil
 }

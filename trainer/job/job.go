@@ -96,8 +96,17 @@ func (c Config) Setup() (*Setup, error) {
 	if err != nil {
 		return nil, invalid("invalid --hidden %q: %v", c.Hidden, err)
 	}
+	var hyper [3]float32 // as given, or refused: float32 would change them
+	for i, h := range []struct {
+		name string
+		v    float64
+	}{{"lr", c.LR}, {"momentum", c.Momentum}, {"weight-decay", c.WeightDecay}} {
+		if hyper[i], err = trainer.Float32(h.v); err != nil {
+			return nil, invalid("invalid --%s %v: %v", h.name, h.v, err)
+		}
+	}
 	s.Train = trainer.Config{Hidden: hidden, Epochs: c.Epochs, BatchSize: c.BatchSize,
-		LR: float32(c.LR), Momentum: float32(c.Momentum), WeightDecay: float32(c.WeightDecay),
+		LR: hyper[0], Momentum: hyper[1], WeightDecay: hyper[2],
 		Seed: c.Seed, CheckEvery: c.CheckEvery, CheckpointDir: c.CheckpointDir, CheckpointEvery: c.CheckpointEvery}
 	if err := s.Train.Validate(); err != nil {
 		return nil, invalid("invalid flags: %v", err)

@@ -33,6 +33,8 @@ func TestSetupRefuses(t *testing.T) {
 		{"backend", with(func(c *Config) { c.Backend = "nccl" }), `invalid --backend "nccl": want one of `},
 		{"hidden", with(func(c *Config) { c.Hidden = "64,x" }), `invalid --hidden "64,x": "x" is not a positive layer size`},
 		{"epochs", with(func(c *Config) { c.Epochs = 0 }), "invalid flags: epochs 0: want at least 1"},
+		{"lr float32 cannot hold", with(func(c *Config) { c.LR = 1e-50 }), "invalid --lr 1e-50: too small for the float32 the training computes in"},
+		{"weight decay float32 cannot hold", with(func(c *Config) { c.WeightDecay = 1e39 }), "invalid --weight-decay 1e+39: too large for the float32 the training computes in"},
 		{"no data file", with(func(c *Config) { c.Data = filepath.Join(dir, "none.csv") }), "none.csv"},
 		{"too little data", with(func(c *Config) { c.Data = oneRow }), "invalid --data " + oneRow + ": "},
 	} {

@@ -35,11 +35,7 @@ func (r *report) start(st trainer.Start) error {
 		joinInts(m.Sizes, "-"), m.NumParams(), r.setup.DataName, r.setup.TrainSet.Rows(), r.setup.TestSet.Rows(),
 		r.world, r.backend, r.setup.Train.BatchSize, st.StepsPerEpoch)
 	if st.ResumedFrom > 0 {
-		where := fmt.Sprintf("epoch %d", st.ResumedAtEpoch+1)
-		if st.ResumedAtEpoch >= r.epochs {
-			where = "all epochs done"
-		}
-		fmt.Fprintf(r.log, "train: resumed from %s at step %d (%s)\n", st.ResumedFile, st.ResumedFrom, where)
+		fmt.Fprintf(r.log, "train: %s\n", trainer.ResumeLine(st, r.epochs))
 	} else if dir := r.setup.Train.CheckpointDir; dir != "" {
 		fmt.Fprintf(r.log, "train: no checkpoint in %s: starting from step 0\n", dir)
 	}
