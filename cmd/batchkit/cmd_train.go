@@ -64,7 +64,8 @@ rank got SIGUSR1 too, and is not requeued. A second SIGTERM, at least 0.5 s afte
 ends a rank at once, without a checkpoint. A run that starts says what it resumes from, or
 that it found no checkpoint. Bad flags or data: 2.
 
-Output, on rank 0: a progress bar when stdout is a terminal, one line per epoch otherwise.
+Output, on rank 0: a progress bar when stdout is the user's terminal (the controlling one:
+not the pseudo terminal Open MPI gives a rank), one line per epoch otherwise.
 --format json prints one summary object (epoch lines go to stderr): test_accuracy,
 test_loss, epochs, steps, world_size, backend, samples_per_second, resumed_from_step,
 weights_sha256 (SHA-256 of the final float32 parameters, little-endian), elapsed_seconds.
