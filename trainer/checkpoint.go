@@ -105,6 +105,13 @@ func (ck *Checkpoint) Encode() ([]byte, error) {
 	return append(b, sum[:]...), nil
 }
 
+// checkpointBytes is the size of a checkpoint of h and n parameters, give
+// or take the header's digits (its values change as the run goes on).
+func checkpointBytes(h CheckpointHeader, n int) int64 {
+	hdr, _ := json.Marshal(h)
+	return int64(len(checkpointMagic)+16+len(hdr)+256+sha256.Size) + 8*int64(n)
+}
+
 func appendFloats(b []byte, fs []float32) []byte {
 	for _, f := range fs {
 		b = binary.LittleEndian.AppendUint32(b, math.Float32bits(f))

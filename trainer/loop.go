@@ -45,6 +45,11 @@ type Config struct {
 	OnStart func(Start) error     // once, after any resume
 	OnStep  func(StepInfo) error  // after every step; an error ends the run
 	OnEpoch func(EpochInfo) error // after every epoch
+	// OnEnd gets the result once the run has it, before the final
+	// checkpoint is written: a report made there is not lost when
+	// writing fails (a full disk). Its error ends the run (after that
+	// checkpoint).
+	OnEnd func(Result) error
 }
 
 // Start describes the run about to train.
@@ -132,6 +137,15 @@ func (e *PreemptedError) Error() string {
 		return fmt.Sprintf("%s after step %d (no --checkpoint-dir: nothing saved)", e.Reason, e.Step)
 	}
 	return fmt.Sprintf("%s after step %d: checkpoint %s", e.Reason, e.Step, e.Checkpoint)
+}
+
+// PeerFailedError is what the other ranks return when rank Rank stopped
+// the run on an error of its own (a checkpoint it could not write) at
+// step Step: its error says what.
+type PeerFailedError struct{ Rank, Step int }
+
+func (e *PeerFailedError) Error() string {
+	return fmt.Sprintf("step %d: rank %d failed (its error says why)", e.Step, e.Rank)
 }
 
 // DivergedError is ranks whose weights differ from rank 0's: a bug or

@@ -1,6 +1,7 @@
 package trainer
 
 import (
+	"cmp"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -33,7 +34,7 @@ func Train(c Comm, train, test *Dataset, cfg Config) (Result, error) {
 		return Result{}, err
 	}
 	r := newRun(c, m, train, test, cfg)
-	if r.dir, err = openCheckpointDir(c, r.cfg); err != nil {
+	if r.dir, err = openCheckpointDir(c, r.cfg, checkpointBytes(r.header(), m.NumParams())); err != nil {
 		return Result{}, err
 	}
 	defer r.dir.close()
@@ -69,6 +70,11 @@ type run struct {
 	now         func() time.Time
 	dir         *checkpointDir // nil without a CheckpointDir; locked on rank 0
 
+	// saveErr is rank 0's failed checkpoint, which every rank learns of
+	// with the next collective (step, preempted, finish) and stops on,
+	// rather than rank 0 leaving the others to find a lost connection.
+	saveErr error
+
 	params []float32
 	opt    *SGD
 	buf    []float32 // gradient, then the piggybacked extras
@@ -93,6 +99,7 @@ type run struct {
 const (
 	xStop = iota
 	xCancel
+	xSaveFailed // rank 0's last checkpoint failed (saveErr)
 	xLoss
 	xCorrect
 	xCount
@@ -143,9 +150,7 @@ func (r *run) runEpoch() error {
 			return r.preempted(stop)
 		}
 		if r.cfg.CheckpointEvery > 0 && r.globalStep%r.cfg.CheckpointEvery == 0 {
-			if _, err := r.checkpoint(); err != nil {
-				return err
-			}
+			_, r.saveErr = r.checkpoint() // every rank stops on it after the next step
 		}
 	}
 	return r.endEpoch()
@@ -163,7 +168,10 @@ func (r *run) step(idx []int) (StopReason, error) {
 	n := r.m.NumParams()
 	loss, correct := r.m.LossGrad(r.params, r.buf[:n], r.bx[:len(idx)*f], r.by[:len(idx)], &r.ws)
 	extra := r.buf[n:]
-	extra[xStop], extra[xCancel] = 0, 0
+	extra[xStop], extra[xCancel], extra[xSaveFailed] = 0, 0, 0
+	if r.saveErr != nil {
+		extra[xSaveFailed] = 1
+	}
 	switch r.stopReason() {
 	case Preempt:
 		extra[xStop] = 1
@@ -173,6 +181,9 @@ func (r *run) step(idx []int) (StopReason, error) {
 	extra[xLoss], extra[xCorrect], extra[xCount] = float32(loss), float32(correct), float32(len(idx))
 	if err := r.c.AllreduceAvg(r.buf); err != nil {
 		return NoStop, fmt.Errorf("step %d: %w", r.globalStep+1, err)
+	}
+	if extra[xSaveFailed] > 0 {
+		return NoStop, r.rank0Failed()
 	}
 	r.opt.Step(r.params, r.buf[:n])
 	r.globalStep++
@@ -217,17 +228,21 @@ func (r *run) stopReason() StopReason {
 // a SIGUSR1, as a cancelled job's ranks can get them) makes the stop a
 // cancel on every rank.
 func (r *run) preempted(reason StopReason) error {
-	if _, err := r.checkpoint(); err != nil {
-		return err
-	}
-	cancel := []float32{0}
+	_, r.saveErr = r.checkpoint()
+	flags := []float32{0, 0} // any rank cancelled; rank 0's checkpoint failed
 	if reason == Cancel || r.stopReason() == Cancel {
-		cancel[0] = 1
+		flags[0] = 1
 	}
-	if err := r.c.AllreduceAvg(cancel); err != nil { // every rank's, so rank 0's after its checkpoint
-		return err
+	if r.saveErr != nil {
+		flags[1] = 1
 	}
-	if cancel[0] > 0 {
+	if err := r.c.AllreduceAvg(flags); err != nil { // every rank's, so rank 0's after its checkpoint
+		return cmp.Or(r.saveErr, err)
+	}
+	if flags[1] > 0 {
+		return r.rank0Failed()
+	}
+	if flags[0] > 0 {
 		reason = Cancel
 	}
 	e := &PreemptedError{Step: r.globalStep, Reason: reason}
@@ -258,18 +273,12 @@ func (r *run) endEpoch() error {
 	return nil
 }
 
-// finish checks the weights once more, checkpoints and evaluates.
+// finish checks the weights once more, evaluates, reports the result
+// (OnEnd) and then checkpoints: what can still fail comes after the
+// report. Every rank learns whether rank 0 got through both.
 func (r *run) finish() (Result, error) {
 	if err := r.check(); err != nil {
 		return Result{}, err
-	}
-	if _, err := r.checkpoint(); err != nil {
-		return Result{}, err
-	}
-	if r.cfg.CheckpointDir != "" {
-		if err := r.c.Barrier(); err != nil { // nobody exits before the file is there
-			return Result{}, err
-		}
 	}
 	loss, acc, err := r.m.Evaluate(r.params, r.test)
 	if err != nil {
@@ -280,7 +289,39 @@ func (r *run) finish() (Result, error) {
 	if d := r.now().Sub(r.began).Seconds(); d > 0 {
 		res.SamplesPerSecond = r.ranSamples / d
 	}
+	var endErr error
+	if r.cfg.OnEnd != nil {
+		endErr = r.cfg.OnEnd(res)
+	}
+	_, r.saveErr = r.checkpoint() // the last one: an earlier one that failed no longer matters
+	if r.cfg.CheckpointDir != "" {
+		// Nobody exits before the file is there, and nobody is left to
+		// find a lost connection when rank 0 could not write it.
+		failed := []float32{0}
+		if r.saveErr != nil || endErr != nil {
+			failed[0] = 1
+		}
+		if err := r.c.AllreduceAvg(failed); err != nil {
+			return Result{}, cmp.Or(endErr, r.saveErr, err)
+		}
+		if failed[0] > 0 && endErr == nil {
+			return Result{}, r.rank0Failed()
+		}
+	}
+	if endErr != nil {
+		return Result{}, endErr
+	}
 	return res, nil
+}
+
+// rank0Failed is the error of a run whose rank 0 failed to checkpoint
+// (or to report, at the end): rank 0's own error there, on the others one
+// that sends the reader to it.
+func (r *run) rank0Failed() error {
+	if r.c.Rank() == 0 && r.saveErr != nil {
+		return r.saveErr
+	}
+	return &PeerFailedError{Rank: 0, Step: r.globalStep}
 }
 
 // header is the checkpoint metadata of the current state.

@@ -17,7 +17,9 @@ type Output struct {
 }
 
 // Run trains on this rank of comm (its backend named backend), stopping
-// when stop asks; rank 0 reports to out, writes the metrics and the plot.
+// when stop asks; rank 0 reports to out (the summary before the final
+// checkpoint and the plot, which can still fail), writes the metrics and
+// the plot.
 // The trainer's errors (*trainer.PreemptedError after a stop, a checkpoint
 // directory refused ...) come back as they are.
 func Run(comm trainer.Comm, backend string, s *Setup, out Output, stop func() trainer.StopReason) error {
@@ -28,12 +30,15 @@ func Run(comm trainer.Comm, backend string, s *Setup, out Output, stop func() tr
 	if s.JSON {
 		rep.log = out.Stderr
 	}
+	begin := time.Now()
 	if comm.Rank() == 0 {
 		cfg.OnStart, cfg.OnStep, cfg.OnEpoch = rep.start, rep.step, rep.epoch
+		// The summary comes before what can still fail: the final
+		// checkpoint (Train writes it after OnEnd) and the plot.
+		cfg.OnEnd = func(res trainer.Result) error { return rep.summary(res, time.Since(begin), s.Config.Plot) }
 		cfg.Warn = func(err error) { fmt.Fprintf(out.Stderr, "batchkit: warning: %v\n", err) }
 	}
-	begin := time.Now()
-	res, err := trainer.Train(comm, s.TrainSet, s.TestSet, cfg)
+	_, err := trainer.Train(comm, s.TrainSet, s.TestSet, cfg)
 	if cerr := rep.close(); err == nil {
 		err = cerr
 	}
@@ -45,5 +50,5 @@ func Run(comm trainer.Comm, backend string, s *Setup, out Output, stop func() tr
 			return fmt.Errorf("--plot %s: %w", path, err)
 		}
 	}
-	return rep.summary(res, time.Since(begin), s.Config.Plot)
+	return nil
 }
