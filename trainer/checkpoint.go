@@ -89,6 +89,11 @@ func (ck *Checkpoint) Encode() ([]byte, error) {
 	if len(ck.Params) != len(ck.Momentum) {
 		return nil, errors.New("checkpoint: parameters and momentum differ in length")
 	}
+	for _, p := range [][]float32{ck.Params, ck.Momentum} {
+		if slices.ContainsFunc(p, func(v float32) bool { return v-v != 0 }) {
+			return nil, errors.New("checkpoint: the weights are not all finite numbers (a diverged run): not saved")
+		}
+	}
 	hdr, err := json.Marshal(ck.Header)
 	if err != nil {
 		return nil, err

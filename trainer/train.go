@@ -2,6 +2,7 @@ package trainer
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -55,6 +56,10 @@ func Train(c Comm, train, test *Dataset, cfg Config) (Result, error) {
 	r.began = r.now()
 	for r.epoch < cfg.Epochs {
 		if err := r.runEpoch(); err != nil {
+			var nf *NonFiniteError
+			if errors.As(err, &nf) {
+				return r.diverged(nf)
+			}
 			return Result{}, err
 		}
 	}
@@ -188,6 +193,9 @@ func (r *run) step(idx []int) (StopReason, error) {
 	r.opt.Step(r.params, r.buf[:n])
 	r.globalStep++
 	r.stepInEpoch++
+	if err := r.finite("loss", float64(extra[xLoss])/float64(extra[xCount]), r.params); err != nil {
+		return NoStop, err
+	}
 	w := float64(r.c.Size())
 	count := float64(extra[xCount]) * w
 	r.lossSum += float64(extra[xLoss]) * w
@@ -259,6 +267,9 @@ func (r *run) endEpoch() error {
 	if err != nil {
 		return err
 	}
+	if err := r.finite("test loss", testLoss, nil); err != nil {
+		return err
+	}
 	info := EpochInfo{Epoch: r.epoch + 1, GlobalStep: r.globalStep,
 		Loss: r.lossSum / max(r.samples, 1), TrainAcc: r.correct / max(r.samples, 1),
 		TestLoss: testLoss, TestAcc: testAcc, Elapsed: r.now().Sub(r.began)}
@@ -283,6 +294,12 @@ func (r *run) finish() (Result, error) {
 	loss, acc, err := r.m.Evaluate(r.params, r.test)
 	if err != nil {
 		return Result{}, err
+	}
+	if err := r.finite("test loss", loss, nil); err != nil { // a resumed run with every epoch done
+		var nf *NonFiniteError
+		errors.As(err, &nf)
+		nf.Epoch = r.epoch
+		return r.diverged(nf)
 	}
 	res := Result{Model: r.m, Params: slices.Clone(r.params), Epochs: r.epoch, Steps: r.globalStep,
 		ResumedFrom: r.resumedFrom, TestLoss: loss, TestAcc: acc}
@@ -312,6 +329,38 @@ func (r *run) finish() (Result, error) {
 		return Result{}, endErr
 	}
 	return res, nil
+}
+
+// finite returns a *NonFiniteError for the step just taken when v (what)
+// or a weight of params is NaN or infinite. Every rank has the same v and
+// params, so every rank stops at the same step.
+func (r *run) finite(what string, v float64, params []float32) error {
+	if v-v == 0 { // not NaN nor ±Inf
+		what = "weights"
+		i := slices.IndexFunc(params, func(p float32) bool { return p-p != 0 })
+		if i < 0 {
+			return nil
+		}
+		v = float64(params[i])
+	}
+	return &NonFiniteError{Divergence{Step: r.globalStep, Epoch: r.epoch + 1, What: what,
+		Value: strconv.FormatFloat(v, 'g', -1, 64)}}
+}
+
+// diverged ends a run that diverged: what it got to is reported (OnEnd),
+// without weights or test figures, and nf is returned with it. Nothing is
+// checkpointed: the weights are not numbers any more.
+func (r *run) diverged(nf *NonFiniteError) (Result, error) {
+	res := Result{Model: r.m, Epochs: r.epoch, Steps: r.globalStep, ResumedFrom: r.resumedFrom, Diverged: &nf.Divergence}
+	if d := r.now().Sub(r.began).Seconds(); d > 0 {
+		res.SamplesPerSecond = r.ranSamples / d
+	}
+	if r.cfg.OnEnd != nil {
+		if err := r.cfg.OnEnd(res); err != nil {
+			return res, err
+		}
+	}
+	return res, nf
 }
 
 // rank0Failed is the error of a run whose rank 0 failed to checkpoint

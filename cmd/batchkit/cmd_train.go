@@ -32,6 +32,20 @@ const (
 	exitPreemptedNothing = 128 + int(syscall.SIGUSR1) // 138
 )
 
+// exitDiverged is train's exit when the loss or the weights became NaN or
+// infinite (trainer.NonFiniteError): EX_DATAERR of sysexits.h. Not 1: the
+// same command diverges again, so nothing should rerun it as it would a
+// crash; not 2: no flag is wrong in itself.
+const exitDiverged = 65
+
+// divergedExit is an error holding a NonFiniteError (alone, or with a
+// plot that could not be written after it) with its exit code.
+type divergedExit struct{ err error }
+
+func (e *divergedExit) Error() string { return e.err.Error() }
+func (e *divergedExit) Unwrap() error { return e.err }
+func (e *divergedExit) ExitCode() int { return exitDiverged }
+
 func trainCommand() *cli.Command {
 	d := job.Defaults
 	return &cli.Command{
@@ -62,7 +76,9 @@ batchkit sbatch --requeue requeues the job on it), or 138 without --checkpoint-d
 nothing saved. SIGTERM is a cancel or a time limit: train exits 143 on every rank, also when a
 rank got SIGUSR1 too, and is not requeued. A second SIGTERM, at least 0.5 s after the first,
 ends a rank at once, without a checkpoint. A run that starts says what it resumes from, or
-that it found no checkpoint. Bad flags or data: 2.
+that it found no checkpoint. Bad flags or data: 2. A loss or weights that become NaN or
+infinite (a learning rate too large for the batch) stop every rank at that step: exit 65,
+the step in the error line and in --format json's "diverged"; nothing of it is saved.
 
 Output, on rank 0: a progress bar when stdout is the user's terminal (the controlling one:
 not the pseudo terminal Open MPI gives a rank), one line per epoch otherwise.
@@ -135,18 +151,22 @@ func trainAction(c *cli.Context) error {
 	return trainExit(job.Run(trainer.FromCollective(comm), comm.Backend(), s, out, stop))
 }
 
-// trainExit is train's exit for err: a stop's own code (preemptedExit);
-// bad flags, data or paths and a checkpoint directory refused exit 2.
+// trainExit is train's exit for err: a stop's own code (preemptedExit), a
+// divergence's (divergedExit); bad flags, data or paths and a checkpoint
+// directory refused exit 2.
 func trainExit(err error) error {
 	var (
 		pe *trainer.PreemptedError
 		ie *trainer.IncompatibleError
 		le *trainer.LockedError
 		ue *trainer.LockError
+		nf *trainer.NonFiniteError
 	)
 	switch {
 	case errors.As(err, &pe):
 		return &preemptedExit{pe}
+	case errors.As(err, &nf):
+		return &divergedExit{err}
 	case errors.Is(err, job.ErrInvalid), errors.As(err, &ie), errors.As(err, &le), errors.As(err, &ue):
 		return badInput(err)
 	}

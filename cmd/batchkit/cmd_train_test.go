@@ -2,9 +2,12 @@ package main
 
 import (
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/batchkit/batchkit/internal/fulldisk"
 	"github.com/batchkit/batchkit/trainer/job"
@@ -50,5 +53,61 @@ func TestTrainRefusesFullDestinations(t *testing.T) {
 				t.Errorf("trained: %q", out)
 			}
 		})
+	}
+}
+
+// A diverging run (--batch-size 1 at the default rate: NaN at step 812)
+// ended with "json: unsupported value: NaN", exit 1, no summary, and
+// --metrics stopped it after epoch 1. Now it stops at that step, says so
+// in one line and in the summary, which is valid JSON like every metrics
+// line, and exits 65.
+func TestTrainDivergenceIsReported(t *testing.T) {
+	metrics := filepath.Join(t.TempDir(), "m.jsonl")
+	code, out, errOut := runTrain(nil, "--epochs", "3", "--batch-size", "1", "--format", "json", "--metrics", metrics)
+	if code != exitDiverged {
+		t.Errorf("exit %d, want %d", code, exitDiverged)
+	}
+	var lines []string
+	for _, l := range strings.Split(strings.TrimSpace(errOut), "\n") {
+		if !strings.HasPrefix(l, "epoch ") && !strings.HasPrefix(l, "train: ") {
+			lines = append(lines, l)
+		}
+	}
+	want := []string{"batchkit: training diverged at step 812 (epoch 1): the loss became NaN; a smaller learning rate or a larger batch may help"}
+	if diff := cmp.Diff(want, lines); diff != "" {
+		t.Errorf("stderr (-want +got):\n%s", diff)
+	}
+	var s map[string]any
+	if err := json.Unmarshal([]byte(out), &s); err != nil || strings.Count(out, "\n") != 1 {
+		t.Fatalf("stdout %q: %v, want one JSON object", out, err)
+	}
+	wantSummary := map[string]any{"test_accuracy": nil, "test_loss": nil, "epochs": 0.0, "steps": 812.0,
+		"diverged": map[string]any{"step": 812.0, "epoch": 1.0, "what": "loss", "value": "NaN"}}
+	for k, v := range wantSummary {
+		if diff := cmp.Diff(v, s[k]); diff != "" {
+			t.Errorf("summary %q (-want +got):\n%s", k, diff)
+		}
+	}
+	if _, ok := s["weights_sha256"]; ok {
+		t.Errorf("summary has weights_sha256: %v", s["weights_sha256"])
+	}
+	// --lr 2 diverges later (+Inf at step 142, epoch 4): the epochs before
+	// it have their metrics lines, each JSON.
+	code, _, errOut = runTrain(nil, "--epochs", "20", "--lr", "2", "--metrics", metrics)
+	if code != exitDiverged || !strings.Contains(errOut, "training diverged at step 142 (epoch 4): the loss became +Inf") {
+		t.Errorf("--lr 2: exit %d, stderr %q", code, errOut)
+	}
+	b, err := os.ReadFile(metrics)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines = strings.SplitAfter(strings.TrimSuffix(string(b), "\n"), "\n")
+	for _, l := range lines {
+		if !json.Valid([]byte(l)) {
+			t.Errorf("metrics line %q is not JSON", l)
+		}
+	}
+	if len(lines) != 3 {
+		t.Errorf("%d metrics lines, want 3 (the epochs before the divergence):\n%s", len(lines), b)
 	}
 }

@@ -1,6 +1,7 @@
 package job
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -42,13 +43,16 @@ func Run(comm trainer.Comm, backend string, s *Setup, out Output, stop func() tr
 	if cerr := rep.close(); err == nil {
 		err = cerr
 	}
-	if err != nil || comm.Rank() != 0 {
+	// A run that diverged has its summary out (OnEnd) and a plot of the
+	// steps before it, if any.
+	var nf *trainer.NonFiniteError
+	if err != nil && !(errors.As(err, &nf) && len(rep.hist.Steps) > 0) || comm.Rank() != 0 {
 		return err
 	}
 	if path := s.Config.Plot; path != "" {
-		if err := trainer.PlotFile(path, rep.hist, s.Config.Force); err != nil {
-			return fmt.Errorf("--plot %s: %w", path, err)
+		if perr := trainer.PlotFile(path, rep.hist, s.Config.Force); perr != nil {
+			return errors.Join(err, fmt.Errorf("--plot %s: %w", path, perr))
 		}
 	}
-	return nil
+	return err
 }
