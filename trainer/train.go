@@ -82,6 +82,7 @@ type run struct {
 
 	params []float32
 	opt    *SGD
+	batch  int       // rows of a step: BatchSize, or the whole shard when that is smaller
 	buf    []float32 // gradient, then the piggybacked extras
 	ws     Workspace
 	bx     []float32
@@ -118,11 +119,11 @@ func newRun(c Comm, m MLP, train, test *Dataset, cfg Config) *run {
 	if cfg.Warn == nil {
 		cfg.Warn = func(error) {}
 	}
-	n := m.NumParams()
+	n, b := m.NumParams(), stepRows(train.Rows(), c.Size(), cfg.BatchSize)
 	r := &run{c: c, m: m, train: train, test: test, cfg: cfg, now: cfg.Now,
 		params: make([]float32, n), opt: NewSGD(n, cfg.LR, cfg.Momentum, cfg.WeightDecay),
-		buf: make([]float32, n+nExtra),
-		bx:  make([]float32, cfg.BatchSize*train.Features), by: make([]int32, cfg.BatchSize)}
+		buf: make([]float32, n+nExtra), batch: b,
+		bx: make([]float32, b*train.Features), by: make([]int32, b)}
 	m.InitParams(r.params, cfg.Seed)
 	return r
 }
@@ -146,7 +147,7 @@ func (r *run) runEpoch() error {
 	shard := Shard(Permutation(r.cfg.Seed, r.epoch, r.train.Rows()), r.c.Rank(), r.c.Size())
 	r.epochBegan, r.epochSamples = r.now(), 0
 	for s := r.stepInEpoch; s < r.stepsPerEpoch(); s++ {
-		idx := shard[s*r.cfg.BatchSize : min((s+1)*r.cfg.BatchSize, len(shard))]
+		idx := shard[s*r.batch : min((s+1)*r.batch, len(shard))]
 		stop, err := r.step(idx)
 		if err != nil {
 			return err

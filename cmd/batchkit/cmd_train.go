@@ -142,6 +142,10 @@ func trainAction(c *cli.Context) error {
 	if err := s.Check(topo, c.App.Writer, c.App.ErrWriter); err != nil {
 		return trainExit(err)
 	}
+	// Before Init: no rank allocates until every rank has passed this.
+	if err := s.CheckMemory(topo, memAvailable()); err != nil {
+		return trainExit(err)
+	}
 	comm, err := initComm(c, collective.Config{Topology: topo, Backend: s.Kind, Getenv: os.Getenv})
 	if err != nil {
 		return err

@@ -111,3 +111,36 @@ func TestTrainDivergenceIsReported(t *testing.T) {
 		t.Errorf("%d metrics lines, want 3 (the epochs before the divergence):\n%s", len(lines), b)
 	}
 }
+
+// A model or a step too large for the node's memory is refused in one
+// line, exit 2, before anything is allocated (the node stands at 256 MiB
+// here, so that a model of 700 MiB stands for --hidden 16000,16000's
+// 10.6 GiB, whose check trainer's TestCheckMemory has, without risking
+// that much on a shared machine); a batch larger than the data is the
+// whole data a step, not a panic in makeslice.
+func TestTrainMemory(t *testing.T) {
+	saved := memAvailable
+	t.Cleanup(func() { memAvailable = saved })
+	memAvailable = func() int64 { return 256 << 20 }
+	for _, tc := range []struct {
+		name   string
+		args   []string
+		code   int
+		stderr string
+	}{
+		{"--hidden 4000,4000", []string{"--hidden", "4000,4000"}, 2,
+			"batchkit: not enough memory for MLP 64-4000-4000-10 (16304010 parameters, 32 rows a step): the model, a step and the data take 726.35 MiB per rank, and this node has 256 MiB available\n"},
+		{"--batch-size 9000000000000000000", []string{"--batch-size", "9000000000000000000"}, 0, ""},
+		{"--batch-size 100000000", []string{"--batch-size", "100000000"}, 0, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, errOut := runTrain(nil, tc.args...)
+			if code != tc.code || errOut != tc.stderr {
+				t.Errorf("exit %d, stderr %q; want %d, %q", code, errOut, tc.code, tc.stderr)
+			}
+			if trained := strings.Contains(out, "test accuracy"); trained != (tc.code == 0) {
+				t.Errorf("stdout %q", out)
+			}
+		})
+	}
+}

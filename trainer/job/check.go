@@ -53,3 +53,15 @@ func (s *Setup) Check(topo topology.Topology, stdout, stderr io.Writer) error {
 	}
 	return nil
 }
+
+// CheckMemory refuses a run whose model, steps and data would not fit in
+// what the node has for its ranks (avail, nodemem.Available; 0 when
+// unknown): trainer.CheckMemory, an ErrInvalid. Call it before the
+// collectives' Init, so that no rank allocates until every rank has passed
+// it.
+func (s *Setup) CheckMemory(topo topology.Topology, avail int64) error {
+	if err := trainer.CheckMemory(s.TrainSet, s.TestSet, s.Train, topo.WorldSize, topo.LocalWorldSize, avail); err != nil {
+		return &invalidError{err}
+	}
+	return nil
+}
