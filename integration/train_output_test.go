@@ -2,6 +2,7 @@ package integration
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -69,5 +70,59 @@ func TestTrainFinalCheckpointFails(t *testing.T) {
 	}
 	if strings.Contains(stderr, "lost the connection") {
 		t.Errorf("a rank lost its connection:\n%s", stderr)
+	}
+}
+
+// Ranks given different flags or data are refused before the first step,
+// exit 2, each naming what differs: a different --hidden was "the weights of
+// rank(s) [1] differ" (exit 1), different data of one shape trained without
+// a word (exit 0). batchkit run -n 2 runs each rank's own command line.
+func TestTrainRanksDisagree(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains")
+	}
+	dir := t.TempDir()
+	for r, label := range []string{"0", "1"} { // rank 1's file differs in one label
+		var b strings.Builder
+		for i := range 40 {
+			fmt.Fprintf(&b, "%d,%d,%d\n", i, i*i%7, i%2)
+		}
+		b.WriteString("1,1," + label + "\n")
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("d%d.csv", r)), []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		name, flags string
+		want        []string
+	}{
+		// Rank 1's line; rank 0's says the same, unless batchkit run
+		// stopped it first.
+		{"--hidden", "--hidden $((64 >> RANK))", []string{
+			"[1] batchkit: the ranks were given different settings or data: rank 1: --hidden 32 (rank 0: 64)\n"}},
+		{"--data of one shape", "--data " + dir + "/d$RANK.csv", []string{
+			"[1] batchkit: the ranks were given different settings or data: rank 1: --data 33 train / 8 test rows × 2 features, 2 classes, sha256 "}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cmd := exec.Command(bin, "run", "-n", "2", "--", "sh", "-c", `exec "$0" train --epochs 1 `+tc.flags, bin)
+			cmd.Env = localEnv()
+			var stdout, stderr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			cmd.Run()
+			if code := cmd.ProcessState.ExitCode(); code != 2 {
+				t.Errorf("exit %d, want 2", code)
+			}
+			for _, want := range tc.want {
+				if !strings.Contains(stderr.String(), want) {
+					t.Errorf("stderr lacks %q:\n%s", want, stderr.String())
+				}
+			}
+			if strings.Contains(stderr.String(), "differ from rank 0's") {
+				t.Errorf("the weights were compared: %s", stderr.String())
+			}
+			if strings.Contains(stdout.String(), "epoch ") {
+				t.Errorf("trained:\n%s", stdout.String())
+			}
+		})
 	}
 }

@@ -11,7 +11,8 @@ import (
 )
 
 // Train runs the data-parallel loop on this rank: every rank calls it with
-// its Comm, the same data and the same Config. Each step trains on the
+// its Comm, the same data and the same Config, which the ranks compare first
+// (a *DisagreeError on every rank names what differs). Each step trains on the
 // rank's shard of the batch (Shard), averages the fused gradient with one
 // AllreduceAvg and takes the same SGD step, so every rank keeps bit-identical
 // weights (checked every CheckEvery steps).
@@ -29,6 +30,9 @@ func Train(c Comm, train, test *Dataset, cfg Config) (Result, error) {
 	}
 	if test.Features != train.Features {
 		return Result{}, fmt.Errorf("test set has %d features, train set %d", test.Features, train.Features)
+	}
+	if err := agree(c, cfg, train, test); err != nil {
+		return Result{}, err
 	}
 	m, err := NewMLP(train.Features, cfg.Hidden, max(train.Classes, test.Classes))
 	if err != nil {

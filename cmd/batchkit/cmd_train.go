@@ -76,9 +76,11 @@ batchkit sbatch --requeue requeues the job on it), or 138 without --checkpoint-d
 nothing saved. SIGTERM is a cancel or a time limit: train exits 143 on every rank, also when a
 rank got SIGUSR1 too, and is not requeued. A second SIGTERM, at least 0.5 s after the first,
 ends a rank at once, without a checkpoint. A run that starts says what it resumes from, or
-that it found no checkpoint. Bad flags or data: 2. A loss or weights that become NaN or
-infinite (a learning rate too large for the batch) stop every rank at that step: exit 65,
-the step in the error line and in --format json's "diverged"; nothing of it is saved.
+that it found no checkpoint. Bad flags or data: 2; so are ranks given different flags or
+data, which compare them before the first step and name the difference. A loss or weights
+that become NaN or infinite (a learning rate too large for the batch) stop every rank at
+that step: exit 65, the step in the error line and in --format json's "diverged"; nothing
+of it is saved.
 
 Output, on rank 0: a progress bar when stdout is the user's terminal (the controlling one:
 not the pseudo terminal Open MPI gives a rank), one line per epoch otherwise.
@@ -165,13 +167,14 @@ func trainExit(err error) error {
 		le *trainer.LockedError
 		ue *trainer.LockError
 		nf *trainer.NonFiniteError
+		de *trainer.DisagreeError
 	)
 	switch {
 	case errors.As(err, &pe):
 		return &preemptedExit{pe}
 	case errors.As(err, &nf):
 		return &divergedExit{err}
-	case errors.Is(err, job.ErrInvalid), errors.As(err, &ie), errors.As(err, &le), errors.As(err, &ue):
+	case errors.Is(err, job.ErrInvalid), errors.As(err, &ie), errors.As(err, &le), errors.As(err, &ue), errors.As(err, &de):
 		return badInput(err)
 	}
 	return err
