@@ -24,6 +24,19 @@ type History struct {
 	Epochs []EpochInfo
 }
 
+// PlotBytes is about the most a plot of a run of epochs × stepsPerEpoch
+// steps takes on disk, to check for room before the run: measured, a PNG
+// takes ~45 KiB whatever the steps, a PDF ~220 KiB (its fonts), an SVG
+// 13 KiB and ~12 bytes a step.
+func PlotBytes(epochs, stepsPerEpoch int) int64 {
+	steps := min(int64(epochs), 1<<30) * min(int64(stepsPerEpoch), 1<<30)
+	return 256<<10 + 32*min(steps, 1<<40)
+}
+
+// MetricsBytes is about the most the --metrics lines of a run of epochs
+// take: a line is ~250 bytes.
+func MetricsBytes(epochs int) int64 { return 512 * min(int64(epochs), 1<<40) }
+
 // PlotFile draws h into path (plotfile.Formats: .png, .svg or .pdf) through
 // outfile.Write: an existing file is refused (fs.ErrExist) unless replace,
 // and replaced whole.

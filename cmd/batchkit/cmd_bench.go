@@ -11,6 +11,7 @@ import (
 	"github.com/batchkit/batchkit/detect"
 	"github.com/batchkit/batchkit/internal/closed"
 	"github.com/batchkit/batchkit/internal/flagvalues"
+	"github.com/batchkit/batchkit/internal/nodemem"
 	"github.com/batchkit/batchkit/internal/plotfile"
 	"github.com/batchkit/batchkit/trainer/bench"
 	"github.com/batchkit/batchkit/trainer/collective"
@@ -156,7 +157,7 @@ func benchRun(c *cli.Context, baseline []bench.Result, format bench.Format) erro
 		return badInput(err)
 	}
 	// Before Init: no rank allocates until every rank has passed this.
-	if err := bench.CheckMemory(opts, topo, bench.MemAvailable()); err != nil {
+	if err := bench.CheckMemory(opts, topo, memAvailable()); err != nil {
 		return usagef("invalid --max-bytes %s: %v", c.String("max-bytes"), err)
 	}
 	comm, err := initComm(c, collective.Config{
@@ -216,3 +217,7 @@ func benchReport(c *cli.Context, results, baseline []bench.Result, format bench.
 	}
 	return nil
 }
+
+// memAvailable is what this process may still allocate, for bench's and
+// train's memory checks (nodemem.Available); a variable for tests.
+var memAvailable = nodemem.Available

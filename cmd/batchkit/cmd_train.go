@@ -32,6 +32,20 @@ const (
 	exitPreemptedNothing = 128 + int(syscall.SIGUSR1) // 138
 )
 
+// exitDiverged is train's exit when the loss or the weights became NaN or
+// infinite (trainer.NonFiniteError): EX_DATAERR of sysexits.h. Not 1: the
+// same command diverges again, so nothing should rerun it as it would a
+// crash; not 2: no flag is wrong in itself.
+const exitDiverged = 65
+
+// divergedExit is an error holding a NonFiniteError (alone, or with a
+// plot that could not be written after it) with its exit code.
+type divergedExit struct{ err error }
+
+func (e *divergedExit) Error() string { return e.err.Error() }
+func (e *divergedExit) Unwrap() error { return e.err }
+func (e *divergedExit) ExitCode() int { return exitDiverged }
+
 func trainCommand() *cli.Command {
 	d := job.Defaults
 	return &cli.Command{
@@ -62,9 +76,14 @@ batchkit sbatch --requeue requeues the job on it), or 138 without --checkpoint-d
 nothing saved. SIGTERM is a cancel or a time limit: train exits 143 on every rank, also when a
 rank got SIGUSR1 too, and is not requeued. A second SIGTERM, at least 0.5 s after the first,
 ends a rank at once, without a checkpoint. A run that starts says what it resumes from, or
-that it found no checkpoint. Bad flags or data: 2.
+that it found no checkpoint. Bad flags or data: 2; so are ranks given different flags or
+data, which compare them before the first step and name the difference. A loss or weights
+that become NaN or infinite (a learning rate too large for the batch) stop every rank at
+that step: exit 65, the step in the error line and in --format json's "diverged"; nothing
+of it is saved.
 
-Output, on rank 0: a progress bar when stdout is a terminal, one line per epoch otherwise.
+Output, on rank 0: a progress bar when stdout is the user's terminal (the controlling one:
+not the pseudo terminal Open MPI gives a rank), one line per epoch otherwise.
 --format json prints one summary object (epoch lines go to stderr): test_accuracy,
 test_loss, epochs, steps, world_size, backend, samples_per_second, resumed_from_step,
 weights_sha256 (SHA-256 of the final float32 parameters, little-endian), elapsed_seconds.
@@ -125,6 +144,10 @@ func trainAction(c *cli.Context) error {
 	if err := s.Check(topo, c.App.Writer, c.App.ErrWriter); err != nil {
 		return trainExit(err)
 	}
+	// Before Init: no rank allocates until every rank has passed this.
+	if err := s.CheckMemory(topo, memAvailable()); err != nil {
+		return trainExit(err)
+	}
 	comm, err := initComm(c, collective.Config{Topology: topo, Backend: s.Kind, Getenv: os.Getenv})
 	if err != nil {
 		return err
@@ -134,19 +157,24 @@ func trainAction(c *cli.Context) error {
 	return trainExit(job.Run(trainer.FromCollective(comm), comm.Backend(), s, out, stop))
 }
 
-// trainExit is train's exit for err: a stop's own code (preemptedExit);
-// bad flags, data or paths and a checkpoint directory refused exit 2.
+// trainExit is train's exit for err: a stop's own code (preemptedExit), a
+// divergence's (divergedExit); bad flags, data or paths and a checkpoint
+// directory refused exit 2.
 func trainExit(err error) error {
 	var (
 		pe *trainer.PreemptedError
 		ie *trainer.IncompatibleError
 		le *trainer.LockedError
 		ue *trainer.LockError
+		nf *trainer.NonFiniteError
+		de *trainer.DisagreeError
 	)
 	switch {
 	case errors.As(err, &pe):
 		return &preemptedExit{pe}
-	case errors.Is(err, job.ErrInvalid), errors.As(err, &ie), errors.As(err, &le), errors.As(err, &ue):
+	case errors.As(err, &nf):
+		return &divergedExit{err}
+	case errors.Is(err, job.ErrInvalid), errors.As(err, &ie), errors.As(err, &le), errors.As(err, &ue), errors.As(err, &de):
 		return badInput(err)
 	}
 	return err

@@ -4,13 +4,12 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/batchkit/batchkit/internal/closed"
 	"github.com/batchkit/batchkit/internal/infile"
+	"github.com/batchkit/batchkit/internal/nodemem"
 	"github.com/batchkit/batchkit/topology"
 	"github.com/batchkit/batchkit/trainer/collective"
 )
@@ -86,40 +85,13 @@ func (c Config) Options(format Format) (Options, collective.Kind, error) {
 }
 
 // CheckMemory refuses a sweep whose buffers do not fit in the node's
-// available memory (avail bytes; 0 when unknown), shared by its ranks: the
-// OOM killer would end them without a word. Call it before collective.Init,
-// so that no rank allocates until every rank has passed it.
+// available memory (avail bytes, nodemem.Available; 0 when unknown), shared
+// by its ranks: the OOM killer would end them without a word. Call it
+// before collective.Init, so that no rank allocates until every rank has
+// passed it.
 func CheckMemory(opts Options, topo topology.Topology, avail int64) error {
 	need := BufferBytes(opts.Op, opts.DType, topo.WorldSize, opts.MinBytes, opts.MaxBytes)
-	node := need * int64(max(topo.LocalWorldSize, 1))
-	if avail <= 0 || node <= avail {
-		return nil
-	}
-	here := ""
-	if topo.LocalWorldSize > 1 {
-		here = fmt.Sprintf(", %s for the %d ranks on this node", FormatSize(node), topo.LocalWorldSize)
-	}
-	return fmt.Errorf("the %s buffers take %s per rank%s, and this node has %s available",
-		opts.Op, FormatSize(need), here, FormatSize(avail))
-}
-
-// MemAvailable is MemAvailable from /proc/meminfo in bytes, 0 if unknown.
-func MemAvailable() int64 {
-	b, err := os.ReadFile("/proc/meminfo")
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "MemAvailable:"); ok {
-			f := strings.Fields(rest)
-			if len(f) == 2 && f[1] == "kB" {
-				if kb, err := strconv.ParseInt(f[0], 10, 64); err == nil {
-					return kb << 10
-				}
-			}
-		}
-	}
-	return 0
+	return nodemem.Check(fmt.Sprintf("the %s buffers", opts.Op), need, topo.LocalWorldSize, avail)
 }
 
 // ReadResultFile reads JSON result lines from path, or from stdin for "-".

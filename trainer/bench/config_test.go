@@ -41,9 +41,6 @@ func TestCheckMemory(t *testing.T) {
 			}
 		})
 	}
-	if MemAvailable() <= 0 {
-		t.Error("MemAvailable found no MemAvailable in /proc/meminfo")
-	}
 }
 
 // Config.Options: the defaults are a run of allreduce over float32 from 8 B

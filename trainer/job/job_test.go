@@ -87,7 +87,7 @@ func TestRun(t *testing.T) {
 	if err := json.Unmarshal(outs[0].Bytes(), &sum); err != nil {
 		t.Fatalf("rank 0's output %q: %v", outs[0].String(), err)
 	}
-	if sum.Epochs != 2 || sum.WorldSize != 2 || sum.Backend != "local" || sum.TestAccuracy < 0.5 {
+	if sum.Epochs != 2 || sum.WorldSize != 2 || sum.Backend != "local" || sum.TestAccuracy == nil || *sum.TestAccuracy < 0.5 {
 		t.Errorf("summary %+v: want 2 epochs on 2 ranks of local, accuracy over 0.5", sum)
 	}
 	b, err := os.ReadFile(metrics)

@@ -114,28 +114,35 @@ func (r *report) close() error {
 	return nil
 }
 
-// Summary is the end of a run as --format json prints it.
+// Summary is the end of a run as --format json prints it. A run that
+// diverged has no test figures (null) nor weights, and says where it
+// diverged.
 type Summary struct {
-	TestAccuracy     float64 `json:"test_accuracy"`
-	TestLoss         float64 `json:"test_loss"`
-	Epochs           int     `json:"epochs"`
-	Steps            int     `json:"steps"`
-	WorldSize        int     `json:"world_size"`
-	Backend          string  `json:"backend"`
-	SamplesPerSecond float64 `json:"samples_per_second"`
-	ResumedFromStep  int     `json:"resumed_from_step"`
-	WeightsSHA256    string  `json:"weights_sha256"`
-	ElapsedSeconds   float64 `json:"elapsed_seconds"`
-	Model            []int   `json:"model"`
-	Parameters       int     `json:"parameters"`
-	Plot             string  `json:"plot,omitempty"`
+	TestAccuracy     *float64            `json:"test_accuracy"`
+	TestLoss         *float64            `json:"test_loss"`
+	Epochs           int                 `json:"epochs"`
+	Steps            int                 `json:"steps"`
+	WorldSize        int                 `json:"world_size"`
+	Backend          string              `json:"backend"`
+	SamplesPerSecond float64             `json:"samples_per_second"`
+	ResumedFromStep  int                 `json:"resumed_from_step"`
+	WeightsSHA256    string              `json:"weights_sha256,omitempty"`
+	ElapsedSeconds   float64             `json:"elapsed_seconds"`
+	Model            []int               `json:"model"`
+	Parameters       int                 `json:"parameters"`
+	Plot             string              `json:"plot,omitempty"`
+	Diverged         *trainer.Divergence `json:"diverged,omitempty"`
 }
 
 func (r *report) summary(res trainer.Result, elapsed time.Duration, plot string) error {
-	s := Summary{TestAccuracy: res.TestAcc, TestLoss: res.TestLoss, Epochs: res.Epochs, Steps: res.Steps,
+	s := Summary{Epochs: res.Epochs, Steps: res.Steps,
 		WorldSize: r.world, Backend: r.backend, SamplesPerSecond: res.SamplesPerSecond, ResumedFromStep: res.ResumedFrom,
-		WeightsSHA256: trainer.WeightsSHA256(res.Params), ElapsedSeconds: elapsed.Seconds(),
-		Model: res.Model.Sizes, Parameters: res.Model.NumParams(), Plot: plot}
+		ElapsedSeconds: elapsed.Seconds(), Model: res.Model.Sizes, Parameters: res.Model.NumParams(), Plot: plot, Diverged: res.Diverged}
+	if res.Diverged == nil {
+		s.TestAccuracy, s.TestLoss, s.WeightsSHA256 = &res.TestAcc, &res.TestLoss, trainer.WeightsSHA256(res.Params)
+	} else if !r.setup.JSON {
+		return nil // the error line says where it diverged
+	}
 	if r.setup.JSON {
 		b, err := json.Marshal(s)
 		if err != nil {
@@ -145,7 +152,7 @@ func (r *report) summary(res trainer.Result, elapsed time.Duration, plot string)
 		return err
 	}
 	fmt.Fprintf(r.out, "test accuracy %.4f (loss %.4f) after %d epochs, %d steps on %d rank(s), %.1f s, %.0f samples/s\nweights sha256 %s\n",
-		s.TestAccuracy, s.TestLoss, s.Epochs, s.Steps, s.WorldSize, s.ElapsedSeconds, s.SamplesPerSecond, s.WeightsSHA256)
+		res.TestAcc, res.TestLoss, s.Epochs, s.Steps, s.WorldSize, s.ElapsedSeconds, s.SamplesPerSecond, s.WeightsSHA256)
 	if plot != "" {
 		fmt.Fprintf(r.out, "plot: %s\n", plot)
 	}

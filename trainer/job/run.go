@@ -1,6 +1,7 @@
 package job
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -17,7 +18,9 @@ type Output struct {
 }
 
 // Run trains on this rank of comm (its backend named backend), stopping
-// when stop asks; rank 0 reports to out, writes the metrics and the plot.
+// when stop asks; rank 0 reports to out (the summary before the final
+// checkpoint and the plot, which can still fail), writes the metrics and
+// the plot.
 // The trainer's errors (*trainer.PreemptedError after a stop, a checkpoint
 // directory refused ...) come back as they are.
 func Run(comm trainer.Comm, backend string, s *Setup, out Output, stop func() trainer.StopReason) error {
@@ -28,22 +31,28 @@ func Run(comm trainer.Comm, backend string, s *Setup, out Output, stop func() tr
 	if s.JSON {
 		rep.log = out.Stderr
 	}
+	begin := time.Now()
 	if comm.Rank() == 0 {
 		cfg.OnStart, cfg.OnStep, cfg.OnEpoch = rep.start, rep.step, rep.epoch
+		// The summary comes before what can still fail: the final
+		// checkpoint (Train writes it after OnEnd) and the plot.
+		cfg.OnEnd = func(res trainer.Result) error { return rep.summary(res, time.Since(begin), s.Config.Plot) }
 		cfg.Warn = func(err error) { fmt.Fprintf(out.Stderr, "batchkit: warning: %v\n", err) }
 	}
-	begin := time.Now()
-	res, err := trainer.Train(comm, s.TrainSet, s.TestSet, cfg)
+	_, err := trainer.Train(comm, s.TrainSet, s.TestSet, cfg)
 	if cerr := rep.close(); err == nil {
 		err = cerr
 	}
-	if err != nil || comm.Rank() != 0 {
+	// A run that diverged has its summary out (OnEnd) and a plot of the
+	// steps before it, if any.
+	var nf *trainer.NonFiniteError
+	if err != nil && !(errors.As(err, &nf) && len(rep.hist.Steps) > 0) || comm.Rank() != 0 {
 		return err
 	}
 	if path := s.Config.Plot; path != "" {
-		if err := trainer.PlotFile(path, rep.hist, s.Config.Force); err != nil {
-			return fmt.Errorf("--plot %s: %w", path, err)
+		if perr := trainer.PlotFile(path, rep.hist, s.Config.Force); perr != nil {
+			return errors.Join(err, fmt.Errorf("--plot %s: %w", path, perr))
 		}
 	}
-	return rep.summary(res, time.Since(begin), s.Config.Plot)
+	return err
 }
