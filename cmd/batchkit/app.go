@@ -31,7 +31,7 @@ var exitStatuses = []struct{ Status, Meaning, From string }{
 	{"0", "success", "every command"},
 	{"1", "a runtime failure: a `doctor` check failed, a `bench` result was wrong, a sourced script failed or timed out, a launcher or `sbatch` did not answer", "every command"},
 	{"2", "bad usage, configuration or input: an unknown command or flag, a bad flag value, a bad profile or host list, launcher variables that disagree; one `batchkit: ` line on stderr", "every command"},
-	{"65", "diverged: the loss or the weights became NaN or infinite at a step (EX_DATAERR); the step is in the error line and in `--format json`'s `diverged`; the same command diverges again", "`train`"},
+	{"65", "diverged: the loss or the weights became NaN or infinite at a step (EX_DATAERR); the step is in the error line and in `--format json`'s `diverged`; the same command diverges again, so `run --max-restarts` does not restart it", "`train`"},
 	{"75", "preempted: stopped by SIGUSR1 after writing a checkpoint (EX_TEMPFAIL): run the same command again to continue; `run --max-restarts` does not restart it, `sbatch --requeue` requeues it", "`train`"},
 	{"126", "the command was found but cannot be run (no permission, a directory, a script without `#!`)", "`exec`, `run`"},
 	{"127", "the command (or the MPI launcher) was not found", "`exec`, `run`, `mpirun`"},

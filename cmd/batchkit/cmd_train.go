@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"github.com/batchkit/batchkit/launch/local"
 	"os"
 	"syscall"
 
@@ -36,7 +37,7 @@ const (
 // infinite (trainer.NonFiniteError): EX_DATAERR of sysexits.h. Not 1: the
 // same command diverges again, so nothing should rerun it as it would a
 // crash; not 2: no flag is wrong in itself.
-const exitDiverged = 65
+const exitDiverged = local.ExitDiverged
 
 // divergedExit is an error holding a NonFiniteError (alone, or with a
 // plot that could not be written after it) with its exit code.

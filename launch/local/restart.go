@@ -26,6 +26,10 @@ const ExitPreempted = 75
 // same command would fail the same way, so it is never restarted.
 const ExitUsage = 2
 
+// ExitDiverged is train's exit when the loss became NaN or infinite: the
+// same command from the same checkpoint diverges again at the same step.
+const ExitDiverged = 65
+
 // Outcome is how one attempt ended, as far as restarting is concerned.
 type Outcome struct {
 	// Code is what the launcher would exit with after this attempt.
@@ -94,8 +98,9 @@ type Decision struct {
 // restarts have been made already and max are allowed. The rule: restart
 // when the first failing rank exited non-zero or was killed by a signal,
 // except for a stop the user asked for, a launcher error, exit 75
-// (ExitPreempted: a deliberate stop) and exit 2 (ExitUsage: it would fail
-// again identically). torchrun restarts on any failure; these two exits are
+// (ExitPreempted: a deliberate stop), exit 2 (ExitUsage) and exit 65
+// (ExitDiverged), which would fail again identically. torchrun restarts on
+// any failure; these three exits are
 // the ones where that is known to be pointless or wrong. A restart waits
 // Backoff(base, its number) first.
 func Decide(o Outcome, restarts, max int, base time.Duration) Decision {
@@ -111,6 +116,8 @@ func Decide(o Outcome, restarts, max int, base time.Duration) Decision {
 		return Decision{Say: what + ": it stopped on purpose (75: preempted, rerun later); not restarting"}
 	case o.Signal == 0 && o.Exit == ExitUsage:
 		return Decision{Say: what + ": a usage error would fail again; not restarting"}
+	case o.Signal == 0 && o.Exit == ExitDiverged:
+		return Decision{Say: what + ": the training diverged and would diverge again at the same step; not restarting"}
 	case restarts >= max:
 		return Decision{Say: fmt.Sprintf("%s; no restarts left (%d of %d done)", what, restarts, max)}
 	}

@@ -45,6 +45,8 @@ func TestDecide(t *testing.T) {
 			Decision{Say: "rank 0 failed (exit code 75): it stopped on purpose (75: preempted, rerun later); not restarting"}},
 		{"usage error", failed(0, 2, 0), 0, 3,
 			Decision{Say: "rank 0 failed (exit code 2): a usage error would fail again; not restarting"}},
+		{"diverged", failed(1, 65, 0), 0, 3,
+			Decision{Say: "rank 1 failed (exit code 65): the training diverged and would diverge again at the same step; not restarting"}},
 		{"killed by signal 2 is no usage error", failed(0, -1, syscall.SIGINT), 0, 3,
 			Decision{Restart: true, Wait: time.Second, Say: "rank 0 died (signal 2); restart 1 of 3 in 1s"}},
 		{"exit 143 restarts", failed(0, 143, 0), 1, 3,
