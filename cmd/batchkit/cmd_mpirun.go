@@ -192,9 +192,10 @@ func printPlan(w io.Writer, penv profile.Env, p mpilaunch.Plan, asJSON bool) err
 	return err
 }
 
-// freePort asks the kernel for a TCP port free on every interface (ranks
-// on other nodes connect to it).
-func freePort() (int, error) { return freeport.On("") }
+// freePort finds a TCP port free on every interface (ranks on other nodes
+// connect to it), below the ephemeral range where outgoing connections
+// could take it before rank 0 listens.
+func freePort() (int, error) { return freeport.BelowEphemeral("") }
 
 func failFastFlags() []cli.Flag {
 	flags := make([]cli.Flag, len(failfast.Switches))
