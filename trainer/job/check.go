@@ -33,7 +33,7 @@ func (s *Setup) Check(topo topology.Topology, stdout, stderr io.Writer) error {
 			return invalid("invalid --plot %v", err)
 		}
 		steps := trainer.StepsPerEpoch(s.TrainSet.Rows(), topo.WorldSize, s.Train.BatchSize)
-		if err := outfile.CheckSpace(filepath.Dir(c.Plot), trainer.PlotBytes(s.Train.Epochs, steps)); err != nil {
+		if err := outfile.CheckSpace(filepath.Dir(c.Plot), PlotBytes(s.Train.Epochs, steps)); err != nil {
 			return invalid("invalid --plot %q: %v", c.Plot, err)
 		}
 	} else if c.Force && c.Plot == "" && c.Metrics == "" {
@@ -41,7 +41,7 @@ func (s *Setup) Check(topo topology.Topology, stdout, stderr io.Writer) error {
 	}
 	if topo.Rank == 0 && c.Metrics != "" {
 		if metricsStream(c.Metrics, stdout, stderr) == nil {
-			if err := outfile.CheckSpace(filepath.Dir(c.Metrics), trainer.MetricsBytes(s.Train.Epochs)); err != nil {
+			if err := outfile.CheckSpace(filepath.Dir(c.Metrics), MetricsBytes(s.Train.Epochs)); err != nil {
 				return invalid("invalid --metrics %q: %v", c.Metrics, err)
 			}
 		}

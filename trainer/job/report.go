@@ -23,7 +23,7 @@ type report struct {
 	progress    *progressbar.ProgressBar
 	metrics     io.Writer    // --metrics, nil without
 	closeMetric func() error // nil for a stream
-	hist        trainer.History
+	hist        History
 	resumedFrom int
 	epochs      int
 }

@@ -50,7 +50,7 @@ func Run(comm trainer.Comm, backend string, s *Setup, out Output, stop func() tr
 		return err
 	}
 	if path := s.Config.Plot; path != "" {
-		if perr := trainer.PlotFile(path, rep.hist, s.Config.Force); perr != nil {
+		if perr := PlotFile(path, rep.hist, s.Config.Force); perr != nil {
 			return errors.Join(err, fmt.Errorf("--plot %s: %w", path, perr))
 		}
 	}

@@ -1,8 +1,9 @@
-package trainer
+package job
 
 import (
 	"bytes"
 	"fmt"
+	"github.com/batchkit/batchkit/trainer"
 	"io"
 	"io/fs"
 
@@ -20,8 +21,8 @@ import (
 // epoch's figures (those of this run: a resumed run starts at its
 // checkpoint).
 type History struct {
-	Steps  []StepInfo
-	Epochs []EpochInfo
+	Steps  []trainer.StepInfo
+	Epochs []trainer.EpochInfo
 }
 
 // PlotBytes is about the most a plot of a run of epochs × stepsPerEpoch

@@ -1,0 +1,3 @@
+package cg
+import "testing"
+func BenchmarkCgo(b *testing.B){ for i := range b.N { Nop(i) } }
