@@ -1,3 +1,0 @@
-package cg
-import "testing"
-func BenchmarkCgo(b *testing.B){ for i := range b.N { Nop(i) } }
