@@ -1,6 +1,7 @@
 package templates
 
 import (
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -90,4 +91,31 @@ if [ -z "${I_MPI_HYDRA_BOOTSTRAP_EXEC-}" ]; then echo "no I_MPI_HYDRA_BOOTSTRAP_
 			}
 		})
 	}
+	// A TMPDIR the wrapper cannot be written to: one line with the fix,
+	// and no launcher started.
+	t.Run("TMPDIR not writable", func(t *testing.T) {
+		dir := t.TempDir()
+		launcher := filepath.Join(dir, "mpirun")
+		if err := os.WriteFile(launcher, []byte("#!/bin/sh\ntouch \"$0.ran\"\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		script, err := set.Render(Sbatch, map[string]any{
+			"Profile": "p", "Directives": []map[string]string{}, "Modules": []string{}, "Sources": []map[string]any{},
+			"Env": []map[string]string{}, "Launch": []string{launcher}, "Requeue": false, "Bindings": nil, "Wheels": "",
+			"ShieldUSR1": true,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command("bash", "-c", script)
+		cmd.Env = append(os.Environ(), "TMPDIR="+filepath.Join(dir, "missing"))
+		out, err := cmd.CombinedOutput()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(string(out), "batchkit: cannot write Hydra's srun wrapper in "+filepath.Join(dir, "missing")+": set TMPDIR") {
+			t.Errorf("%v, want exit 1 and the line naming TMPDIR:\n%s", err, out)
+		}
+		if _, err := os.Stat(launcher + ".ran"); err == nil {
+			t.Error("the launcher ran")
+		}
+	})
 }
