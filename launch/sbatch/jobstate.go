@@ -1,7 +1,9 @@
 package sbatch
 
 import (
+	"errors"
 	"fmt"
+	"os/exec"
 	"regexp"
 	"strings"
 	"time"
@@ -92,6 +94,9 @@ const stateTimeout = 10 * time.Second
 // jobState asks scontrol about job id.
 func jobState(id string) (JobState, error) {
 	out, err := launch.Ask(stateTimeout, "scontrol", "show", "job", "-o", id)
+	if errors.Is(err, exec.ErrNotFound) {
+		return JobState{}, errors.New("scontrol is not on PATH")
+	}
 	if err != nil {
 		if msg := strings.TrimSpace(out); msg != "" {
 			return JobState{}, fmt.Errorf("%v: %s", err, firstLine(msg))

@@ -86,3 +86,14 @@ func TestRunNamesFailedJob(t *testing.T) {
 		t.Errorf("scontrol %q, want show job -o 1823", args)
 	}
 }
+
+// A job submitted from a shell without Slurm's client tools on PATH (a
+// profile's wrapper sbatch) gets its line all the same, and it says why
+// there is no state, not Go's exec error.
+func TestJobStateWithoutScontrol(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	_, err := jobState("1823")
+	if err == nil || err.Error() != "scontrol is not on PATH" {
+		t.Fatalf("jobState without scontrol: %v, want scontrol is not on PATH", err)
+	}
+}
