@@ -81,12 +81,32 @@ func TestDirectiveValue(t *testing.T) {
 		"a b":            `"a b"`,
 		`say "hi" \o/`:   `"say \"hi\" \\o/"`,
 		"#not a comment": `"#not a comment"`,
-		"":               `""`,
 	} {
 		got, err := DirectiveValue(in)
 		if err != nil || got != want {
 			t.Errorf("DirectiveValue(%q) = %q, %v; want %q", in, got, err, want)
 		}
+	}
+}
+
+// A flag without a value never becomes --flag="" (issue 30 item 19: the
+// site-admin guide's template rendered #SBATCH --exclusive=""): directive
+// refuses "", so such a template fails at profile check, whose sample has a
+// flag without a value, and never renders.
+func TestDirectiveWithoutValue(t *testing.T) {
+	if got, err := DirectiveValue(""); err == nil || !strings.Contains(err.Error(), "{{if .Value}}") {
+		t.Errorf(`DirectiveValue("") = %q, %v; want an error saying how to print the flag alone`, got, err)
+	}
+	dir := t.TempDir()
+	tmpl := "#!/bin/bash\n{{range .Directives}}#SBATCH --{{word .Flag}}={{directive .Value}}\n{{end}}exec {{qargs .Launch}}\n"
+	os.WriteFile(filepath.Join(dir, Sbatch), []byte(tmpl), 0o644)
+	s, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := map[string]any{"Directives": []map[string]string{{"Flag": "exclusive", "Value": ""}}, "Launch": []string{"true"}}
+	if out, err := s.Render(Sbatch, data); err == nil {
+		t.Errorf("rendered %q; want an error for --exclusive's empty value", out)
 	}
 }
 

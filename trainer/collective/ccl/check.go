@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/batchkit/batchkit/envsetup"
+	"github.com/batchkit/batchkit/envvars"
 	"github.com/batchkit/batchkit/topology"
 	"github.com/batchkit/batchkit/trainer/collective/backend"
 	"github.com/batchkit/batchkit/trainer/collective/tcp"
@@ -203,7 +204,7 @@ func checkAffinity(t topology.Topology, cpus envsetup.CPUSet, getenv topology.Ge
 const HandoffDefault = 16 << 20
 
 func handoffAt(getenv topology.Getenv) (int, error) {
-	v := getenv("BATCHKIT_CCL_HANDOFF")
+	v := getenv(envvars.CCLHandoff)
 	if v == "" {
 		return HandoffDefault, nil
 	}
