@@ -99,16 +99,19 @@ for round in $(seq "$(( ROUNDS > MPI_ROUNDS ? ROUNDS : MPI_ROUNDS > CCL_ROUNDS ?
 	echo "bench: round $round" >&2
 	if [ "$round" -le "$MPI_ROUNDS" ]; then
 		for lib in openmpi mpich intelmpi; do
+			# (Intel MPI's Go program is the mpich build, which names its
+			# library so in its rows: the label says which it ran on.)
+			golabel=()
 			case $lib in
 			openmpi) launch=("${ompi[@]}") gobin=bin/batchkit-openmpi ;;
 			mpich) launch=("${mpich[@]}") gobin=bin/batchkit-mpich ;;
-			intelmpi) [ "$have_impi" = 1 ] || continue; launch=("${impi[@]}") gobin=bin/batchkit-intel ;;
+			intelmpi) [ "$have_impi" = 1 ] || continue; launch=("${impi[@]}") gobin=bin/batchkit-intel golabel=(--label "mpi (Intel MPI)") ;;
 			esac
 			c() { "${launch[@]}" "$OUT/mpi_bench_$lib" "${sweep[@]}" "$@"; }
 			first=c-$lib second=c-$lib-aa
 			if [ $((round % 2)) = 0 ]; then first=c-$lib-aa second=c-$lib; fi
 			c --label "$first" >>"$OUT/$first.jsonl"
-			"${launch[@]}" "$gobin" bench --backend mpi --format json "${sweep[@]}" >>"$OUT/go-$lib.jsonl"
+			"${launch[@]}" "$gobin" bench --backend mpi "${golabel[@]}" --format json "${sweep[@]}" >>"$OUT/go-$lib.jsonl"
 			c --label "$second" >>"$OUT/$second.jsonl"
 		done
 	fi
