@@ -319,8 +319,10 @@ compare() {
 	compare "TCP backend with every link on TCP (BATCHKIT_TCP_SHM=0) against PyTorch gloo" gloo go-tcp-noshm
 	side_by_side
 } | tee "$OUT/summary.txt"
-"$BK" bench --best --force --plot "$OUT/busbw.png" "$OUT"/c-openmpi.jsonl "$OUT"/go-openmpi.jsonl \
-	"$OUT"/c-mpich.jsonl "$OUT"/go-mpich.jsonl "$OUT"/go-tcp.jsonl "$OUT"/go-tcp-noshm.jsonl "$OUT"/gloo.jsonl \
-	$([ "$have_impi" = 1 ] && echo "$OUT/c-intelmpi.jsonl $OUT/go-intelmpi.jsonl") \
-	$([ "$have_ccl" = 1 ] && echo "$OUT/c-ccl.jsonl $OUT/go-ccl.jsonl")
+plotted=(c-openmpi go-openmpi c-mpich go-mpich go-tcp go-tcp-noshm gloo)
+if [ "$have_impi" = 1 ]; then plotted+=(c-intelmpi go-intelmpi); fi
+if [ "$have_ccl" = 1 ]; then plotted+=(c-ccl go-ccl); fi
+files=()
+for f in "${plotted[@]}"; do files+=("$OUT/$f.jsonl"); done
+"$BK" bench --best --force --plot "$OUT/busbw.png" "${files[@]}"
 echo "bench: wrote $OUT/summary.txt and $OUT/busbw.png" >&2
