@@ -135,6 +135,14 @@ func general(d []float32, rows, cols int) blas32.General {
 // writes into grad (NumParams long) the gradient of the mean loss over the
 // batch. It returns the batch's summed loss and its correct predictions.
 func (m MLP) LossGrad(p, grad, x []float32, y []int32, ws *Workspace) (lossSum float64, correct int) {
+	return m.LossGradEach(p, grad, x, y, ws, nil)
+}
+
+// LossGradEach is LossGrad calling ready(i) (when not nil) as soon as layer
+// i's gradient is final, from the last layer down to layer 0, while the
+// layers before it are still to be computed: the step starts that layer's
+// allreduce there (buckets.go), as DDP's gradient hooks do.
+func (m MLP) LossGradEach(p, grad, x []float32, y []int32, ws *Workspace, ready func(layer int)) (lossSum float64, correct int) {
 	n := len(y)
 	m.forward(p, x, n, ws)
 	last := len(m.Sizes) - 1
@@ -152,6 +160,9 @@ func (m MLP) LossGrad(p, grad, x []float32, y []int32, ws *Workspace) (lossSum f
 			for j, v := range dz[r*l.out : (r+1)*l.out] {
 				g.b[j] += v
 			}
+		}
+		if ready != nil {
+			ready(i)
 		}
 		if i == 0 {
 			break

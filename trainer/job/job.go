@@ -20,6 +20,7 @@ package job
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -40,15 +41,16 @@ type Config struct {
 	CheckpointDir             string
 	CheckpointEvery           int
 	CheckEvery                int
-	Metrics                   string // JSON lines, one per epoch; "-" for stdout
-	Plot                      string // .png, .svg or .pdf
-	Force                     bool   // Metrics and Plot may replace a file
-	Format                    string // text or json
+	BucketMB                  float64 // gradient bucket size in MiB; 0: one allreduce after the backward pass
+	Metrics                   string  // JSON lines, one per epoch; "-" for stdout
+	Plot                      string  // .png, .svg or .pdf
+	Force                     bool    // Metrics and Plot may replace a file
+	Format                    string  // text or json
 }
 
 // Defaults are the values of the flags not given.
 var Defaults = Config{Epochs: 20, BatchSize: 32, LR: 0.05, Momentum: 0.9, WeightDecay: 1e-4, Seed: 1,
-	Hidden: "64", Backend: string(collective.Auto), CheckpointEvery: 100, CheckEvery: 100, Format: "text"}
+	Hidden: "64", Backend: string(collective.Auto), CheckpointEvery: 100, CheckEvery: 100, BucketMB: 1, Format: "text"}
 
 // Formats are --format's values: text for people, json one summary
 // object (shell completion offers them).
@@ -105,9 +107,13 @@ func (c Config) Setup() (*Setup, error) {
 			return nil, invalid("invalid --%s %v: %v", h.name, h.v, err)
 		}
 	}
+	if !(c.BucketMB >= 0) || math.IsInf(c.BucketMB, 0) {
+		return nil, invalid("invalid --bucket-mb %v: want a size in MiB >= 0 (0: one allreduce after the backward pass)", c.BucketMB)
+	}
 	s.Train = trainer.Config{Hidden: hidden, Epochs: c.Epochs, BatchSize: c.BatchSize,
 		LR: hyper[0], Momentum: hyper[1], WeightDecay: hyper[2],
-		Seed: c.Seed, CheckEvery: c.CheckEvery, CheckpointDir: c.CheckpointDir, CheckpointEvery: c.CheckpointEvery}
+		Seed: c.Seed, CheckEvery: c.CheckEvery, CheckpointDir: c.CheckpointDir, CheckpointEvery: c.CheckpointEvery,
+		BucketBytes: int(math.Ceil(min(c.BucketMB, 1<<20) * (1 << 20)))} // above 1 TiB: one bucket anyway
 	if err := s.Train.Validate(); err != nil {
 		return nil, invalid("invalid flags: %v", err)
 	}

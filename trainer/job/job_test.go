@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -35,6 +36,8 @@ func TestSetupRefuses(t *testing.T) {
 		{"epochs", with(func(c *Config) { c.Epochs = 0 }), "invalid flags: epochs 0: want at least 1"},
 		{"lr float32 cannot hold", with(func(c *Config) { c.LR = 1e-50 }), "invalid --lr 1e-50: too small for the float32 the training computes in"},
 		{"weight decay float32 cannot hold", with(func(c *Config) { c.WeightDecay = 1e39 }), "invalid --weight-decay 1e+39: too large for the float32 the training computes in"},
+		{"negative bucket", with(func(c *Config) { c.BucketMB = -1 }), "invalid --bucket-mb -1: want a size in MiB >= 0 (0: one allreduce after the backward pass)"},
+		{"NaN bucket", with(func(c *Config) { c.BucketMB = math.NaN() }), "invalid --bucket-mb NaN: "},
 		{"no data file", with(func(c *Config) { c.Data = filepath.Join(dir, "none.csv") }), "none.csv"},
 		{"too little data", with(func(c *Config) { c.Data = oneRow }), "invalid --data " + oneRow + ": "},
 	} {
