@@ -1,6 +1,6 @@
 // Package trainer is batchkit's data-parallel trainer: a multi-layer
 // perceptron trained with SGD on a CSV data set, one process per rank, the
-// gradients averaged with one fused allreduce per step.
+// gradients averaged by allreduces that start during the backward pass.
 //
 // The pieces, each usable alone:
 //
@@ -8,6 +8,8 @@
 //     "features..., label" file, the fixed train/test split and scaling.
 //   - model.go: the MLP, its parameters in one contiguous []float32, forward
 //     and backward on gonum's pure-Go BLAS.
+//   - buckets.go: the gradient's buckets, each averaged on a goroutine of
+//     its own as soon as backward has made it final (PyTorch DDP's shape).
 //   - optim.go: SGD with momentum and weight decay, PyTorch's semantics.
 //   - sampler.go: the per-epoch permutation and DistributedSampler sharding.
 //   - loop.go: Train, the data-parallel loop: resume, steps, checks that the

@@ -14,7 +14,8 @@ import (
 // softmax cross-entropy on the last. Sizes is [inputs, hidden..., classes].
 // Its parameters live in one []float32 (NumParams long), layer by layer, each
 // layer's weights (out×in, row-major, as torch.nn.Linear stores them) then its
-// biases: the gradient is one buffer, averaged with one allreduce.
+// biases: the gradient is one buffer, averaged in buckets of whole layers
+// (buckets.go).
 type MLP struct {
 	Sizes []int
 }
