@@ -192,9 +192,13 @@ func TestSgemmArgErrors(t *testing.T) {
 			call func()
 			want string
 		}{
-			{"short A", func() { g.Sgemm(blas.NoTrans, blas.NoTrans, 2, 2, 2, 1, make([]float32, 3), 2, make([]float32, 4), 2, 0, make([]float32, 4), 2) },
+			{"short A", func() {
+				g.Sgemm(blas.NoTrans, blas.NoTrans, 2, 2, 2, 1, make([]float32, 3), 2, make([]float32, 4), 2, 0, make([]float32, 4), 2)
+			},
 				"gemm: A: 3 elements for 2×2 (ld 2)"},
-			{"ld below the columns", func() { g.Sgemm(blas.NoTrans, blas.Trans, 2, 2, 2, 1, make([]float32, 4), 2, make([]float32, 4), 1, 0, make([]float32, 4), 2) },
+			{"ld below the columns", func() {
+				g.Sgemm(blas.NoTrans, blas.Trans, 2, 2, 2, 1, make([]float32, 4), 2, make([]float32, 4), 1, 0, make([]float32, 4), 2)
+			},
 				"gemm: B: leading dimension 1 < 2 columns"},
 			{"negative", func() { g.Sgemm(blas.NoTrans, blas.NoTrans, -1, 2, 2, 1, nil, 2, nil, 2, 0, nil, 2) },
 				"gemm: negative dimension m=-1 n=2 k=2"},
