@@ -5,7 +5,8 @@ import (
 	"testing"
 
 	"gonum.org/v1/gonum/blas"
-	"gonum.org/v1/gonum/blas/blas32"
+
+	"github.com/batchkit/batchkit/trainer/gemm"
 )
 
 // naiveLinear is the forward kernel z = a · wᵀ written out (a: n×k, w: m×k,
@@ -48,7 +49,7 @@ func TestNaiveLinearMatchesGemm(t *testing.T) {
 	a, w, z := linearOperands(n, k, m)
 	want := make([]float32, n*m)
 	naiveLinear(a, w, z, n, k, m)
-	blas32.Gemm(blas.NoTrans, blas.Trans, 1, general(a, n, k), general(w, m, k), 0, general(want, n, m))
+	gemm.Default().Sgemm(blas.NoTrans, blas.Trans, n, m, k, 1, a, k, w, k, 0, want, m)
 	for i := range z {
 		if math.Abs(float64(z[i]-want[i])) > 1e-4 {
 			t.Fatalf("element %d: %g, gemm %g", i, z[i], want[i])
@@ -57,23 +58,90 @@ func TestNaiveLinearMatchesGemm(t *testing.T) {
 }
 
 // BenchmarkLinear: a batch of 64 through a 1024×1024 layer, forward.
-// gonum's Sgemm (blocked, parallel) against the naive kernel above.
+// Every GEMM library built in (gonum's Sgemm is blocked, parallel) against
+// the naive kernel above.
 func BenchmarkLinear(b *testing.B) {
 	const n, k, m = 64, 1024, 1024
 	a, w, z := linearOperands(n, k, m)
 	flops := func(b *testing.B) {
 		b.ReportMetric(2*n*k*m*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 	}
-	b.Run("gonum", func(b *testing.B) {
-		for b.Loop() {
-			blas32.Gemm(blas.NoTrans, blas.Trans, 1, general(a, n, k), general(w, m, k), 0, general(z, n, m))
-		}
-		flops(b)
-	})
+	for _, lib := range gemm.Built() {
+		g := openGemm(b, lib.Name)
+		b.Run(lib.Name, func(b *testing.B) {
+			for b.Loop() {
+				g.Sgemm(blas.NoTrans, blas.Trans, n, m, k, 1, a, k, w, k, 0, z, m)
+			}
+			flops(b)
+		})
+	}
 	b.Run("naive", func(b *testing.B) {
 		for b.Loop() {
 			naiveLinear(a, w, z, n, k, m)
 		}
 		flops(b)
 	})
+}
+
+// BenchmarkStep is the compute-bound configuration of issue 33 (one rank,
+// the digits' 64 features, hidden 1024,1024, 10 classes, batch 64): one
+// training step's compute, LossGrad and the SGD update, with every GEMM
+// library built in at the rank's thread count (run it with GOMAXPROCS=1
+// OMP_NUM_THREADS=1 for one thread). GFLOP/s counts the GEMMs alone (2·n·in·out
+// a GEMM: forward, weight gradient, and the input gradient of every layer
+// but the first), as the figure to hold against a large SGEMM's.
+func BenchmarkStep(b *testing.B) {
+	const batch = 64
+	m, err := NewMLP(64, []int{1024, 1024}, 10)
+	if err != nil {
+		b.Fatal(err)
+	}
+	flops := 0.0
+	for i := 1; i < len(m.Sizes); i++ {
+		gemms := 3.0
+		if i == 1 {
+			gemms = 2
+		}
+		flops += gemms * 2 * batch * float64(m.Sizes[i-1]*m.Sizes[i])
+	}
+	p, grad := make([]float32, m.NumParams()), make([]float32, m.NumParams())
+	m.InitParams(p, 1)
+	x, y := make([]float32, batch*64), make([]int32, batch)
+	for i := range x {
+		x[i] = float32(i%17) / 17
+	}
+	for i := range y {
+		y[i] = int32(i % 10)
+	}
+	opt := NewSGD(len(p), 0.01, 0.9, 1e-4)
+	for _, lib := range gemm.Built() {
+		m.Gemm = openGemm(b, lib.Name)
+		b.Run(lib.Name, func(b *testing.B) {
+			var ws Workspace
+			for b.Loop() {
+				m.LossGrad(p, grad, x, y, &ws)
+				opt.Step(p, grad)
+			}
+			s := b.Elapsed().Seconds()
+			b.ReportMetric(flops*float64(b.N)/s/1e9, "GFLOP/s")
+			b.ReportMetric(batch*float64(b.N)/s, "samples/s")
+		})
+	}
+}
+
+// BenchmarkPeak is the machine's practical FP32 peak: a 2048³ SGEMM from
+// every library built in (the best BLAS here gives the ceiling the step's
+// GFLOP/s is held against), at the rank's thread count.
+func BenchmarkPeak(b *testing.B) {
+	const n = 2048
+	a, w, z := linearOperands(n, n, n)
+	for _, lib := range gemm.Built() {
+		g := openGemm(b, lib.Name)
+		b.Run(lib.Name, func(b *testing.B) {
+			for b.Loop() {
+				g.Sgemm(blas.NoTrans, blas.NoTrans, n, n, n, 1, a, n, w, n, 0, z, n)
+			}
+			b.ReportMetric(2*n*n*n*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+		})
+	}
 }
