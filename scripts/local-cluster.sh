@@ -37,7 +37,8 @@ readonly NODE_PORTS=(17001 17002)
 readonly NODE_CPUS=4
 readonly TIMEOUT="${LOCAL_CLUSTER_TIMEOUT:-60}"
 # zsh, fish: the shell-quoting and completion tests run real dash, bash, zsh and fish.
-readonly BASE_PACKAGES=(slurm-wlm munge openmpi-bin libopenmpi-dev mpich libmpich-dev patchelf zsh fish)
+# libopenblas-dev: the trainer's OpenBLAS build (-tags openblas), tested by make test.
+readonly BASE_PACKAGES=(slurm-wlm munge openmpi-bin libopenmpi-dev mpich libmpich-dev patchelf zsh fish libopenblas-dev)
 read -r -a EXTRA_PACKAGES <<<"${LOCAL_CLUSTER_EXTRA_PACKAGES-python3-torch}"
 
 log() { printf '%s: %s\n' "$PROG" "$*"; }
