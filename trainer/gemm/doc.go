@@ -2,8 +2,8 @@
 // (C = alpha·op(A)·op(B) + beta·C, row-major) from one of a few libraries,
 // one row each in libraries (gemm.go):
 //
-//   - gonum: pure Go (gonum's blas32), always built in; its goroutines follow
-//     GOMAXPROCS.
+//   - gonum: pure Go (gonum's Sgemm), always built in; on at most the
+//     rank's thread count of goroutines (gonum alone would use GOMAXPROCS).
 //   - openblas: OpenBLAS through cgo, build tag openblas (Debian's
 //     libopenblas-dev; make build-blas BLAS=openblas).
 //   - mkl: oneMKL through cgo, build tag mkl (the mkl wheels of
@@ -18,5 +18,6 @@
 // Nothing here changes the process behind its caller: gonum.org's blas32.Use
 // is never called; an Impl is handed to whoever multiplies (trainer.MLP).
 // OpenBLAS has only a process-wide thread count, which Open sets and
-// documents; MKL's is set per call (mkl_set_num_threads_local).
+// documents; MKL's is set per call (mkl_set_num_threads_local), gonum's is
+// the Impl's own.
 package gemm

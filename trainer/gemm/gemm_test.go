@@ -3,6 +3,8 @@ package gemm
 import (
 	"errors"
 	"math"
+	"runtime"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -88,7 +90,8 @@ func TestAuto(t *testing.T) {
 }
 
 // TestThreadsApplied: a cgo library runs the count it was opened with, as
-// the library itself reports it (Open fails otherwise).
+// the library itself reports it (Open fails otherwise); gonum as many
+// goroutines as GOMAXPROCS lets run at once.
 func TestThreadsApplied(t *testing.T) {
 	for _, l := range builtLibraries(t) {
 		for _, n := range []int{1, 2, 3} {
@@ -96,8 +99,12 @@ func TestThreadsApplied(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s, %d threads: %v", l, n, err)
 			}
-			if l != Gonum && g.Threads() != n {
-				t.Errorf("%s: Threads() = %d, want %d", l, g.Threads(), n)
+			want := n
+			if l == Gonum { // goroutines: no more at once than GOMAXPROCS
+				want = min(n, runtime.GOMAXPROCS(0))
+			}
+			if g.Threads() != want {
+				t.Errorf("%s: Threads() = %d, want %d", l, g.Threads(), want)
 			}
 		}
 	}
@@ -218,6 +225,53 @@ func TestSgemmArgErrors(t *testing.T) {
 				}()
 				tc.call()
 			})
+		}
+	}
+}
+
+// TestGonumThreadsBitIdentical: gonum bounded to fewer threads than
+// GOMAXPROCS gives gonum's own result bit for bit, for the model's
+// products (every transpose, edges that are not whole blocks, beta 0, 1
+// and other), so a rank's thread count never changes its weights.
+func TestGonumThreadsBitIdentical(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
+	fill := func(size int, f func(float64) float64) []float32 {
+		s := make([]float32, size)
+		for i := range s {
+			s[i] = float32(f(float64(i) / 3))
+		}
+		return s
+	}
+	for _, threads := range []int{1, 2, 3} {
+		g, err := Open(Gonum, threads)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range []struct{ m, n, k int }{{64, 256, 256}, {256, 256, 64}, {130, 200, 77}, {64, 10, 300}} {
+			for _, tA := range []blas.Transpose{blas.NoTrans, blas.Trans} {
+				for _, tB := range []blas.Transpose{blas.NoTrans, blas.Trans} {
+					for _, beta := range []float32{0, 1, 0.5} {
+						ar, ac, br, bc := s.m, s.k, s.k, s.n
+						if tA == blas.Trans {
+							ar, ac = s.k, s.m
+						}
+						if tB == blas.Trans {
+							br, bc = s.n, s.k
+						}
+						a, b := fill(ar*ac, math.Sin), fill(br*bc, math.Cos)
+						c := fill(s.m*s.n, math.Sin)
+						want := slices.Clone(c)
+						Default().Sgemm(tA, tB, s.m, s.n, s.k, 0.75, a, ac, b, bc, beta, want, s.n)
+						g.Sgemm(tA, tB, s.m, s.n, s.k, 0.75, a, ac, b, bc, beta, c, s.n)
+						if !slices.Equal(c, want) {
+							t.Fatalf("%d threads, %v %c%c beta %g: differs from gonum's own", threads, s, tA, tB, beta)
+						}
+					}
+				}
+			}
+		}
+		if got := g.Threads(); got != threads {
+			t.Errorf("Threads() = %d, want %d", got, threads)
 		}
 	}
 }

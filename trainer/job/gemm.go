@@ -14,7 +14,6 @@ import (
 // openGemm opens --blas with the rank's thread count (gemm.Threads: the
 // pinning's OMP_NUM_THREADS, else the CPUs GOMAXPROCS says the rank has).
 // A name this binary lacks, or a bad OMP_NUM_THREADS, is the user's to fix.
-// gonum's goroutines follow GOMAXPROCS, which is the program's to set.
 func openGemm(name string, getenv func(string) string) (gemm.Impl, string, error) {
 	if !slices.Contains(gemm.Names(), name) {
 		return nil, "", invalid("invalid --blas %q: want one of %s", name, strings.Join(gemm.Names(), ", "))
@@ -32,9 +31,6 @@ func openGemm(name string, getenv func(string) string) (gemm.Impl, string, error
 	}
 	if err != nil {
 		return nil, "", err
-	}
-	if g.Name() == gemm.Gonum {
-		from = "GOMAXPROCS"
 	}
 	return g, from, nil
 }

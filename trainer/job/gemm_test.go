@@ -46,15 +46,14 @@ func TestSetupGemm(t *testing.T) {
 			}
 		})
 	}
-	t.Run("gonum follows GOMAXPROCS", func(t *testing.T) {
+	t.Run("gonum on the pinning's count too", func(t *testing.T) {
 		c := Defaults
-		c.BLAS, c.Getenv = gemm.Gonum, ompThreads("")
+		c.BLAS, c.Getenv = gemm.Gonum, ompThreads("1")
 		s, err := c.Setup()
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := fmt.Sprintf("GEMM gonum, %d thread(s) (GOMAXPROCS)", runtime.GOMAXPROCS(0))
-		if got := s.GemmLine(); got != want {
+		if got, want := s.GemmLine(), "GEMM gonum, 1 thread(s) (OMP_NUM_THREADS)"; got != want {
 			t.Errorf("GemmLine() = %q, want %q", got, want)
 		}
 	})
