@@ -1,0 +1,192 @@
+package health
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/batchkit/batchkit/trainer"
+)
+
+// slowComm is a throttled rank of the test harness: it sleeps before each
+// gradient allreduce, inside the step and outside the Probe, as a rank on
+// a slower or busier core would compute longer.
+type slowComm struct {
+	trainer.Comm
+	d time.Duration
+}
+
+func (s slowComm) AllreduceAvg(buf []float32) error {
+	time.Sleep(s.d)
+	return s.Comm.AllreduceAvg(buf)
+}
+
+// slowLink is a rank whose broadcasts as the root take d longer.
+type slowLink struct {
+	health Comm
+	b      Broadcaster
+	rank   int
+	d      time.Duration
+}
+
+func (s slowLink) Broadcast(buf []float32, root int) error {
+	if root == s.rank {
+		time.Sleep(s.d)
+	}
+	return s.b.Broadcast(buf, root)
+}
+
+// trainReport trains 2 epochs of the digits on 4 in-process ranks (nodes
+// node1: 0, 1; node2: 2, 3) with a Probe on each, rank slow's steps
+// slowed by d, rank slowLinkRank's broadcasts by ld, and returns rank 0's
+// report.
+func trainReport(t *testing.T, slow int, d time.Duration, slowLinkRank int, ld time.Duration) Report {
+	t.Helper()
+	d0, err := trainer.Digits()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, te, err := trainer.Split(d0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 4
+	w := trainer.NewLocalWorld(n)
+	reps := make([]Report, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for r := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() {
+				if errs[r] != nil {
+					w.Abort()
+				}
+			}()
+			p := NewProbe(w.Comms[r], nil)
+			var c trainer.Comm = p
+			if r == slow {
+				c = slowComm{p, d}
+			}
+			cfg := trainer.Config{Hidden: []int{16}, Epochs: 2, BatchSize: 32, LR: 0.05, Momentum: 0.9, Seed: 1,
+				OnStepBegin: p.StepBegin, OnStep: func(trainer.StepInfo) error { p.StepEnd(); return nil }}
+			if _, errs[r] = trainer.Train(c, tr, te, cfg); errs[r] != nil {
+				return
+			}
+			var b Broadcaster = w.Comms[r].(Broadcaster)
+			if r == slowLinkRank {
+				b = slowLink{w.Comms[r], b, r, ld}
+			}
+			s := p.Sample()
+			s.Node = []string{"node1", "node1", "node2", "node2"}[r]
+			if s.LinkGBs, errs[r] = ProbeLinks(w.Comms[r], b, 64<<10, 3, nil); errs[r] != nil {
+				return
+			}
+			all, err := Gather(w.Comms[r], s)
+			if errs[r] = err; err == nil {
+				reps[r] = Analyze(all, DefaultThresholds)
+			}
+		}()
+	}
+	wg.Wait()
+	for r, err := range errs {
+		if err != nil {
+			t.Fatalf("rank %d: %v", r, err)
+		}
+	}
+	for r := 1; r < n; r++ {
+		if diff := cmp.Diff(reps[0], reps[r]); diff != "" {
+			t.Fatalf("rank %d's report differs from rank 0's:\n%s", r, diff)
+		}
+	}
+	return reps[0]
+}
+
+type named struct {
+	Rank   int
+	Node   string
+	Metric string
+}
+
+func outlierNames(rep Report) []named {
+	var got []named
+	for _, o := range rep.Outliers {
+		got = append(got, named{o.Rank, o.Node, o.Metric})
+	}
+	return got
+}
+
+// TestThrottledRankIsNamed: a rank slowed by 5 ms a step is named for its
+// compute, and no other rank or node; the others waited on it.
+func TestThrottledRankIsNamed(t *testing.T) {
+	rep := trainReport(t, 2, 5*time.Millisecond, -1, 0)
+	if diff := cmp.Diff([]named{{2, "node2", "compute"}}, outlierNames(rep)); diff != "" {
+		t.Errorf("outliers (-want +got):\n%s\nreport: %+v", diff, rep)
+	}
+	slow := rep.Ranks[2]
+	for _, x := range rep.Ranks {
+		if x.Steps != slow.Steps || x.Steps < 20 {
+			t.Errorf("rank %d: %d steps, rank 2 %d: want the same, at least 20", x.Rank, x.Steps, slow.Steps)
+		}
+		if x.Rank != 2 && x.Wait < slow.Wait+0.5*float64(x.Steps)*0.005 {
+			t.Errorf("rank %d waited %.3f s, the slow rank %.3f s: want at least half its sleep more", x.Rank, x.Wait, slow.Wait)
+		}
+	}
+}
+
+// TestThrottledLinkIsNamed: a rank whose broadcasts take 20 ms longer is
+// named for its link, and nothing else.
+func TestThrottledLinkIsNamed(t *testing.T) {
+	rep := trainReport(t, -1, 0, 3, 20*time.Millisecond)
+	var got []named
+	for _, o := range outlierNames(rep) {
+		if o.Metric == "link" {
+			got = append(got, o)
+		}
+	}
+	if diff := cmp.Diff([]named{{3, "node2", "link"}}, got); diff != "" {
+		t.Errorf("link outliers (-want +got):\n%s\nreport: %+v", diff, rep)
+	}
+}
+
+func TestGatherRoundTrip(t *testing.T) {
+	long := string(make([]byte, 100))
+	in := []Sample{
+		{Rank: 0, Node: "node1", Steps: 7, Compute: 1.25, Wait: 0.5, Comm: 0.125, LinkGBs: 3.5},
+		{Rank: 1, Node: long, Steps: 7},
+		{Rank: 2, Node: "n\u00e9ud-\u00fc"},
+	}
+	w := trainer.NewLocalWorld(len(in))
+	got := make([][]Sample, len(in))
+	var wg sync.WaitGroup
+	for r := range in {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var err error
+			if got[r], err = Gather(w.Comms[r], in[r]); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	want := append([]Sample(nil), in...)
+	want[1].Node = long[:maxNode]
+	for r := range in {
+		if diff := cmp.Diff(want, got[r]); diff != "" {
+			t.Errorf("rank %d (-want +got):\n%s", r, diff)
+		}
+	}
+}
+
+// TestEvenRanksNoOutlier: the same run without a throttled rank names
+// nobody.
+func TestEvenRanksNoOutlier(t *testing.T) {
+	rep := trainReport(t, -1, 0, -1, 0)
+	if got := outlierNames(rep); got != nil {
+		t.Errorf("outliers %v in an even run: want none\nreport: %+v", got, rep)
+	}
+}
