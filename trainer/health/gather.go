@@ -1,6 +1,10 @@
 package health
 
-import "github.com/batchkit/batchkit/topology"
+import (
+	"fmt"
+
+	"github.com/batchkit/batchkit/topology"
+)
 
 // Comm is what Gather and ProbeLinks need of the job's communicator
 // (a trainer.Comm is one).
@@ -72,4 +76,22 @@ func NodeName(t topology.Topology, hostname string) string {
 		return t.Hosts[t.NodeRank]
 	}
 	return hostname
+}
+
+// Collect is the report of a run on every rank of c together: this rank's
+// link is measured first (ProbeLinks, when c is a Broadcaster), then
+// every rank's sample gathered and analysed with DefaultThresholds. Every
+// rank returns the same report.
+func Collect(c Comm, s Sample) (Report, error) {
+	if b, ok := c.(Broadcaster); ok {
+		var err error
+		if s.LinkGBs, err = ProbeLinks(c, b, LinkBytes, LinkReps, nil); err != nil {
+			return Report{}, fmt.Errorf("health report: link probe: %w", err)
+		}
+	}
+	all, err := Gather(c, s)
+	if err != nil {
+		return Report{}, fmt.Errorf("health report: %w", err)
+	}
+	return Analyze(all, DefaultThresholds), nil
 }

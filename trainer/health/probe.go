@@ -94,10 +94,10 @@ type Broadcaster interface {
 }
 
 // LinkBytes and LinkReps: ProbeLinks broadcasts 1 MiB from each rank,
-// keeping the best of 5 (the least disturbed by other work on the node).
+// keeping the best of 10 (the least disturbed by other work on the node).
 const (
 	LinkBytes = 1 << 20
-	LinkReps  = 5
+	LinkReps  = 10
 )
 
 // ProbeLinks measures, on every rank of c together, each rank's link

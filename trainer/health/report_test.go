@@ -29,14 +29,15 @@ func TestAnalyzeOutliers(t *testing.T) {
 			[]string{"node2 (ranks 2,3): compute 1.8× the others' median (1.80 s vs 1.00 s)"}},
 		{"one rank a node, the second slow", []Sample{rank(0, "node1", 0.5, 2), rank(1, "node2", 1.5, 2)},
 			[]string{"node2 (rank 1): compute 3.0× the others' median (1.50 s vs 500 ms)"}},
+		{"a link at 60 %: noise", []Sample{rank(0, "n", 1, 2), rank(1, "n", 1, 2.2), rank(2, "n", 1, 1.9), rank(3, "n", 1, 1.2)}, nil},
 		{"a slow link", []Sample{rank(0, "n", 1, 2), rank(1, "n", 1, 2.2), rank(2, "n", 1, 1.9), rank(3, "n", 1, 0.8)},
 			[]string{"rank 3 (n): link at 40 % of the others' median (0.800 GB/s vs 2.000 GB/s)"}},
 		// 3x, but 10 ms more over the run: a short run's noise.
 		{"below the excess floor", []Sample{rank(0, "n", 0.005, 0), rank(1, "n", 0.005, 0), rank(2, "n", 0.015, 0)}, nil},
 		{"links not measured", []Sample{rank(0, "n", 1, 0), rank(1, "n", 1, 0), rank(2, "n", 1, 0)}, nil},
-		{"just under the factor", []Sample{rank(0, "n", 1, 2), rank(1, "n", 1, 2), rank(2, "n", 1.49, 1.34)}, nil},
-		{"at the factor", []Sample{rank(0, "n", 1, 3), rank(1, "n", 1, 3), rank(2, "n", 1.5, 2)},
-			[]string{"rank 2 (n): compute 1.5× the others' median (1.50 s vs 1.00 s)", "rank 2 (n): link at 67 % of the others' median (2.000 GB/s vs 3.000 GB/s)"}},
+		{"just under the thresholds", []Sample{rank(0, "n", 1, 2), rank(1, "n", 1, 2), rank(2, "n", 1.49, 1.01)}, nil},
+		{"at the thresholds", []Sample{rank(0, "n", 1, 3), rank(1, "n", 1, 3), rank(2, "n", 1.5, 1.5)},
+			[]string{"rank 2 (n): compute 1.5× the others' median (1.50 s vs 1.00 s)", "rank 2 (n): link at 50 % of the others' median (1.500 GB/s vs 3.000 GB/s)"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var got []string
@@ -93,7 +94,7 @@ health: per node (mean of its ranks)
   node         ranks           compute       wait       comm  link GB/s
   node1        0                 1.000      0.010      0.050      2.000
   node2        1                 1.100      0.010      0.050      2.100
-health: no outliers (compute ≥ 1.5× or link ≤ 67 % of the others' median)
+health: no outliers (compute ≥ 1.5× or link ≤ 50 % of the others' median)
 `},
 		{"an outlier", []Sample{rank(0, "vm", 1, 0), rank(1, "vm", 2, 0)}, `health: per rank (seconds over 100 steps; link: broadcast from the rank)
   rank         node            compute       wait       comm  link GB/s
