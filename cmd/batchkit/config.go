@@ -268,6 +268,6 @@ func trainConfig(c *cli.Context) job.Config {
 func benchConfig(c *cli.Context) bench.Config {
 	return bench.Config{Op: c.String("op"), Backend: c.String("backend"), DType: c.String("dtype"),
 		MinBytes: c.String("min-bytes"), MaxBytes: c.String("max-bytes"),
-		Iters: c.Int("iters"), ItersSet: c.IsSet("iters"), Label: c.String("label"),
+		Iters: c.Int("iters"), ItersSet: c.IsSet("iters"), Label: c.String("label"), Report: c.Bool("report"),
 		Timeout: c.Duration("timeout"), RendezvousTimeout: c.Duration("rendezvous-timeout")}
 }
