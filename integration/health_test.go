@@ -12,15 +12,18 @@ import (
 
 // slowRankScript runs its command pinned to core 0, except on rank $SLOW
 // (RANK under batchkit run, SLURM_PROCID under srun): there on core 1,
-// beside $HOGS busy loops of its own. The loops end with the rank, and
-// after 120 s whatever happens (a rank killed by SIGKILL runs no trap).
+// beside $HOGS busy loops of its own, at nice $NICE. The loops end with
+// the rank, and after 120 s whatever happens (a rank killed by SIGKILL runs
+// no trap). Other work on this shared machine, on both cores, evens out two
+// loops alone (measured 1.7-1.9× in a loaded run, the threshold being
+// 1.5×); at nice 5 beside them the rank was 11-19× slower.
 const slowRankScript = `#!/bin/bash
 r=${RANK:-$SLURM_PROCID}
 if [ "$r" != "$SLOW" ]; then exec taskset -c 0 "$@"; fi
 pids=()
 for _ in $(seq "$HOGS"); do taskset -c 1 timeout 120 sh -c 'while :; do :; done' & pids+=($!); done
 trap 'kill "${pids[@]}" 2>/dev/null' EXIT
-taskset -c 1 "$@"
+taskset -c 1 nice -n "$NICE" "$@"
 `
 
 // healthOutlier is the part of an outlier the tests read.
@@ -43,6 +46,10 @@ type healthReport struct {
 		Node string `json:"node"`
 	} `json:"nodes"`
 	Outliers []healthOutlier `json:"outliers"`
+	Crowded  []struct {
+		Host  string `json:"host"`
+		Ranks []int  `json:"ranks"`
+	} `json:"crowded"`
 }
 
 // healthOf finds the health report in rank 0's JSON output: train's
@@ -65,10 +72,10 @@ func healthOf(t *testing.T, out string) healthReport {
 	return healthReport{}
 }
 
-// trainCompute is a run whose steps are long compute bursts (~0.1 s): a
+// trainCompute is a run whose steps are long compute bursts (~20 ms): a
 // rank that sleeps in collectives between short bursts is favoured by the
 // scheduler when it wakes and would not be slowed by busy loops at all.
-var trainCompute = []string{"train", "--epochs", "1", "--hidden", "1024,1024", "--batch-size", "64", "--report", "--format", "json"}
+var trainCompute = []string{"train", "--epochs", "1", "--hidden", "512,512", "--batch-size", "64", "--report", "--format", "json"}
 
 // A rank on a core kept busy is named for its compute, alone (an outlier
 // of any other metric names it too, nothing else): under batchkit run by
@@ -93,6 +100,7 @@ func TestHealthReportNamesSlowRank(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv("SLOW", "1")
 			t.Setenv("HOGS", "2")
+			t.Setenv("NICE", "5")
 			h := healthOf(t, run(t, 3*time.Minute, tc.cmd[0], tc.cmd[1:]...))
 			if len(h.Ranks) != 2 {
 				t.Fatalf("health %+v: want 2 ranks", h)
@@ -121,6 +129,20 @@ func TestHealthReportNamesSlowRank(t *testing.T) {
 		h := healthOf(t, run(t, 3*time.Minute, bin, append([]string{"run", "-n", "2", "--", bin}, trainCompute...)...))
 		if len(h.Outliers) != 0 {
 			t.Errorf("outliers %+v in an even run: want none\nranks %+v", h.Outliers, h.Ranks)
+		}
+	})
+	// Four ranks on this machine's two CPUs wait for a CPU by turns: their
+	// compute differed by up to 3× a step in even runs. The machine is
+	// named as crowded, and no rank for its compute.
+	t.Run("srun -N2 -n4: crowded", func(t *testing.T) {
+		h := healthOf(t, run(t, 3*time.Minute, "srun", append([]string{"-N2", "-n4", "--ntasks-per-node=2", "--time=5", bin}, trainCompute...)...))
+		if len(h.Crowded) != 1 || len(h.Crowded[0].Ranks) != 4 {
+			t.Errorf("crowded %+v: want this machine, with the 4 ranks", h.Crowded)
+		}
+		for _, o := range h.Outliers {
+			if o.Metric == "compute" {
+				t.Errorf("outlier %q on a crowded machine", o.Text)
+			}
 		}
 	})
 }

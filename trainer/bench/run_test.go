@@ -162,7 +162,7 @@ func TestRunReport(t *testing.T) {
 		lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
 		last := lines[len(lines)-1]
 		if format == Text {
-			if last != "health: one rank: nothing to compare" || !strings.Contains(out.String(), "\n\nhealth: per rank (seconds over 12 steps;") {
+			if last != "health: one rank: nothing to compare" || !strings.Contains(out.String(), "\n\nhealth: per rank, seconds over 12 steps (") {
 				t.Errorf("text output %q: want the health report after a blank line", out.String())
 			}
 			continue

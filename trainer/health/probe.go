@@ -23,6 +23,7 @@ type Probe struct {
 	begin              time.Time
 	stepWait, stepComm time.Duration
 	sample             Sample
+	computeMedian      stepMedian
 }
 
 // NewProbe wraps c; now is the clock (nil: time.Now).
@@ -50,11 +51,17 @@ func (p *Probe) StepEnd() {
 	p.sample.Steps++
 	p.sample.Wait += p.stepWait.Seconds()
 	p.sample.Comm += p.stepComm.Seconds()
-	p.sample.Compute += (all - p.stepWait - p.stepComm).Seconds()
+	compute := all - p.stepWait - p.stepComm
+	p.sample.Compute += compute.Seconds()
+	p.computeMedian.add(compute)
 }
 
 // Sample is this rank's figures so far (Node and LinkGBs are the caller's).
-func (p *Probe) Sample() Sample { return p.sample }
+func (p *Probe) Sample() Sample {
+	s := p.sample
+	s.ComputeStep = p.computeMedian.seconds()
+	return s
+}
 
 // timed runs a collective of the step: after a Barrier when it is the
 // step's first.

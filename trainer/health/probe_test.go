@@ -82,7 +82,7 @@ func trainReport(t *testing.T, slow int, d time.Duration, slowLinkRank int, ld t
 			}
 			s := p.Sample()
 			s.Node = []string{"node1", "node1", "node2", "node2"}[r]
-			if s.LinkGBs, errs[r] = ProbeLinks(w.Comms[r], b, 64<<10, 3, nil); errs[r] != nil {
+			if s.LinkGBs, errs[r] = ProbeLinks(w.Comms[r], b, LinkBytes, LinkReps, nil); errs[r] != nil {
 				return
 			}
 			all, err := Gather(w.Comms[r], s)
@@ -155,8 +155,8 @@ func TestThrottledLinkIsNamed(t *testing.T) {
 func TestGatherRoundTrip(t *testing.T) {
 	long := string(make([]byte, 100))
 	in := []Sample{
-		{Rank: 0, Node: "node1", Steps: 7, Compute: 1.25, Wait: 0.5, Comm: 0.125, LinkGBs: 3.5},
-		{Rank: 1, Node: long, Steps: 7},
+		{Rank: 0, Node: "node1", Host: "vm", CPUs: []int{0, 31, 32, 1023}, Steps: 7, Compute: 1.25, ComputeStep: 0.125, Wait: 0.5, Comm: 0.125, LinkGBs: 3.5},
+		{Rank: 1, Node: long, Host: long, CPUs: []int{1024}, Steps: 7},
 		{Rank: 2, Node: "n\u00e9ud-\u00fc"},
 	}
 	w := trainer.NewLocalWorld(len(in))
@@ -174,7 +174,7 @@ func TestGatherRoundTrip(t *testing.T) {
 	}
 	wg.Wait()
 	want := append([]Sample(nil), in...)
-	want[1].Node = long[:maxNode]
+	want[1].Node, want[1].Host, want[1].CPUs = long[:maxNode], long[:maxNode], nil // CPU 1024 is past maxCPU
 	for r := range in {
 		if diff := cmp.Diff(want, got[r]); diff != "" {
 			t.Errorf("rank %d (-want +got):\n%s", r, diff)

@@ -24,14 +24,20 @@ import (
 // Sample is one rank's figures over a run. Times are in seconds, summed over
 // the run's steps (bench: over its timed iterations).
 type Sample struct {
-	Rank  int
-	Node  string
+	Rank int
+	Node string // the launcher's node name (NodeName)
+	// Host and CPUs: the machine and the CPUs the rank may run on (Here).
+	Host  string
+	CPUs  []int
 	Steps int
 	// Compute: the step's time outside the collectives. Wait: the time in
 	// the barrier before the step's first collective, i.e. waiting for the
 	// slowest rank to arrive. Comm: the time in the collectives once every
 	// rank has arrived.
 	Compute, Wait, Comm float64
+	// ComputeStep is the median step's compute: the figure a rank's
+	// compute is compared by (stepMedian says why).
+	ComputeStep float64
 	// LinkGBs is the bandwidth of a broadcast from this rank (GB/s,
 	// ProbeLinks); 0 when not measured.
 	LinkGBs float64
@@ -45,9 +51,9 @@ type Thresholds struct {
 	// LinkFraction: a rank's link is named at this fraction of the
 	// others' median or less.
 	LinkFraction float64 `json:"link_fraction"`
-	// MinExcess: and its compute must exceed the others' median by this
-	// many seconds over the run: below it a short run's scheduling noise
-	// (a time slice is milliseconds) would be named.
+	// MinExcess: and its median step's compute must exceed the others'
+	// by this many seconds over the run's steps: below it a short run's
+	// scheduling noise (a time slice is milliseconds) would be named.
 	MinExcess float64 `json:"min_excess_seconds"`
 }
 
@@ -64,19 +70,24 @@ type Report struct {
 	Ranks      []Row      `json:"ranks"`
 	Nodes      []Row      `json:"nodes"`
 	Outliers   []Outlier  `json:"outliers"` // empty: nothing stands out
+	// Crowded: machines with more ranks than CPUs. Compute is then not
+	// compared (no compute outliers): who waits for a CPU is chance.
+	Crowded []Crowded `json:"crowded"`
 }
 
 // Row is one rank's figures, or one node's (the mean over its ranks).
 // Rank is -1 in a node's row; Ranks lists a node's ranks.
 type Row struct {
-	Rank    int     `json:"rank"`
-	Node    string  `json:"node"`
-	Ranks   []int   `json:"ranks,omitempty"`
-	Steps   int     `json:"steps"`
-	Compute float64 `json:"compute_seconds"`
-	Wait    float64 `json:"wait_seconds"`
-	Comm    float64 `json:"comm_seconds"`
-	LinkGBs float64 `json:"link_gbs"`
+	Rank        int     `json:"rank"`
+	Node        string  `json:"node"`
+	Host        string  `json:"host,omitempty"` // a rank's machine
+	Ranks       []int   `json:"ranks,omitempty"`
+	Steps       int     `json:"steps"`
+	Compute     float64 `json:"compute_seconds"`
+	ComputeStep float64 `json:"compute_step_seconds"`
+	Wait        float64 `json:"wait_seconds"`
+	Comm        float64 `json:"comm_seconds"`
+	LinkGBs     float64 `json:"link_gbs"`
 }
 
 // Outlier is a rank or node that stands out: Metric "compute" (Ratio ≥
@@ -100,11 +111,17 @@ type metric struct {
 	value  func(Sample) float64
 	high   bool // a high value is the bad one (compute); else a low one (link)
 	format func(float64) string
+	per    string // what the value is of, in the text
+	// minRanks: below this world size nothing is named. Two ranks'
+	// broadcasts cross the same link both ways, and a rank that is slow to
+	// receive makes the other's look slow (measured: a rank on a busy
+	// core made the other's link 33 % of its own).
+	minRanks int
 }
 
 var metrics = []metric{
-	{name: "compute", value: func(s Sample) float64 { return s.Compute }, high: true, format: seconds},
-	{name: "link", value: func(s Sample) float64 { return s.LinkGBs }, format: gbs},
+	{name: "compute", value: func(s Sample) float64 { return s.ComputeStep }, high: true, format: seconds, per: " a step", minRanks: 2},
+	{name: "link", value: func(s Sample) float64 { return s.LinkGBs }, format: gbs, minRanks: 3},
 }
 
 // Analyze builds the report of every rank's sample (any order; one per
@@ -112,12 +129,16 @@ var metrics = []metric{
 func Analyze(samples []Sample, th Thresholds) Report {
 	s := slices.Clone(samples)
 	slices.SortFunc(s, func(a, b Sample) int { return a.Rank - b.Rank })
-	rep := Report{Thresholds: th, Ranks: make([]Row, 0, len(s)), Nodes: nodeRows(s), Outliers: []Outlier{}}
+	rep := Report{Thresholds: th, Ranks: make([]Row, 0, len(s)), Nodes: nodeRows(s), Outliers: []Outlier{},
+		Crowded: crowded(s)}
 	for _, x := range s {
-		rep.Ranks = append(rep.Ranks, Row{Rank: x.Rank, Node: x.Node, Steps: x.Steps,
-			Compute: x.Compute, Wait: x.Wait, Comm: x.Comm, LinkGBs: x.LinkGBs})
+		rep.Ranks = append(rep.Ranks, Row{Rank: x.Rank, Node: x.Node, Host: x.Host, Steps: x.Steps,
+			Compute: x.Compute, ComputeStep: x.ComputeStep, Wait: x.Wait, Comm: x.Comm, LinkGBs: x.LinkGBs})
 	}
 	for _, m := range metrics {
+		if m.high && len(rep.Crowded) > 0 {
+			continue
+		}
 		rep.Outliers = append(rep.Outliers, outliers(s, m, th)...)
 	}
 	return rep
@@ -137,6 +158,7 @@ func nodeRows(s []Sample) []Row {
 		r := &rows[i]
 		r.Ranks = append(r.Ranks, x.Rank)
 		r.Compute += x.Compute
+		r.ComputeStep += x.ComputeStep
 		r.Wait += x.Wait
 		r.Comm += x.Comm
 		r.LinkGBs += x.LinkGBs
@@ -144,6 +166,7 @@ func nodeRows(s []Sample) []Row {
 	for i := range rows {
 		n := float64(len(rows[i].Ranks))
 		rows[i].Compute /= n
+		rows[i].ComputeStep /= n
 		rows[i].Wait /= n
 		rows[i].Comm /= n
 		rows[i].LinkGBs /= n
@@ -155,6 +178,9 @@ func nodeRows(s []Sample) []Row {
 // other ranks; when every rank of a node stands out (and not every rank of
 // the job), the node is named instead.
 func outliers(s []Sample, m metric, th Thresholds) []Outlier {
+	if len(s) < m.minRanks {
+		return nil
+	}
 	var flagged []Outlier
 	for i, x := range s {
 		v := m.value(x)
@@ -171,7 +197,7 @@ func outliers(s []Sample, m metric, th Thresholds) []Outlier {
 		ratio := v / med
 		bad := ratio <= th.LinkFraction
 		if m.high {
-			bad = ratio >= th.Factor && v-med >= th.MinExcess
+			bad = ratio >= th.Factor && (v-med)*float64(x.Steps) >= th.MinExcess
 		}
 		if bad {
 			flagged = append(flagged, Outlier{Rank: x.Rank, Node: x.Node, Ranks: []int{x.Rank}, Metric: m.name,
@@ -222,26 +248,37 @@ func text(o Outlier, m metric) string {
 		who = fmt.Sprintf("%s (%s)", o.Node, ranksText(o.Ranks))
 	}
 	if m.high {
-		return fmt.Sprintf("%s: %s %.1f× the others' median (%s vs %s)", who, m.name, o.Ratio, m.format(o.Value), m.format(o.Median))
+		return fmt.Sprintf("%s: %s %.1f× the others' median (%s vs %s%s)", who, m.name, o.Ratio, m.format(o.Value), m.format(o.Median), m.per)
 	}
-	return fmt.Sprintf("%s: %s at %.0f %% of the others' median (%s vs %s)", who, m.name, 100*o.Ratio, m.format(o.Value), m.format(o.Median))
+	return fmt.Sprintf("%s: %s at %.0f %% of the others' median (%s vs %s%s)", who, m.name, 100*o.Ratio, m.format(o.Value), m.format(o.Median), m.per)
 }
 
 // WriteText writes the report for people: the ranks, the nodes (when more
 // than one), then the outliers or a line saying there are none.
 func (r Report) WriteText(w io.Writer) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "health: per rank (seconds over %s; link: broadcast from the rank)\n", plural(stepsOf(r.Ranks), "step"))
+	fmt.Fprintf(&b, "health: per rank, seconds over %s (step: the median step's compute; link: a broadcast from the rank)\n", plural(stepsOf(r.Ranks), "step"))
 	b.WriteString(table("rank", r.Ranks, func(x Row) string { return fmt.Sprint(x.Rank) }))
 	if len(r.Nodes) > 1 {
 		b.WriteString("health: per node (mean of its ranks)\n")
 		b.WriteString(table("node", r.Nodes, func(x Row) string { return x.Node }))
 	}
+	for _, c := range r.Crowded {
+		fmt.Fprintf(&b, "health: %s runs %s on %s: compute is not compared (one rank a CPU: batchkit exec --pin)\n",
+			c.Host, plural(len(c.Ranks), "rank"), plural(c.CPUs, "CPU"))
+	}
 	switch {
 	case len(r.Ranks) < 2:
 		b.WriteString("health: one rank: nothing to compare\n")
+	case len(r.Outliers) == 0 && len(r.Crowded) > 0:
+		fmt.Fprintf(&b, "health: no link outliers (≤ %.0f %% of the others' median)\n", 100*r.Thresholds.LinkFraction)
 	case len(r.Outliers) == 0:
-		fmt.Fprintf(&b, "health: no outliers (compute ≥ %.1f× or link ≤ %.0f %% of the others' median)\n", r.Thresholds.Factor, 100*r.Thresholds.LinkFraction)
+		note := ""
+		if len(r.Ranks) < metrics[1].minRanks {
+			note = "; links are compared from 3 ranks"
+		}
+		fmt.Fprintf(&b, "health: no outliers (compute ≥ %.1f× or link ≤ %.0f %% of the others' median%s)\n",
+			r.Thresholds.Factor, 100*r.Thresholds.LinkFraction, note)
 	default:
 		for _, o := range r.Outliers {
 			fmt.Fprintf(&b, "health: outlier: %s\n", o.Text)
@@ -257,7 +294,7 @@ func table(first string, rows []Row, key func(Row) string) string {
 	if first == "node" {
 		second = "ranks"
 	}
-	fmt.Fprintf(&b, "  %-12s %-12s %10s %10s %10s %10s\n", first, second, "compute", "wait", "comm", "link GB/s")
+	fmt.Fprintf(&b, "  %-12s %-12s %10s %10s %10s %10s %10s\n", first, second, "compute", "step (ms)", "wait", "comm", "link GB/s")
 	for _, x := range rows {
 		node := x.Node
 		if first == "node" {
@@ -267,7 +304,7 @@ func table(first string, rows []Row, key func(Row) string) string {
 		if x.LinkGBs > 0 {
 			link = fmt.Sprintf("%.3f", x.LinkGBs)
 		}
-		fmt.Fprintf(&b, "  %-12s %-12s %10.3f %10.3f %10.3f %10s\n", key(x), node, x.Compute, x.Wait, x.Comm, link)
+		fmt.Fprintf(&b, "  %-12s %-12s %10.3f %10.3f %10.3f %10.3f %10s\n", key(x), node, x.Compute, 1e3*x.ComputeStep, x.Wait, x.Comm, link)
 	}
 	return b.String()
 }

@@ -174,7 +174,7 @@ func TestRunReport(t *testing.T) {
 
 	cfg.Format = "text"
 	text := runWorld(t, cfg, []string{"vm", "vm"})[0]
-	if !strings.Contains(text, "\nhealth: per rank (seconds over ") || strings.Contains(text, "per node") {
+	if !strings.Contains(text, "\nhealth: per rank, seconds over ") || strings.Contains(text, "per node") {
 		t.Errorf("text output %q: want the per-rank table and no node table (one node)", text)
 	}
 
