@@ -58,10 +58,11 @@ type Thresholds struct {
 }
 
 // DefaultThresholds: compute 1.5× the others' median and 20 ms over the
-// run, a link at half the others' median. Two ranks sharing a loaded
-// 2-core machine differed by up to 1.4× in compute and their links (a
-// broadcast through shared memory, CPU-bound) by up to 1.6× (measured:
-// docs/reference/train.md, "Health report").
+// run, a link at half the others' median. Two ranks on this project's
+// loaded 2-core machine differed by up to 1.3× in compute and their links
+// (a broadcast through shared memory, CPU-bound) by up to 1.6×; a rank on
+// a busy core was 1.7× slower and more (docs/reference/train.md, "Health
+// report").
 var DefaultThresholds = Thresholds{Factor: 1.5, LinkFraction: 0.5, MinExcess: 0.020}
 
 // Report is the health report, as --format json prints it.
