@@ -116,7 +116,7 @@ func Collect(c Comm, s Sample) (Report, error) {
 	}
 	if b, ok := c.(Broadcaster); ok {
 		var err error
-		if s.LinkGBs, err = ProbeLinks(c, b, LinkBytes, LinkReps, nil); err != nil {
+		if s.LinkGBs, err = ProbeLinks(c, b, LinkBytes, linkReps(c.Size()), nil); err != nil {
 			return Report{}, fmt.Errorf("health report: link probe: %w", err)
 		}
 	}
@@ -126,3 +126,8 @@ func Collect(c Comm, s Sample) (Report, error) {
 	}
 	return Analyze(all, DefaultThresholds), nil
 }
+
+// linkReps: LinkReps for each root up to 25 ranks, fewer above (at least
+// one), so that a large job's probe stays near 256 timed broadcasts, each
+// of which crosses every rank.
+func linkReps(n int) int { return max(1, min(LinkReps, 256/max(n, 1))) }

@@ -173,3 +173,13 @@ func TestStepMedian(t *testing.T) {
 		t.Errorf("median of nothing %v, want 0", got)
 	}
 }
+
+func TestLinkReps(t *testing.T) {
+	var got []int
+	for _, n := range []int{1, 2, 25, 26, 64, 256, 512} {
+		got = append(got, linkReps(n))
+	}
+	if diff := cmp.Diff([]int{10, 10, 10, 9, 4, 1, 1}, got); diff != "" {
+		t.Errorf("reps for 1, 2, 25, 26, 64, 256, 512 ranks (-want +got):\n%s", diff)
+	}
+}
