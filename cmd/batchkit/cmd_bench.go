@@ -45,7 +45,7 @@ busbw_gbs. A progress bar is shown on rank 0 when stderr is a terminal.
 result readers skip): each rank's wait for the slowest rank (the barrier before each size's
 timed iterations), its time in them, the same per node, each rank's link bandwidth (a 1 MiB
 broadcast from it), and the ranks or nodes whose link is at most half the others' median
-(from 3 ranks).
+(from 3 ranks). A machine with more ranks than CPUs is named, and then nothing is compared.
 
 Given RESULTS files (JSON lines of bench --format json or of the references, - for stdin;
 batchkit run's "[N] " prefixes are fine), bench runs nothing: it prints them, plots them (--plot, one line per

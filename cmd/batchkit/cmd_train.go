@@ -94,7 +94,7 @@ each rank's compute time, its wait for the slowest rank (a barrier before each s
 allreduce) and its communication time, the same per node, each rank's link bandwidth (a
 1 MiB broadcast from it), and the ranks or nodes that stand out: a median step's compute at
 least 1.5× the others' median (and 20 ms more over the run), or a link at most half of it
-(from 3 ranks). A machine with more ranks than CPUs is named instead of comparing compute.
+(from 3 ranks). A machine with more ranks than CPUs is named, and then nothing is compared.
 --metrics FILE gets one JSON line per epoch: run, epoch, step, loss, train_acc, test_acc,
 test_loss, samples_per_second (of the steps), elapsed (seconds since the first step,
 evaluations included). run names the run by what a checkpoint must match (model, data shape,

@@ -71,8 +71,9 @@ type Report struct {
 	Ranks      []Row      `json:"ranks"`
 	Nodes      []Row      `json:"nodes"`
 	Outliers   []Outlier  `json:"outliers"` // empty: nothing stands out
-	// Crowded: machines with more ranks than CPUs. Compute is then not
-	// compared (no compute outliers): who waits for a CPU is chance.
+	// Crowded: machines with more ranks than CPUs. Nothing is then
+	// compared (no outliers): who waits for a CPU is chance, in compute
+	// and in the link probe's copies alike.
 	Crowded []Crowded `json:"crowded"`
 }
 
@@ -137,8 +138,8 @@ func Analyze(samples []Sample, th Thresholds) Report {
 			Compute: x.Compute, ComputeStep: x.ComputeStep, Wait: x.Wait, Comm: x.Comm, LinkGBs: x.LinkGBs})
 	}
 	for _, m := range metrics {
-		if m.high && len(rep.Crowded) > 0 {
-			continue
+		if len(rep.Crowded) > 0 {
+			break
 		}
 		rep.Outliers = append(rep.Outliers, outliers(s, m, th)...)
 	}
@@ -265,14 +266,13 @@ func (r Report) WriteText(w io.Writer) error {
 		b.WriteString(table("node", r.Nodes, func(x Row) string { return x.Node }))
 	}
 	for _, c := range r.Crowded {
-		fmt.Fprintf(&b, "health: %s runs %s on %s: compute is not compared (one rank a CPU: batchkit exec --pin)\n",
+		fmt.Fprintf(&b, "health: %s runs %s on %s: ranks wait for a CPU by chance, nothing is compared (one rank a CPU: batchkit exec --pin)\n",
 			c.Host, plural(len(c.Ranks), "rank"), plural(c.CPUs, "CPU"))
 	}
 	switch {
 	case len(r.Ranks) < 2:
 		b.WriteString("health: one rank: nothing to compare\n")
-	case len(r.Outliers) == 0 && len(r.Crowded) > 0:
-		fmt.Fprintf(&b, "health: no link outliers (≤ %.0f %% of the others' median)\n", 100*r.Thresholds.LinkFraction)
+	case len(r.Crowded) > 0: // said above
 	case len(r.Outliers) == 0:
 		note := ""
 		if len(r.Ranks) < metrics[1].minRanks {
