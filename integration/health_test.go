@@ -72,10 +72,12 @@ func healthOf(t *testing.T, out string) healthReport {
 	return healthReport{}
 }
 
-// trainCompute is a run whose steps are long compute bursts (~20 ms): a
+// trainCompute is a run whose steps are long compute bursts (10-25 ms): a
 // rank that sleeps in collectives between short bursts is favoured by the
 // scheduler when it wakes and would not be slowed by busy loops at all.
-var trainCompute = []string{"train", "--epochs", "1", "--hidden", "512,512", "--batch-size", "64", "--report", "--format", "json"}
+// Its 24 steps make the slow rank's excess (about 6× a step) well over the
+// 0.5 s a rank must lose to be named, even on an idle machine.
+var trainCompute = []string{"train", "--epochs", "2", "--hidden", "512,512", "--batch-size", "64", "--report", "--format", "json"}
 
 // A rank on a core kept busy is named for its compute, alone (an outlier
 // of any other metric names it too, nothing else): under batchkit run by
@@ -125,12 +127,15 @@ func TestHealthReportNamesSlowRank(t *testing.T) {
 			}
 		})
 	}
-	t.Run("no busy loops", func(t *testing.T) {
-		h := healthOf(t, run(t, 3*time.Minute, bin, append([]string{"run", "-n", "2", "--", bin}, trainCompute...)...))
-		if len(h.Outliers) != 0 {
-			t.Errorf("outliers %+v in an even run: want none\nranks %+v", h.Outliers, h.Ranks)
-		}
-	})
+	for _, launch := range [][]string{{bin, "run", "-n", "2", "--"}, {"srun", "-N2", "-n2", "--time=5"}} {
+		t.Run("no busy loops/"+filepath.Base(launch[0]), func(t *testing.T) {
+			cmd := append(append(launch[1:], bin), trainCompute...)
+			h := healthOf(t, run(t, 3*time.Minute, launch[0], cmd...))
+			if len(h.Outliers) != 0 || len(h.Crowded) != 0 {
+				t.Errorf("outliers %+v, crowded %+v in an even run: want none\nranks %+v", h.Outliers, h.Crowded, h.Ranks)
+			}
+		})
+	}
 	// Four ranks on this machine's two CPUs wait for a CPU by turns: their
 	// compute differed by up to 3× a step in even runs. The machine is
 	// named as crowded, and nothing else.

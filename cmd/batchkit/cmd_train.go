@@ -93,7 +93,7 @@ weights_sha256 (SHA-256 of the final float32 parameters, little-endian), elapsed
 each rank's compute time, its wait for the slowest rank (a barrier before each step's
 allreduce) and its communication time, the same per node, each rank's link bandwidth (a
 1 MiB broadcast from it), and the ranks or nodes that stand out: a median step's compute at
-least 1.5× the others' median (and 20 ms more over the run), or a link at most half of it
+least 1.5× the others' median (and 0.5 s more over the run), or a link at most half of it
 (from 3 ranks). A machine with more ranks than CPUs is named, and then nothing is compared.
 --metrics FILE gets one JSON line per epoch: run, epoch, step, loss, train_acc, test_acc,
 test_loss, samples_per_second (of the steps), elapsed (seconds since the first step,

@@ -119,10 +119,12 @@ func outlierNames(rep Report) []named {
 	return got
 }
 
-// TestThrottledRankIsNamed: a rank slowed by 5 ms a step is named for its
-// compute, and no other rank or node; the others waited on it.
+// TestThrottledRankIsNamed: a rank slowed by 30 ms a step (0.7 s over the
+// run, past MinExcess) is named for its compute, and no other rank or
+// node; the others waited on it.
 func TestThrottledRankIsNamed(t *testing.T) {
-	rep := trainReport(t, 2, 5*time.Millisecond, -1, 0)
+	const d = 30 * time.Millisecond
+	rep := trainReport(t, 2, d, -1, 0)
 	if diff := cmp.Diff([]named{{2, "node2", "compute"}}, outlierNames(rep)); diff != "" {
 		t.Errorf("outliers (-want +got):\n%s\nreport: %+v", diff, rep)
 	}
@@ -131,7 +133,7 @@ func TestThrottledRankIsNamed(t *testing.T) {
 		if x.Steps != slow.Steps || x.Steps < 20 {
 			t.Errorf("rank %d: %d steps, rank 2 %d: want the same, at least 20", x.Rank, x.Steps, slow.Steps)
 		}
-		if x.Rank != 2 && x.Wait < slow.Wait+0.5*float64(x.Steps)*0.005 {
+		if x.Rank != 2 && x.Wait < slow.Wait+0.5*float64(x.Steps)*d.Seconds() {
 			t.Errorf("rank %d waited %.3f s, the slow rank %.3f s: want at least half its sleep more", x.Rank, x.Wait, slow.Wait)
 		}
 	}

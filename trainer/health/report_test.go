@@ -35,12 +35,13 @@ func TestAnalyzeOutliers(t *testing.T) {
 		{"a link at 60 %: noise", []Sample{rank(0, "n", 1, 2), rank(1, "n", 1, 2.2), rank(2, "n", 1, 1.9), rank(3, "n", 1, 1.2)}, nil},
 		{"a slow link", []Sample{rank(0, "n", 1, 2), rank(1, "n", 1, 2.2), rank(2, "n", 1, 1.9), rank(3, "n", 1, 0.8)},
 			[]string{"rank 3 (n): link at 40 % of the others' median (0.800 GB/s vs 2.000 GB/s)"}},
-		// 3x, but 10 ms more over the run: a short run's noise.
-		{"below the excess floor", []Sample{rank(0, "n", 0.005, 0), rank(1, "n", 0.005, 0), rank(2, "n", 0.015, 0)}, nil},
+		// 3×, but 0.4 s more over the run: other work that held a core
+		// for part of a short run.
+		{"below the excess floor", []Sample{rank(0, "n", 0.2, 0), rank(1, "n", 0.2, 0), rank(2, "n", 0.6, 0)}, nil},
 		{"links not measured", []Sample{rank(0, "n", 1, 0), rank(1, "n", 1, 0), rank(2, "n", 1, 0)}, nil},
-		{"just under the thresholds", []Sample{rank(0, "n", 1, 2), rank(1, "n", 1, 2), rank(2, "n", 1.49, 1.01)}, nil},
-		{"at the thresholds", []Sample{rank(0, "n", 1, 3), rank(1, "n", 1, 3), rank(2, "n", 1.5, 1.5)},
-			[]string{"rank 2 (n): compute 1.5× the others' median (15 ms vs 10 ms a step)", "rank 2 (n): link at 50 % of the others' median (1.500 GB/s vs 3.000 GB/s)"}},
+		{"just under the thresholds", []Sample{rank(0, "n", 2, 2), rank(1, "n", 2, 2), rank(2, "n", 2.98, 1.01)}, nil},
+		{"at the thresholds", []Sample{rank(0, "n", 2, 3), rank(1, "n", 2, 3), rank(2, "n", 3, 1.5)},
+			[]string{"rank 2 (n): compute 1.5× the others' median (30 ms vs 20 ms a step)", "rank 2 (n): link at 50 % of the others' median (1.500 GB/s vs 3.000 GB/s)"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var got []string
