@@ -59,12 +59,11 @@ type Thresholds struct {
 
 // DefaultThresholds: compute 1.5× the others' median and 0.5 s over the
 // run, a link at half the others' median. Two even ranks on this
-// project's loaded 2-core machine differed by up to 1.3× in compute in
-// 1-second runs, and once by 2.0× in a 0.3-second one (0.11 s more: the
-// other engineers' benchmarks held a core); their links (a broadcast
-// through shared memory, CPU-bound) by up to 1.6×. A rank on a busy core
-// was 1.7× slower and more, 1.5 s and more over the run
-// (docs/reference/train.md, "Health report").
+// project's loaded 2-core machine differed by up to 2.3× a median step
+// (other work held a core for part of a run) but at most 0.29 s over
+// the run, their links (a broadcast through shared memory, CPU-bound) by
+// up to 1.6×; a rank on a busy core was 3.8× slower and more, 1.4 s and
+// more over the run (docs/reference/train.md, "Health report").
 var DefaultThresholds = Thresholds{Factor: 1.5, LinkFraction: 0.5, MinExcess: 0.5}
 
 // Report is the health report, as --format json prints it.
