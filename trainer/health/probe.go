@@ -1,6 +1,7 @@
 package health
 
 import (
+	"sync"
 	"time"
 
 	"github.com/batchkit/batchkit/trainer"
@@ -15,10 +16,14 @@ import (
 // small-message latency a step, only in a run with --report.
 //
 // Collectives outside a step (the weight checks, checkpoints' agreement)
-// pass through untimed.
+// pass through untimed. A Probe may be called from several goroutines (a
+// trainer that starts allreduces on a goroutine of its own while it
+// computes); compute is then the step's time less the collectives', which
+// undercounts by what they hid behind compute, and is never below 0.
 type Probe struct {
 	trainer.Comm
 	now                func() time.Time
+	mu                 sync.Mutex
 	inStep, armed      bool
 	begin              time.Time
 	stepWait, stepComm time.Duration
@@ -36,6 +41,8 @@ func NewProbe(c trainer.Comm, now func() time.Time) *Probe {
 
 // StepBegin starts timing a step.
 func (p *Probe) StepBegin() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	p.inStep, p.armed = true, true
 	p.stepWait, p.stepComm = 0, 0
 	p.begin = p.now()
@@ -43,6 +50,8 @@ func (p *Probe) StepBegin() {
 
 // StepEnd ends the step StepBegin started (nothing without one).
 func (p *Probe) StepEnd() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	if !p.inStep {
 		return
 	}
@@ -51,13 +60,15 @@ func (p *Probe) StepEnd() {
 	p.sample.Steps++
 	p.sample.Wait += p.stepWait.Seconds()
 	p.sample.Comm += p.stepComm.Seconds()
-	compute := all - p.stepWait - p.stepComm
+	compute := max(0, all-p.stepWait-p.stepComm)
 	p.sample.Compute += compute.Seconds()
 	p.computeMedian.add(compute)
 }
 
 // Sample is this rank's figures so far (Node and LinkGBs are the caller's).
 func (p *Probe) Sample() Sample {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	s := p.sample
 	s.ComputeStep = p.computeMedian.seconds()
 	return s
@@ -66,21 +77,28 @@ func (p *Probe) Sample() Sample {
 // timed runs a collective of the step: after a Barrier when it is the
 // step's first.
 func (p *Probe) timed(f func() error) error {
-	if !p.inStep {
+	p.mu.Lock()
+	inStep, first := p.inStep, p.armed
+	p.armed = false
+	p.mu.Unlock()
+	if !inStep {
 		return f()
 	}
 	t0 := p.now()
-	if p.armed {
-		p.armed = false
+	var wait time.Duration
+	if first {
 		if err := p.Comm.Barrier(); err != nil {
 			return err
 		}
 		t1 := p.now()
-		p.stepWait += t1.Sub(t0)
-		t0 = t1
+		wait, t0 = t1.Sub(t0), t1
 	}
 	err := f()
-	p.stepComm += p.now().Sub(t0)
+	comm := p.now().Sub(t0)
+	p.mu.Lock()
+	p.stepWait += wait
+	p.stepComm += comm
+	p.mu.Unlock()
 	return err
 }
 
