@@ -44,6 +44,7 @@ type Config struct {
 	Plot                      string // .png, .svg or .pdf
 	Force                     bool   // Metrics and Plot may replace a file
 	Format                    string // text or json
+	Report                    bool   // end with the health report (trainer/health)
 }
 
 // Defaults are the values of the flags not given.
@@ -77,6 +78,7 @@ type Setup struct {
 	TrainSet    *trainer.Dataset
 	TestSet     *trainer.Dataset
 	Sizes       []int        // the model's layer sizes
+	Node        string       // this rank's node in the health report (health.NodeName)
 	metricsFile *metricsFile // rank 0's --metrics (Check), nil without
 }
 
