@@ -171,6 +171,9 @@ func (r *run) runEpoch() error {
 // stop: Cancel if any was asked to cancel, else Preempt if any was asked to
 // stop, else NoStop.
 func (r *run) step(idx []int) (StopReason, error) {
+	if r.cfg.OnStepBegin != nil {
+		r.cfg.OnStepBegin()
+	}
 	f := r.train.Features
 	for i, j := range idx {
 		copy(r.bx[i*f:(i+1)*f], r.train.Row(j))

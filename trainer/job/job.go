@@ -47,6 +47,7 @@ type Config struct {
 	Plot                      string // .png, .svg or .pdf
 	Force                     bool   // Metrics and Plot may replace a file
 	Format                    string // text or json
+	Report                    bool   // end with the health report (trainer/health)
 	// BLAS is the GEMM library (gemm.Names: auto, the best built in).
 	BLAS string
 	// Getenv reads OMP_NUM_THREADS, the BLAS's thread count (nil: os.Getenv).
@@ -84,6 +85,7 @@ type Setup struct {
 	TrainSet    *trainer.Dataset
 	TestSet     *trainer.Dataset
 	Sizes       []int        // the model's layer sizes
+	Node        string       // this rank's node in the health report (health.NodeName)
 	metricsFile *metricsFile // rank 0's --metrics (Check), nil without
 	// gemmThreadsFrom: where Train.Gemm's thread count came from.
 	gemmThreadsFrom string

@@ -11,6 +11,7 @@ import (
 	"github.com/schollz/progressbar/v3"
 
 	"github.com/batchkit/batchkit/trainer"
+	"github.com/batchkit/batchkit/trainer/health"
 )
 
 // report is rank 0's output: progress, epoch lines, metrics, summary.
@@ -26,6 +27,7 @@ type report struct {
 	hist        History
 	resumedFrom int
 	epochs      int
+	health      *health.Report // --report's, collected before the summary
 }
 
 func (r *report) start(st trainer.Start) error {
@@ -135,13 +137,14 @@ type Summary struct {
 	BLASThreads      int                 `json:"blas_threads"` // its threads a call
 	Plot             string              `json:"plot,omitempty"`
 	Diverged         *trainer.Divergence `json:"diverged,omitempty"`
+	Health           *health.Report      `json:"health,omitempty"` // --report
 }
 
 func (r *report) summary(res trainer.Result, elapsed time.Duration, plot string) error {
 	s := Summary{Epochs: res.Epochs, Steps: res.Steps,
 		WorldSize: r.world, Backend: r.backend, SamplesPerSecond: res.SamplesPerSecond, ResumedFromStep: res.ResumedFrom,
 		ElapsedSeconds: elapsed.Seconds(), Model: res.Model.Sizes, Parameters: res.Model.NumParams(), Plot: plot, Diverged: res.Diverged,
-		BLAS: r.setup.Train.Gemm.Name(), BLASThreads: r.setup.Train.Gemm.Threads()}
+		BLAS: r.setup.Train.Gemm.Name(), BLASThreads: r.setup.Train.Gemm.Threads(), Health: r.health}
 	if res.Diverged == nil {
 		s.TestAccuracy, s.TestLoss, s.WeightsSHA256 = &res.TestAcc, &res.TestLoss, trainer.WeightsSHA256(res.Params)
 	} else if !r.setup.JSON {
@@ -159,6 +162,9 @@ func (r *report) summary(res trainer.Result, elapsed time.Duration, plot string)
 		res.TestAcc, res.TestLoss, s.Epochs, s.Steps, s.WorldSize, s.ElapsedSeconds, s.SamplesPerSecond, s.WeightsSHA256)
 	if plot != "" {
 		fmt.Fprintf(r.out, "plot: %s\n", plot)
+	}
+	if r.health != nil {
+		return r.health.WriteText(r.out)
 	}
 	return nil
 }
