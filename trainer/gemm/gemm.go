@@ -128,12 +128,18 @@ func (e *LibraryError) Error() string {
 func Threads(getenv func(string) string, cpus int) (n int, from string, err error) {
 	v := getenv("OMP_NUM_THREADS")
 	if v == "" {
-		return max(cpus, 1), "the rank's CPUs", nil
+		return max(cpus, 1), FromCPUs, nil
 	}
 	first, _, _ := strings.Cut(v, ",")
 	n, err = strconv.Atoi(strings.TrimSpace(first))
 	if err != nil || n < 1 {
 		return 0, "", fmt.Errorf("OMP_NUM_THREADS=%q is not a thread count: want a positive integer", v)
 	}
-	return n, "OMP_NUM_THREADS", nil
+	return n, FromOMP, nil
 }
+
+// Threads' sources of a count.
+const (
+	FromOMP  = "OMP_NUM_THREADS"
+	FromCPUs = "the rank's CPUs"
+)

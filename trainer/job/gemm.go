@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/batchkit/batchkit/envsetup"
+	"github.com/batchkit/batchkit/topology"
 	"github.com/batchkit/batchkit/trainer/gemm"
 )
 
@@ -33,6 +35,37 @@ func openGemm(name string, getenv func(string) string) (gemm.Impl, string, error
 		return nil, "", err
 	}
 	return g, from, nil
+}
+
+// shareNode divides the node's CPUs among its local ranks when the count
+// came from the rank's CPUs and its mask is the whole node (nothing bound
+// it: batchkit run without exec --pin), as envsetup's pinning divides a
+// shared mask; otherwise every unpinned rank would run a thread per CPU of
+// the node. A mask narrower than the node is the rank's own: kept. An
+// unreadable mask keeps the count too.
+func (s *Setup) shareNode(topo topology.Topology) error {
+	if s.gemmThreadsFrom != gemm.FromCPUs || topo.LocalWorldSize <= 1 {
+		return nil
+	}
+	read := s.readCPUs
+	if read == nil {
+		read = func() (envsetup.CPUSet, error) { return envsetup.ReadCPUs("/") }
+	}
+	cpus, err := read()
+	if err != nil || len(cpus.Allowed) < cpus.Online {
+		return nil
+	}
+	n := max(1, len(cpus.Allowed)/topo.LocalWorldSize)
+	if n >= s.Train.Gemm.Threads() {
+		return nil
+	}
+	g, err := gemm.Open(s.Train.Gemm.Name(), n)
+	if err != nil {
+		return err
+	}
+	s.Train.Gemm = g
+	s.gemmThreadsFrom = fmt.Sprintf("the node's %d CPUs / %d local ranks", cpus.Online, topo.LocalWorldSize)
+	return nil
 }
 
 // GemmLine says which GEMM the run multiplies with and on how many

@@ -26,6 +26,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/batchkit/batchkit/envsetup"
 	"github.com/batchkit/batchkit/internal/closed"
 	"github.com/batchkit/batchkit/trainer"
 	"github.com/batchkit/batchkit/trainer/collective"
@@ -89,6 +90,8 @@ type Setup struct {
 	metricsFile *metricsFile // rank 0's --metrics (Check), nil without
 	// gemmThreadsFrom: where Train.Gemm's thread count came from.
 	gemmThreadsFrom string
+	// readCPUs reads this process's CPUs for shareNode (nil: envsetup.ReadCPUs("/")).
+	readCPUs func() (envsetup.CPUSet, error)
 }
 
 // Setup checks c and reads the data: an error is one line naming the
