@@ -9,6 +9,8 @@ import (
 	"math"
 	"slices"
 	"time"
+
+	"github.com/batchkit/batchkit/trainer/gemm"
 )
 
 // Config is one training run. Every rank passes the same.
@@ -41,6 +43,8 @@ type Config struct {
 	Warn func(error)
 	// Now is the clock for samples/s and elapsed times (nil: time.Now).
 	Now func() time.Time
+	// Gemm is the model's matrix multiply (nil: gonum; gemm.Open).
+	Gemm gemm.Impl
 
 	OnStart func(Start) error // once, after any resume
 	// OnStepBegin is called at the start of every step, before its batch

@@ -38,6 +38,7 @@ func Train(c Comm, train, test *Dataset, cfg Config) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
+	m.Gemm = cfg.Gemm
 	r := newRun(c, m, train, test, cfg)
 	if r.dir, err = openCheckpointDir(c, r.cfg, checkpointBytes(r.header(), m.NumParams())); err != nil {
 		return Result{}, err

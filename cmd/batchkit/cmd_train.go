@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"github.com/batchkit/batchkit/launch/local"
 	"os"
+	"strings"
 	"syscall"
 
 	"github.com/urfave/cli/v2"
@@ -15,6 +16,7 @@ import (
 	"github.com/batchkit/batchkit/internal/flagvalues"
 	"github.com/batchkit/batchkit/trainer"
 	"github.com/batchkit/batchkit/trainer/collective"
+	"github.com/batchkit/batchkit/trainer/gemm"
 	"github.com/batchkit/batchkit/trainer/health"
 	"github.com/batchkit/batchkit/trainer/job"
 )
@@ -125,6 +127,7 @@ Examples:
 			&cli.StringFlag{Name: "plot", Usage: "draw loss and accuracy against step into `FILE` (.png, .svg or .pdf)"},
 			&cli.BoolFlag{Name: "force", Usage: "let --plot and --metrics replace an existing file"},
 			flagvalues.With(&cli.StringFlag{Name: "format", Aliases: []string{"f"}, Value: d.Format, Usage: "text or json"}, flagvalues.List(job.Formats)),
+			flagvalues.With(&cli.StringFlag{Name: "blas", Value: d.BLAS, Usage: "the GEMM library: " + strings.Join(gemm.Names(), ", ") + " (auto: the one built in, else gonum); threads: OMP_NUM_THREADS, else the rank's CPUs"}, flagvalues.List(gemm.Names())),
 			&cli.BoolFlag{Name: "report", Usage: "end with the health report: compute, wait and communication time per rank and node, link bandwidths, the outliers named"},
 		},
 		OnUsageError: onUsageError,

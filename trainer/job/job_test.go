@@ -37,6 +37,8 @@ func TestSetupRefuses(t *testing.T) {
 		{"weight decay float32 cannot hold", with(func(c *Config) { c.WeightDecay = 1e39 }), "invalid --weight-decay 1e+39: too large for the float32 the training computes in"},
 		{"no data file", with(func(c *Config) { c.Data = filepath.Join(dir, "none.csv") }), "none.csv"},
 		{"too little data", with(func(c *Config) { c.Data = oneRow }), "invalid --data " + oneRow + ": "},
+		{"blas", with(func(c *Config) { c.BLAS = "atlas" }), `invalid --blas "atlas": want one of auto, mkl, openblas, gonum`},
+		{"OMP_NUM_THREADS", with(func(c *Config) { c.Getenv = ompThreads("0") }), `OMP_NUM_THREADS="0" is not a thread count: want a positive integer`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := tc.cfg.Setup()

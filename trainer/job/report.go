@@ -36,6 +36,7 @@ func (r *report) start(st trainer.Start) error {
 	fmt.Fprintf(r.log, "train: MLP %s (%d parameters) on %s: %d train / %d test rows; %d rank(s) over %s, batch %d per rank, %d steps per epoch\n",
 		joinInts(m.Sizes, "-"), m.NumParams(), r.setup.DataName, r.setup.TrainSet.Rows(), r.setup.TestSet.Rows(),
 		r.world, r.backend, r.setup.Train.BatchSize, st.StepsPerEpoch)
+	fmt.Fprintf(r.log, "train: %s\n", r.setup.GemmLine())
 	if st.ResumedFrom > 0 {
 		fmt.Fprintf(r.log, "train: %s\n", trainer.ResumeLine(st, r.epochs))
 	} else if dir := r.setup.Train.CheckpointDir; dir != "" {
@@ -132,6 +133,8 @@ type Summary struct {
 	ElapsedSeconds   float64             `json:"elapsed_seconds"`
 	Model            []int               `json:"model"`
 	Parameters       int                 `json:"parameters"`
+	BLAS             string              `json:"blas"`         // the GEMM library (gemm)
+	BLASThreads      int                 `json:"blas_threads"` // its threads a call
 	Plot             string              `json:"plot,omitempty"`
 	Diverged         *trainer.Divergence `json:"diverged,omitempty"`
 	Health           *health.Report      `json:"health,omitempty"` // --report
@@ -141,7 +144,7 @@ func (r *report) summary(res trainer.Result, elapsed time.Duration, plot string)
 	s := Summary{Epochs: res.Epochs, Steps: res.Steps,
 		WorldSize: r.world, Backend: r.backend, SamplesPerSecond: res.SamplesPerSecond, ResumedFromStep: res.ResumedFrom,
 		ElapsedSeconds: elapsed.Seconds(), Model: res.Model.Sizes, Parameters: res.Model.NumParams(), Plot: plot, Diverged: res.Diverged,
-		Health: r.health}
+		BLAS: r.setup.Train.Gemm.Name(), BLASThreads: r.setup.Train.Gemm.Threads(), Health: r.health}
 	if res.Diverged == nil {
 		s.TestAccuracy, s.TestLoss, s.WeightsSHA256 = &res.TestAcc, &res.TestLoss, trainer.WeightsSHA256(res.Params)
 	} else if !r.setup.JSON {
