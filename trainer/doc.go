@@ -7,10 +7,12 @@
 //   - data.go: the embedded digits set (trainer/data), CSV parsing of any
 //     "features..., label" file, the fixed train/test split and scaling.
 //   - model.go: the MLP, its parameters in one contiguous []float32, forward
-//     and backward on gonum's pure-Go BLAS.
+//     and backward on the trainer/gemm Impl it is given (gonum's pure Go by
+//     default; OpenBLAS or oneMKL in a cgo build).
 //   - buckets.go: the gradient's buckets, each averaged on a goroutine of
 //     its own as soon as backward has made it final (PyTorch DDP's shape).
-//   - optim.go: SGD with momentum and weight decay, PyTorch's semantics.
+//   - optim.go: SGD with momentum and weight decay, PyTorch's semantics
+//     (the update in C in a cgo build: optim.c, bit for bit the Go loop).
 //   - sampler.go: the per-epoch permutation and DistributedSampler sharding.
 //   - loop.go: Train, the data-parallel loop: resume, steps, checks that the
 //     ranks' weights agree, checkpoints and preemption.

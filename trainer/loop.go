@@ -9,6 +9,8 @@ import (
 	"math"
 	"slices"
 	"time"
+
+	"github.com/batchkit/batchkit/trainer/gemm"
 )
 
 // Config is one training run. Every rank passes the same.
@@ -48,10 +50,16 @@ type Config struct {
 	Warn func(error)
 	// Now is the clock for samples/s and elapsed times (nil: time.Now).
 	Now func() time.Time
+	// Gemm is the model's matrix multiply (nil: gonum; gemm.Open).
+	Gemm gemm.Impl
 
-	OnStart func(Start) error     // once, after any resume
-	OnStep  func(StepInfo) error  // after every step; an error ends the run
-	OnEpoch func(EpochInfo) error // after every epoch
+	OnStart func(Start) error // once, after any resume
+	// OnStepBegin is called at the start of every step, before its batch
+	// is read; with OnStep it bounds the step (the health report times
+	// the step between them).
+	OnStepBegin func()
+	OnStep      func(StepInfo) error  // after every step; an error ends the run
+	OnEpoch     func(EpochInfo) error // after every epoch
 	// OnEnd gets the result once the run has it, before the final
 	// checkpoint is written: a report made there is not lost when
 	// writing fails (a full disk). Its error ends the run (after that

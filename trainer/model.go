@@ -7,7 +7,8 @@ import (
 	"math/rand/v2"
 
 	"gonum.org/v1/gonum/blas"
-	"gonum.org/v1/gonum/blas/blas32"
+
+	"github.com/batchkit/batchkit/trainer/gemm"
 )
 
 // MLP is a multi-layer perceptron: Linear layers with ReLU between them and
@@ -18,6 +19,10 @@ import (
 // (buckets.go).
 type MLP struct {
 	Sizes []int
+	// Gemm multiplies the layers' matrices (nil: gonum's pure Go). The
+	// choice changes the float32 rounding, not the training: the loss
+	// curves agree within float32 noise (TestLossCurvesAgree).
+	Gemm gemm.Impl
 }
 
 // MaxParams caps the model at 256 Mi parameters (1 GiB of float32).
@@ -113,13 +118,14 @@ func (m MLP) workspace(ws *Workspace, batch int) {
 func (m MLP) forward(p, x []float32, n int, ws *Workspace) {
 	m.workspace(ws, n)
 	ws.acts[0] = x
+	g := m.gemm()
 	for i, l := range m.layers(p) {
 		a, z := ws.acts[i][:n*l.in], ws.acts[i+1][:n*l.out]
 		for r := range n {
 			copy(z[r*l.out:(r+1)*l.out], l.b)
 		}
 		// z = a · wᵀ + z
-		blas32.Gemm(blas.NoTrans, blas.Trans, 1, general(a, n, l.in), general(l.w, l.out, l.in), 1, general(z, n, l.out))
+		g.Sgemm(blas.NoTrans, blas.Trans, n, l.out, l.in, 1, a, l.in, l.w, l.in, 1, z, l.out)
 		if i < len(m.Sizes)-2 {
 			for j, v := range z {
 				z[j] = max(v, 0)
@@ -128,8 +134,12 @@ func (m MLP) forward(p, x []float32, n int, ws *Workspace) {
 	}
 }
 
-func general(d []float32, rows, cols int) blas32.General {
-	return blas32.General{Rows: rows, Cols: cols, Stride: cols, Data: d}
+// gemm is m's GEMM, gonum when none was given.
+func (m MLP) gemm() gemm.Impl {
+	if m.Gemm == nil {
+		return gemm.Default()
+	}
+	return m.Gemm
 }
 
 // LossGrad runs forward and backward on a batch of n samples (x, y) and
@@ -151,15 +161,16 @@ func (m MLP) LossGradEach(p, grad, x []float32, y []int32, ws *Workspace, ready 
 	dz := ws.dacts[last][:n*k]
 	lossSum, correct = softmaxXent(ws.acts[last][:n*k], y, k, dz)
 	ls, gs := m.layers(p), m.layers(grad)
+	g := m.gemm()
 	for i := len(ls) - 1; i >= 0; i-- {
-		l, g := ls[i], gs[i]
+		l, lg := ls[i], gs[i]
 		a, dz := ws.acts[i][:n*l.in], ws.dacts[i+1][:n*l.out]
 		// dW = dzᵀ · a; db = Σ rows of dz; da = dz · W, masked by ReLU.
-		blas32.Gemm(blas.Trans, blas.NoTrans, 1, general(dz, n, l.out), general(a, n, l.in), 0, general(g.w, l.out, l.in))
-		clear(g.b)
+		g.Sgemm(blas.Trans, blas.NoTrans, l.out, l.in, n, 1, dz, l.out, a, l.in, 0, lg.w, l.in)
+		clear(lg.b)
 		for r := range n {
 			for j, v := range dz[r*l.out : (r+1)*l.out] {
-				g.b[j] += v
+				lg.b[j] += v
 			}
 		}
 		if ready != nil {
@@ -169,7 +180,7 @@ func (m MLP) LossGradEach(p, grad, x []float32, y []int32, ws *Workspace, ready 
 			break
 		}
 		da := ws.dacts[i][:n*l.in]
-		blas32.Gemm(blas.NoTrans, blas.NoTrans, 1, general(dz, n, l.out), general(l.w, l.out, l.in), 0, general(da, n, l.in))
+		g.Sgemm(blas.NoTrans, blas.NoTrans, n, l.in, l.out, 1, dz, l.out, l.w, l.in, 0, da, l.in)
 		for j, v := range a {
 			if v <= 0 {
 				da[j] = 0

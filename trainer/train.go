@@ -39,6 +39,7 @@ func Train(c Comm, train, test *Dataset, cfg Config) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
+	m.Gemm = cfg.Gemm
 	r := newRun(c, m, train, test, cfg)
 	defer r.ov.stop()
 	if r.dir, err = openCheckpointDir(c, r.cfg, checkpointBytes(r.header(), m.NumParams())); err != nil {
@@ -176,6 +177,9 @@ func (r *run) runEpoch() error {
 // stop: Cancel if any was asked to cancel, else Preempt if any was asked to
 // stop, else NoStop.
 func (r *run) step(idx []int) (StopReason, error) {
+	if r.cfg.OnStepBegin != nil {
+		r.cfg.OnStepBegin()
+	}
 	f := r.train.Features
 	for i, j := range idx {
 		copy(r.bx[i*f:(i+1)*f], r.train.Row(j))

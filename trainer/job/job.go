@@ -14,7 +14,9 @@
 // An error that is the user's to fix (a flag, the data, a path) is
 // errors.Is(err, ErrInvalid); the trainer's own error types pass through.
 // The package changes no process-wide state: signals are the caller's,
-// which hands in their stop request.
+// which hands in their stop request. The one exception is --blas openblas:
+// OpenBLAS has only a process-wide thread count, which Setup sets to the
+// rank's (gemm.Open).
 package job
 
 import (
@@ -25,9 +27,11 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/batchkit/batchkit/envsetup"
 	"github.com/batchkit/batchkit/internal/closed"
 	"github.com/batchkit/batchkit/trainer"
 	"github.com/batchkit/batchkit/trainer/collective"
+	"github.com/batchkit/batchkit/trainer/gemm"
 )
 
 // Config is a run of batchkit train as its flags give it, before any check.
@@ -46,11 +50,16 @@ type Config struct {
 	Plot                      string // .png, .svg or .pdf
 	Force                     bool   // Metrics and Plot may replace a file
 	Format                    string // text or json
+	Report                    bool   // end with the health report (trainer/health)
+	// BLAS is the GEMM library (gemm.Names: auto, the best built in).
+	BLAS string
+	// Getenv reads OMP_NUM_THREADS, the BLAS's thread count (nil: os.Getenv).
+	Getenv func(string) string
 }
 
 // Defaults are the values of the flags not given.
 var Defaults = Config{Epochs: 20, BatchSize: 32, LR: 0.05, Momentum: 0.9, WeightDecay: 1e-4, Seed: 1,
-	Hidden: "64", Backend: string(collective.Auto), CheckpointEvery: 100, CheckEvery: 100, BucketMB: "auto", Format: "text"}
+	Hidden: "64", Backend: string(collective.Auto), CheckpointEvery: 100, CheckEvery: 100, BucketMB: "auto", Format: "text", BLAS: gemm.Auto}
 
 // Formats are --format's values: text for people, json one summary
 // object (shell completion offers them).
@@ -80,7 +89,12 @@ type Setup struct {
 	TestSet     *trainer.Dataset
 	Sizes       []int        // the model's layer sizes
 	bucketAuto  bool         // --bucket-mb auto: Run sets Train.BucketBytes by the backend
+	Node        string       // this rank's node in the health report (health.NodeName)
 	metricsFile *metricsFile // rank 0's --metrics (Check), nil without
+	// gemmThreadsFrom: where Train.Gemm's thread count came from.
+	gemmThreadsFrom string
+	// readCPUs reads this process's CPUs for shareNode (nil: envsetup.ReadCPUs("/")).
+	readCPUs func() (envsetup.CPUSet, error)
 }
 
 // Setup checks c and reads the data: an error is one line naming the
@@ -119,6 +133,9 @@ func (c Config) Setup() (*Setup, error) {
 		BucketBytes: bucketBytes(mb)}
 	if err := s.Train.Validate(); err != nil {
 		return nil, invalid("invalid flags: %v", err)
+	}
+	if s.Train.Gemm, s.gemmThreadsFrom, err = openGemm(c.BLAS, c.Getenv); err != nil {
+		return nil, err
 	}
 	var d *trainer.Dataset
 	if c.Data != "" {
