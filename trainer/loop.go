@@ -29,6 +29,13 @@ type Config struct {
 	// steps (0: only at the end and on preemption).
 	CheckpointDir   string
 	CheckpointEvery int
+	// BucketBytes: the gradient is averaged in buckets of about this many
+	// bytes (layers never split, the last layer first), each started on a
+	// goroutine of its own as soon as the backward pass has made it final,
+	// while the earlier layers are computed, as PyTorch DDP's bucket_cap_mb
+	// does (buckets.go). 0: one allreduce after the backward pass.
+	BucketBytes int
+
 	// JobID is the job a checkpoint directory's lock names besides host
 	// and PID (LockOwner): batchkit train's is the Slurm job id.
 	JobID string
@@ -84,6 +91,7 @@ type EpochInfo struct {
 	TestLoss         float64
 	TestAcc          float64
 	SamplesPerSecond float64       // all ranks' samples over this run's time in the epoch's steps (evaluation excluded)
+	Comm             CommStats     // this rank's gradient allreduces in the epoch's steps
 	Elapsed          time.Duration // from just before this run's first step to the end of this epoch's evaluation
 }
 
@@ -94,7 +102,8 @@ type Result struct {
 	Epochs, Steps     int // global step at the end
 	ResumedFrom       int
 	TestLoss, TestAcc float64
-	SamplesPerSecond  float64 // over this run's steps (from the first, per-epoch evaluations included)
+	SamplesPerSecond  float64   // over this run's steps (from the first, per-epoch evaluations included)
+	Comm              CommStats // this rank's gradient allreduces over this run's steps
 	// Diverged: the run stopped where its numbers stopped being finite;
 	// then Epochs are those done, Steps the step it stopped at, and there
 	// are no Params nor test figures (Train returns a *NonFiniteError).
@@ -220,6 +229,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("weight decay %v: want a finite number >= 0", c.WeightDecay)
 	case c.CheckEvery < 0 || c.CheckpointEvery < 0:
 		return errors.New("check and checkpoint intervals must be >= 0")
+	case c.BucketBytes < 0:
+		return errBucketSize
 	}
 	return nil
 }

@@ -15,7 +15,8 @@ import (
 // softmax cross-entropy on the last. Sizes is [inputs, hidden..., classes].
 // Its parameters live in one []float32 (NumParams long), layer by layer, each
 // layer's weights (out×in, row-major, as torch.nn.Linear stores them) then its
-// biases: the gradient is one buffer, averaged with one allreduce.
+// biases: the gradient is one buffer, averaged in buckets of whole layers
+// (buckets.go).
 type MLP struct {
 	Sizes []int
 	// Gemm multiplies the layers' matrices (nil: gonum's pure Go). The
@@ -145,6 +146,14 @@ func (m MLP) gemm() gemm.Impl {
 // writes into grad (NumParams long) the gradient of the mean loss over the
 // batch. It returns the batch's summed loss and its correct predictions.
 func (m MLP) LossGrad(p, grad, x []float32, y []int32, ws *Workspace) (lossSum float64, correct int) {
+	return m.LossGradEach(p, grad, x, y, ws, nil)
+}
+
+// LossGradEach is LossGrad calling ready(i) (when not nil) as soon as layer
+// i's gradient is final, from the last layer down to layer 0, while the
+// layers before it are still to be computed: the step starts that layer's
+// allreduce there (buckets.go), as DDP's gradient hooks do.
+func (m MLP) LossGradEach(p, grad, x []float32, y []int32, ws *Workspace, ready func(layer int)) (lossSum float64, correct int) {
 	n := len(y)
 	m.forward(p, x, n, ws)
 	last := len(m.Sizes) - 1
@@ -163,6 +172,9 @@ func (m MLP) LossGrad(p, grad, x []float32, y []int32, ws *Workspace) (lossSum f
 			for j, v := range dz[r*l.out : (r+1)*l.out] {
 				lg.b[j] += v
 			}
+		}
+		if ready != nil {
+			ready(i)
 		}
 		if i == 0 {
 			break

@@ -260,7 +260,7 @@ func trainConfig(c *cli.Context) job.Config {
 	return job.Config{Epochs: c.Int("epochs"), BatchSize: c.Int("batch-size"),
 		LR: c.Float64("lr"), Momentum: c.Float64("momentum"), WeightDecay: c.Float64("weight-decay"),
 		Seed: c.Uint64("seed"), Hidden: c.String("hidden"), Data: c.String("data"), Backend: c.String("backend"),
-		CheckpointDir: c.String("checkpoint-dir"), CheckpointEvery: c.Int("checkpoint-every"), CheckEvery: c.Int("check-every"),
+		CheckpointDir: c.String("checkpoint-dir"), CheckpointEvery: c.Int("checkpoint-every"), CheckEvery: c.Int("check-every"), BucketMB: c.String("bucket-mb"),
 		Metrics: c.String("metrics"), Plot: c.String("plot"), Force: c.Bool("force"), Format: c.String("format"), Report: c.Bool("report"),
 		BLAS: c.String("blas")}
 }

@@ -22,6 +22,7 @@ package job
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -44,6 +45,7 @@ type Config struct {
 	CheckpointDir             string
 	CheckpointEvery           int
 	CheckEvery                int
+	BucketMB                  string // gradient bucket size in MiB, 0: one allreduce after the backward pass; "auto": AutoBucketMB
 	Metrics                   string // JSON lines, one per epoch; "-" for stdout
 	Plot                      string // .png, .svg or .pdf
 	Force                     bool   // Metrics and Plot may replace a file
@@ -57,7 +59,7 @@ type Config struct {
 
 // Defaults are the values of the flags not given.
 var Defaults = Config{Epochs: 20, BatchSize: 32, LR: 0.05, Momentum: 0.9, WeightDecay: 1e-4, Seed: 1,
-	Hidden: "64", Backend: string(collective.Auto), CheckpointEvery: 100, CheckEvery: 100, Format: "text", BLAS: gemm.Auto}
+	Hidden: "64", Backend: string(collective.Auto), CheckpointEvery: 100, CheckEvery: 100, BucketMB: "auto", Format: "text", BLAS: gemm.Auto}
 
 // Formats are --format's values: text for people, json one summary
 // object (shell completion offers them).
@@ -86,6 +88,7 @@ type Setup struct {
 	TrainSet    *trainer.Dataset
 	TestSet     *trainer.Dataset
 	Sizes       []int        // the model's layer sizes
+	bucketAuto  bool         // --bucket-mb auto: Run sets Train.BucketBytes by the backend
 	Node        string       // this rank's node in the health report (health.NodeName)
 	metricsFile *metricsFile // rank 0's --metrics (Check), nil without
 	// gemmThreadsFrom: where Train.Gemm's thread count came from.
@@ -119,9 +122,15 @@ func (c Config) Setup() (*Setup, error) {
 			return nil, invalid("invalid --%s %v: %v", h.name, h.v, err)
 		}
 	}
+	mb, err := parseBucketMB(c.BucketMB)
+	if err != nil {
+		return nil, err
+	}
+	s.bucketAuto = c.BucketMB == "auto"
 	s.Train = trainer.Config{Hidden: hidden, Epochs: c.Epochs, BatchSize: c.BatchSize,
 		LR: hyper[0], Momentum: hyper[1], WeightDecay: hyper[2],
-		Seed: c.Seed, CheckEvery: c.CheckEvery, CheckpointDir: c.CheckpointDir, CheckpointEvery: c.CheckpointEvery}
+		Seed: c.Seed, CheckEvery: c.CheckEvery, CheckpointDir: c.CheckpointDir, CheckpointEvery: c.CheckpointEvery,
+		BucketBytes: bucketBytes(mb)}
 	if err := s.Train.Validate(); err != nil {
 		return nil, invalid("invalid flags: %v", err)
 	}
@@ -148,6 +157,41 @@ func (c Config) Setup() (*Setup, error) {
 	s.Sizes = m.Sizes
 	return s, nil
 }
+
+// AutoBucketMB is --bucket-mb auto on a backend whose calls wait without
+// a CPU (collective.IdleWait: tcp): DDP's first bucket. On the others
+// (mpi, ccl) auto is 0: their progress engines poll, and a call waiting
+// beside the backward pass took the CPU its compute needed (on this
+// project's 2-core machine, 2 ranks at GOMAXPROCS=1: docs/performance.md).
+const AutoBucketMB = 1
+
+// parseBucketMB reads --bucket-mb: "auto" (AutoBucketMB or 0, by backend:
+// Run), or a size in MiB >= 0.
+func parseBucketMB(v string) (float64, error) {
+	if v == "auto" {
+		return 0, nil
+	}
+	mb, err := strconv.ParseFloat(v, 64)
+	if err != nil || !(mb >= 0) || math.IsInf(mb, 0) {
+		return 0, invalid("invalid --bucket-mb %q: want auto or a size in MiB >= 0 (0: one allreduce after the backward pass)", v)
+	}
+	return mb, nil
+}
+
+// bucketBytesOn is the bucket size of a run on backend (a Comm's
+// Backend()): --bucket-mb's, or auto's for that backend.
+func (s *Setup) bucketBytesOn(backend string) int {
+	switch {
+	case !s.bucketAuto:
+		return s.Train.BucketBytes
+	case collective.IdleWait(backend):
+		return bucketBytes(AutoBucketMB)
+	}
+	return 0
+}
+
+// bucketBytes is mb MiB in bytes; above 1 TiB every model is one bucket.
+func bucketBytes(mb float64) int { return int(math.Ceil(min(mb, 1<<20) * (1 << 20))) }
 
 // parseHidden reads "64" or "512,512"; "" is no hidden layer.
 func parseHidden(s string) ([]int, error) {

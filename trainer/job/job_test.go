@@ -35,6 +35,9 @@ func TestSetupRefuses(t *testing.T) {
 		{"epochs", with(func(c *Config) { c.Epochs = 0 }), "invalid flags: epochs 0: want at least 1"},
 		{"lr float32 cannot hold", with(func(c *Config) { c.LR = 1e-50 }), "invalid --lr 1e-50: too small for the float32 the training computes in"},
 		{"weight decay float32 cannot hold", with(func(c *Config) { c.WeightDecay = 1e39 }), "invalid --weight-decay 1e+39: too large for the float32 the training computes in"},
+		{"negative bucket", with(func(c *Config) { c.BucketMB = "-1" }), `invalid --bucket-mb "-1": want auto or a size in MiB >= 0 (0: one allreduce after the backward pass)`},
+		{"NaN bucket", with(func(c *Config) { c.BucketMB = "NaN" }), `invalid --bucket-mb "NaN": `},
+		{"bucket with a unit", with(func(c *Config) { c.BucketMB = "25MB" }), `invalid --bucket-mb "25MB": `},
 		{"no data file", with(func(c *Config) { c.Data = filepath.Join(dir, "none.csv") }), "none.csv"},
 		{"too little data", with(func(c *Config) { c.Data = oneRow }), "invalid --data " + oneRow + ": "},
 		{"blas", with(func(c *Config) { c.BLAS = "atlas" }), `invalid --blas "atlas": want one of auto, mkl, openblas, gonum`},
@@ -183,5 +186,33 @@ func TestRunReport(t *testing.T) {
 	cfg.Report = false
 	if text := runWorld(t, cfg, []string{"vm", "vm"})[0]; strings.Contains(text, "health") {
 		t.Errorf("without --report: %q", text)
+	}
+}
+
+func TestBucketBytesOn(t *testing.T) {
+	for _, tc := range []struct {
+		flag, backend string
+		want          int
+	}{
+		{"auto", "tcp", 1 << 20},
+		{"auto", "mpi", 0},
+		{"auto", "ccl", 0},
+		{"auto", "self", 0},
+		{"0", "tcp", 0},
+		{"2", "mpi", 2 << 20},
+		{"0.5", "ccl", 1 << 19},
+		{"0.000001", "tcp", 2}, // never 0 bytes: that would turn the buckets off
+	} {
+		t.Run(tc.flag+" on "+tc.backend, func(t *testing.T) {
+			c := Defaults
+			c.BucketMB = tc.flag
+			s, err := c.Setup()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := s.bucketBytesOn(tc.backend); got != tc.want {
+				t.Errorf("bucket bytes %d, want %d", got, tc.want)
+			}
+		})
 	}
 }

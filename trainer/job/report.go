@@ -82,6 +82,10 @@ type epochLine struct {
 	TestLoss         float64 `json:"test_loss"`
 	SamplesPerSecond float64 `json:"samples_per_second"`
 	Elapsed          float64 `json:"elapsed"`
+	// This rank's gradient allreduces in the epoch's steps: their time,
+	// and the part the steps waited for after the backward pass.
+	CommSeconds        float64 `json:"comm_s"`
+	CommExposedSeconds float64 `json:"comm_exposed_s"`
 }
 
 func (r *report) epoch(e trainer.EpochInfo) error {
@@ -95,7 +99,8 @@ func (r *report) epoch(e trainer.EpochInfo) error {
 		return nil
 	}
 	b, err := json.Marshal(epochLine{Run: r.setup.metricsFile.run, Epoch: e.Epoch, Step: e.GlobalStep, Loss: e.Loss, TrainAcc: e.TrainAcc,
-		TestAcc: e.TestAcc, TestLoss: e.TestLoss, SamplesPerSecond: e.SamplesPerSecond, Elapsed: e.Elapsed.Seconds()})
+		TestAcc: e.TestAcc, TestLoss: e.TestLoss, SamplesPerSecond: e.SamplesPerSecond, Elapsed: e.Elapsed.Seconds(),
+		CommSeconds: e.Comm.Total.Seconds(), CommExposedSeconds: e.Comm.Exposed.Seconds()})
 	if err == nil {
 		_, err = r.metrics.Write(append(b, '\n'))
 	}

@@ -27,6 +27,7 @@ type Output struct {
 func Run(comm trainer.Comm, backend string, s *Setup, out Output, stop func() trainer.StopReason) error {
 	cfg := s.Train
 	cfg.Stop = stop
+	cfg.BucketBytes = s.bucketBytesOn(backend)
 	rep := &report{setup: s, out: out.Stdout, log: out.Stdout, backend: backend, world: comm.Size(),
 		bar: out.Terminal && !s.JSON}
 	if s.JSON {
