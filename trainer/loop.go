@@ -81,6 +81,10 @@ type Start struct {
 type StepInfo struct {
 	Epoch, GlobalStep int
 	Loss              float64 // mean over the step's samples of all ranks
+	// Exposed is how long this rank's step waited for its gradient
+	// allreduce after the backward pass: all of it without buckets, what
+	// the overlap did not hide with them (CommStats.Exposed of one step).
+	Exposed time.Duration
 }
 
 // EpochInfo is one epoch's figures (the same on every rank).

@@ -198,6 +198,7 @@ func (r *run) step(idx []int) (StopReason, error) {
 		extra[xStop], extra[xCancel] = 1, 1
 	}
 	extra[xLoss], extra[xCorrect], extra[xCount] = float32(loss), float32(correct), float32(len(idx))
+	exposed := r.ov.stats.Exposed
 	if err := r.ov.finish(); err != nil {
 		return NoStop, fmt.Errorf("step %d: %w", r.globalStep+1, err)
 	}
@@ -218,7 +219,8 @@ func (r *run) step(idx []int) (StopReason, error) {
 	r.epochSamples += count
 	r.ranSamples += count
 	if r.cfg.OnStep != nil {
-		if err := r.cfg.OnStep(StepInfo{Epoch: r.epoch, GlobalStep: r.globalStep, Loss: float64(extra[xLoss]) / float64(extra[xCount])}); err != nil {
+		if err := r.cfg.OnStep(StepInfo{Epoch: r.epoch, GlobalStep: r.globalStep, Loss: float64(extra[xLoss]) / float64(extra[xCount]),
+			Exposed: r.ov.stats.Exposed - exposed}); err != nil {
 			return NoStop, err
 		}
 	}

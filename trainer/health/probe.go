@@ -18,8 +18,10 @@ import (
 // Collectives outside a step (the weight checks, checkpoints' agreement)
 // pass through untimed. A Probe may be called from several goroutines (a
 // trainer that starts allreduces on a goroutine of its own while it
-// computes); compute is then the step's time less the collectives', which
-// undercounts by what they hid behind compute, and is never below 0.
+// computes, as with gradient buckets): Wait and Comm are then the
+// collectives' own times, which overlap compute, and compute is the step
+// less what its goroutine was blocked on them (StepEnd's blocked), not less
+// Wait and Comm, which would count what the overlap hid as idle.
 type Probe struct {
 	trainer.Comm
 	now                func() time.Time
@@ -48,8 +50,10 @@ func (p *Probe) StepBegin() {
 	p.begin = p.now()
 }
 
-// StepEnd ends the step StepBegin started (nothing without one).
-func (p *Probe) StepEnd() {
+// StepEnd ends the step StepBegin started (nothing without one); blocked
+// is how long the step waited for its collectives (trainer.StepInfo's
+// Exposed): the step's compute is the rest.
+func (p *Probe) StepEnd(blocked time.Duration) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if !p.inStep {
@@ -60,7 +64,7 @@ func (p *Probe) StepEnd() {
 	p.sample.Steps++
 	p.sample.Wait += p.stepWait.Seconds()
 	p.sample.Comm += p.stepComm.Seconds()
-	compute := max(0, all-p.stepWait-p.stepComm)
+	compute := max(0, all-blocked)
 	p.sample.Compute += compute.Seconds()
 	p.computeMedian.add(compute)
 }

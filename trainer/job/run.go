@@ -71,7 +71,7 @@ func withHealth(comm trainer.Comm, node string, cfg *trainer.Config, rep *report
 	onStep, onEnd := cfg.OnStep, cfg.OnEnd
 	cfg.OnStepBegin = p.StepBegin
 	cfg.OnStep = func(si trainer.StepInfo) error {
-		p.StepEnd()
+		p.StepEnd(si.Exposed)
 		if onStep != nil {
 			return onStep(si)
 		}
