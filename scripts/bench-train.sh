@@ -63,17 +63,20 @@ declare -A debian=([mpirun.openmpi]="openmpi-bin libopenmpi-dev" [mpirun.mpich]=
 	[/usr/bin/time]=time [pkg-config]=pkg-config [$TORCHRUN]=python3-torch [$PYTHON]=python3)
 missing=()
 for tool in "${!debian[@]}"; do
-	command -v "$tool" >/dev/null || missing+=(${debian[$tool]})
+	command -v "$tool" >/dev/null || { read -ra pkgs <<<"${debian[$tool]}" && missing+=("${pkgs[@]}"); }
 done
 "$PYTHON" -c 'import torch.distributed as d; assert d.is_gloo_available()' 2>/dev/null || missing+=(python3-torch)
 if [ ${#missing[@]} -gt 0 ]; then
+	mapfile -t missing < <(printf '%s\n' "${missing[@]}" | sort -u)
 	if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then
-		echo "bench-train: missing $(printf '%s\n' "${missing[@]}" | sort -u | paste -sd' '): apt-get install them (or run make test once as root)" >&2
+		echo "bench-train: missing ${missing[*]}: apt-get install them (or run make test once as root)" >&2
 		exit 2
 	fi
-	echo "bench-train: installing $(printf '%s\n' "${missing[@]}" | sort -u | paste -sd' ')" >&2
-	apt-get update -q >/dev/null && apt-get install -y -q --no-install-recommends $(printf '%s\n' "${missing[@]}" | sort -u) >/dev/null ||
-		{ echo "bench-train: apt-get install failed" >&2; exit 1; }
+	echo "bench-train: installing ${missing[*]}" >&2
+	if ! { apt-get update -q >/dev/null && apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null; }; then
+		echo "bench-train: apt-get install ${missing[*]} failed" >&2
+		exit 1
+	fi
 fi
 # The current PyTorch: installed once into its venv (~2.9 GB download).
 trainer/bench/reference/torch-venv.sh install
@@ -104,12 +107,13 @@ for ref in "${REFS[@]}"; do
 import json, sys, torch
 info = torch.__config__.show().replace(",", " ").split()
 blas = next((w.split("=", 1)[1] for w in info if w.startswith("BLAS_INFO=")), "?")
-# Which BLAS library the process mapped (Debian: libblas.so.3 is netlib or,
-# once libopenblas0 is installed, OpenBLAS through the alternatives system).
-a = torch.ones(64, 64)
-a @ a
-blas += "".join(sorted({" " + l.split()[-1].rsplit("/", 1)[-1] for l in open("/proc/self/maps")
-                        if "libblas" in l or "openblas" in l or "libmkl" in l}))
+# generic: whatever libblas.so.3 is, named by the file the process mapped
+# (Debian: netlib, or OpenBLAS through the alternatives system once a
+# libopenblas0 package is installed). The PyPI torch links MKL in statically.
+if blas == "generic":
+    a = torch.ones(64, 64)
+    a @ a
+    blas += "".join(sorted({" " + l.split()[-1] for l in open("/proc/self/maps") if "blas" in l.rsplit("/", 1)[-1]}))
 print(json.dumps({"kind": "ref", "label": sys.argv[1], "rep": 0, "version": torch.__version__, "blas": blas,
                   "mkl": torch.backends.mkl.is_available(), "mkldnn": torch.backends.mkldnn.is_available()}))' "$ref" >>"$RUNS"
 	"${ref_python[$ref]}" -c 'import torch; print(torch.__config__.show())' >"$W/torch-config-$ref.txt"
@@ -212,7 +216,7 @@ order() {
 	for b in "$@"; do
 		if [ $((rep % 2)) = 1 ]; then first+=("$b") second+=("$b-aa"); else first+=("$b-aa") second+=("$b"); fi
 	done
-	echo "${first[@]} bk ${second[@]} bk-aa"
+	echo "${first[*]} bk ${second[*]} bk-aa"
 }
 
 # Calibration: the epoch at which each first reaches the target.
