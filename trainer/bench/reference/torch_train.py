@@ -194,6 +194,7 @@ def main():
           "torch": torch.__version__})
     if out:
         out.close()
+    dist.barrier()  # leave together: gloo's teardown can abort a rank whose peer is already gone
     dist.destroy_process_group()
 
 
