@@ -153,9 +153,11 @@ bench:
 bench-ab:
 	scripts/bench-ab.sh
 
-# The trainer against PyTorch DDP (time to 95 %, memory, samples/s, scaling
-# 1 -> 2 ranks on every backend), a few minutes (scripts/bench-train.sh;
-# REPS, OUT override). Kept apart from bench, the collectives' long run.
+# The trainer against PyTorch DDP, a current PyTorch (MKL) and Debian's 1.13
+# (time to 95 %, memory, samples/s and GFLOP/s beside the machine's FP32 peak,
+# scaling 1 -> 2 ranks on every backend), ~25 minutes (scripts/bench-train.sh;
+# REPS, OUT override). Installs the current PyTorch into a venv when missing
+# (trainer/bench/reference/torch-venv.sh, ~2.9 GB once). Not part of test.
 bench-train:
 	scripts/bench-train.sh
 
