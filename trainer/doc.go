@@ -18,8 +18,9 @@
 //     ranks' weights agree, checkpoints and preemption.
 //   - checkpoint.go: the versioned, checksummed, atomically written format;
 //     pruning and resume count only checkpoints that verify.
-//   - lock.go: one run at a time in a checkpoint directory (flock and a
-//     lock file naming host, PID and job).
+//   - lock.go: one run at a time in a checkpoint directory (trainer/dirlock:
+//     flock and a lock file naming host, PID and job), rank 0's verdict
+//     shared with every rank, and the sweep of dead writers' temporary files.
 //   - comm.go: Comm, the four collectives the loop needs, over
 //     trainer/collective or in process (NewLocalWorld, for tests).
 //

@@ -37,7 +37,7 @@ type Config struct {
 	BucketBytes int
 
 	// JobID is the job a checkpoint directory's lock names besides host
-	// and PID (LockOwner): batchkit train's is the Slurm job id.
+	// and PID (dirlock.Owner): batchkit train's is the Slurm job id.
 	JobID string
 
 	// Stop reports whether this rank was asked to stop, and why (a signal,

@@ -19,7 +19,7 @@ import (
 // weights (checked every CheckEvery steps).
 //
 // With a CheckpointDir rank 0 first locks the directory for the run
-// (LockCheckpointDir; a directory in use is a *LockedError on rank 0, on
+// (trainer/dirlock; a directory in use is a *dirlock.LockedError on rank 0, on
 // every rank before the first step) until Train returns; every rank resumes
 // from the newest valid checkpoint there; rank 0 writes one every
 // CheckpointEvery steps, at the end and when stopped. When any rank's Stop

@@ -16,6 +16,7 @@ import (
 	"github.com/batchkit/batchkit/internal/flagvalues"
 	"github.com/batchkit/batchkit/trainer"
 	"github.com/batchkit/batchkit/trainer/collective"
+	"github.com/batchkit/batchkit/trainer/dirlock"
 	"github.com/batchkit/batchkit/trainer/gemm"
 	"github.com/batchkit/batchkit/trainer/health"
 	"github.com/batchkit/batchkit/trainer/job"
@@ -180,8 +181,8 @@ func trainExit(err error) error {
 	var (
 		pe *trainer.PreemptedError
 		ie *trainer.IncompatibleError
-		le *trainer.LockedError
-		ue *trainer.LockError
+		le *dirlock.LockedError
+		ue *dirlock.UnusableError
 		nf *trainer.NonFiniteError
 		de *trainer.DisagreeError
 	)
