@@ -14,7 +14,7 @@ LDFLAGS  := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 GO       ?= go
 FUZZTIME ?= 20s
 
-.PHONY: all build build-mpi build-ccl man install demo bench bench-ab bench-train test vet unit integration fuzz cluster-up cluster-down cluster-status intel-stack clean
+.PHONY: all build build-mpi build-ccl build-blas mkl-stack test-blas man install demo bench bench-ab bench-train test vet unit integration fuzz cluster-up cluster-down cluster-status intel-stack clean
 
 all: build
 
@@ -103,6 +103,34 @@ build-ccl:
 	@$(ccl_stack) || { echo "make build-ccl: no oneCCL in $(BATCHKIT_INTEL_PREFIX) (include/oneapi/ccl.hpp, lib/libccl.so.1): run \`make intel-stack\` or set BATCHKIT_INTEL_PREFIX" >&2; exit 2; }
 	$(CCL_CGO_ENV) $(GO) build -trimpath -tags ccl -ldflags '$(LDFLAGS)' -o $(BIN)-ccl ./cmd/batchkit
 
+# The binary whose trainer multiplies with an optimised BLAS through cgo:
+# BLAS=openblas (build tag openblas: Debian's libopenblas-dev, found by
+# pkg-config) or BLAS=mkl (tag mkl: oneMKL from the wheels of `make
+# mkl-stack` at BATCHKIT_MKL_PREFIX, reached as oneCCL is, through
+# CGO_CPPFLAGS/CGO_LDFLAGS and an RPATH to its lib/). Written to
+# bin/batchkit-$(BLAS); `batchkit train --blas` still chooses at run time
+# (auto: this library). One library a binary: both define cblas_sgemm.
+BATCHKIT_MKL_PREFIX ?= /opt/batchkit/mkl
+MKL_CGO_ENV = CGO_CPPFLAGS='-I$(BATCHKIT_MKL_PREFIX)/include' \
+	CGO_LDFLAGS='-L$(BATCHKIT_MKL_PREFIX)/lib -Wl,--disable-new-dtags -Wl,-rpath,$(BATCHKIT_MKL_PREFIX)/lib'
+# mkl_stack: true when the prefix has oneMKL's header and library.
+mkl_stack = test -f '$(BATCHKIT_MKL_PREFIX)/include/mkl_cblas.h' -a -e '$(BATCHKIT_MKL_PREFIX)/lib/libmkl_rt.so.3'
+openblas_dev = pkg-config --exists openblas
+BLAS ?=
+build-blas:
+	@case '$(BLAS)' in \
+	  openblas) $(openblas_dev) || { echo "make build-blas: pkg-config finds no 'openblas': apt-get install libopenblas-dev" >&2; exit 2; }; \
+	            set -x; $(GO) build -trimpath -tags openblas -ldflags '$(LDFLAGS)' -o $(BIN)-openblas ./cmd/batchkit ;; \
+	  mkl) $(mkl_stack) || { echo "make build-blas: no oneMKL in $(BATCHKIT_MKL_PREFIX) (include/mkl_cblas.h, lib/libmkl_rt.so.3): run \`make mkl-stack\` or set BATCHKIT_MKL_PREFIX" >&2; exit 2; }; \
+	       set -x; $(MKL_CGO_ENV) $(GO) build -trimpath -tags mkl -ldflags '$(LDFLAGS)' -o $(BIN)-mkl ./cmd/batchkit ;; \
+	  *) echo "make build-blas: set BLAS=openblas or BLAS=mkl (got '$(BLAS)')" >&2; exit 2 ;; \
+	esac
+
+# oneMKL, the pinned wheels of scripts/mkl-wheels.txt, in a virtual
+# environment outside the clone (BATCHKIT_MKL_PREFIX, default /opt/batchkit/mkl).
+mkl-stack:
+	scripts/mkl-stack.sh install
+
 # The main job: the data-parallel trainer on two local ranks over the
 # pure-Go TCP collectives (no Slurm, no MPI), the embedded digits data set.
 DEMO_PLOT := bin/demo-train.png
@@ -125,9 +153,11 @@ bench:
 bench-ab:
 	scripts/bench-ab.sh
 
-# The trainer against PyTorch DDP (time to 95 %, memory, samples/s, scaling
-# 1 -> 2 ranks on every backend), a few minutes (scripts/bench-train.sh;
-# REPS, OUT override). Kept apart from bench, the collectives' long run.
+# The trainer against PyTorch DDP, a current PyTorch (MKL) and Debian's 1.13
+# (time to 95 %, memory, samples/s and GFLOP/s beside the machine's FP32 peak,
+# scaling 1 -> 2 ranks on every backend), ~25 minutes (scripts/bench-train.sh;
+# REPS, OUT override). Installs the current PyTorch into a venv when missing
+# (trainer/bench/reference/torch-venv.sh, ~2.9 GB once). Not part of test.
 bench-train:
 	scripts/bench-train.sh
 
@@ -137,9 +167,25 @@ bench-train:
 # -timeout 30m: the integration package, one test binary, ran 15-20 minutes
 # on a loaded machine once this session's tests joined it; running its
 # waiting tests side by side (issue 32 §5) is what brings it back down.
-test: cluster-up intel-stack vet
+test: cluster-up intel-stack mkl-stack vet
 	BATCHKIT_REQUIRE_CLUSTER=1 $(GO) test -count=1 -timeout 30m ./...
+	$(MAKE) --no-print-directory test-blas
 	$(MAKE) --no-print-directory fuzz FUZZTIME=3s
+
+# The GEMM libraries' packages again with each cgo library installed here
+# (make test installs both): every library against gonum, the loss curves
+# within float32 noise (TestLossCurvesAgree), the thread count applied.
+BLAS_TESTS = ./trainer/gemm ./trainer/job
+BLAS_TRAINER_RUN = 'TestSGDKernelBitIdentical|TestLossCurvesAgree|TestLossGradUsesGemm|TestNaiveLinearMatchesGemm|TestGradient'
+test-blas:
+	@if $(openblas_dev); then set -x; \
+	  $(GO) test -count=1 -tags openblas $(BLAS_TESTS) && \
+	  $(GO) test -count=1 -tags openblas -run $(BLAS_TRAINER_RUN) ./trainer; \
+	else echo "make test-blas: no libopenblas-dev: -tags openblas not tested (apt-get install libopenblas-dev)"; fi
+	@if $(mkl_stack); then set -x; \
+	  $(MKL_CGO_ENV) $(GO) test -count=1 -tags mkl $(BLAS_TESTS) && \
+	  $(MKL_CGO_ENV) $(GO) test -count=1 -tags mkl -run $(BLAS_TRAINER_RUN) ./trainer; \
+	else echo "make test-blas: no oneMKL in $(BATCHKIT_MKL_PREFIX): -tags mkl not tested (make mkl-stack)"; fi
 
 # The cgo backends are vetted with each build tag (their files are excluded
 # from the default build); ccl only where the Intel stack is installed.
@@ -149,6 +195,10 @@ vet:
 	$(GO) vet -tags mpich ./trainer/...
 	@if $(ccl_stack); then set -x; $(CCL_CGO_ENV) $(GO) vet -tags ccl ./trainer/...; \
 	else echo "make vet: no oneCCL in $(BATCHKIT_INTEL_PREFIX): -tags ccl not vetted (make intel-stack)"; fi
+	@if $(openblas_dev); then set -x; $(GO) vet -tags openblas ./trainer/... ./buildinfo; \
+	else echo "make vet: no libopenblas-dev: -tags openblas not vetted"; fi
+	@if $(mkl_stack); then set -x; $(MKL_CGO_ENV) $(GO) vet -tags mkl ./trainer/... ./buildinfo; \
+	else echo "make vet: no oneMKL in $(BATCHKIT_MKL_PREFIX): -tags mkl not vetted (make mkl-stack)"; fi
 
 unit:
 	$(GO) test -count=1 -short ./...

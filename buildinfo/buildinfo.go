@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/batchkit/batchkit/trainer/collective"
+	"github.com/batchkit/batchkit/trainer/gemm"
 )
 
 // Info is what 'batchkit version' reports; its JSON keys are the
@@ -30,6 +31,10 @@ type Info struct {
 	// first line: Intel MPI under the mpich ABI build, say.
 	MPIVersion string `json:"mpi_version,omitempty"`
 	CCLVersion string `json:"ccl_version,omitempty"`
+	// BLAS are the GEMM libraries of train --blas compiled in, best first
+	// (gemm.Built: gonum always, openblas or mkl with a build tag), each
+	// with the loaded library's version.
+	BLAS []gemm.BuiltLibrary `json:"blas"`
 }
 
 // New is pure: the version and commit set at link time (-X main.version,
@@ -101,9 +106,22 @@ func (v Info) BackendsText() string {
 	return strings.Join(parts, ", ")
 }
 
+// BLASText names the GEMM libraries, each with its version: "mkl (Intel(R)
+// oneAPI Math Kernel Library Version 2026.2 …), gonum".
+func (v Info) BLASText() string {
+	parts := make([]string, len(v.BLAS))
+	for i, l := range v.BLAS {
+		parts[i] = l.Name
+		if l.Version != "" {
+			parts[i] = fmt.Sprintf("%s (%s)", l.Name, l.Version)
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
 // WriteText writes v for people, one fact a line.
 func (v Info) WriteText(w io.Writer) error {
-	_, err := fmt.Fprintf(w, "batchkit %s\ncommit:   %s\ngo:       %s %s/%s\nbackends: %s\n",
-		v.Version, v.Commit, v.Go, v.OS, v.Arch, v.BackendsText())
+	_, err := fmt.Fprintf(w, "batchkit %s\ncommit:   %s\ngo:       %s %s/%s\nbackends: %s\nblas:     %s\n",
+		v.Version, v.Commit, v.Go, v.OS, v.Arch, v.BackendsText(), v.BLASText())
 	return err
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/batchkit/batchkit/trainer/collective"
+	"github.com/batchkit/batchkit/trainer/gemm"
 )
 
 var tcpOnly = []collective.BuiltBackend{{Name: "tcp", Library: "go"}}
@@ -58,6 +59,23 @@ func TestBuildVersion(t *testing.T) {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+func TestVersionBLASText(t *testing.T) {
+	tests := []struct {
+		name string
+		blas []gemm.BuiltLibrary
+		want string
+	}{
+		{"gonum alone", []gemm.BuiltLibrary{{Name: "gonum"}}, "gonum"},
+		{"openblas build", []gemm.BuiltLibrary{{Name: "openblas", Version: "OpenBLAS 0.3.21 DYNAMIC_ARCH"}, {Name: "gonum"}},
+			"openblas (OpenBLAS 0.3.21 DYNAMIC_ARCH), gonum"},
+	}
+	for _, tt := range tests {
+		if diff := cmp.Diff(tt.want, Info{BLAS: tt.blas}.BLASText()); diff != "" {
+			t.Errorf("%s: (-want +got):\n%s", tt.name, diff)
+		}
 	}
 }
 

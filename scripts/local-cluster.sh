@@ -38,6 +38,12 @@ readonly NODE_CPUS=4
 readonly TIMEOUT="${LOCAL_CLUSTER_TIMEOUT:-60}"
 # zsh, fish: the shell-quoting and completion tests run real dash, bash, zsh and fish.
 readonly BASE_PACKAGES=(slurm-wlm munge openmpi-bin libopenmpi-dev mpich libmpich-dev patchelf zsh fish)
+# libopenblas-dev: the trainer's OpenBLAS build (-tags openblas), tested by make test. Installed last
+# and alone: it makes OpenBLAS the system's libblas.so.3 and liblapack.so.3 (Debian's alternatives,
+# priority 100 over the reference BLAS's 10), which would change the BLAS of every program linked
+# against them (Debian's PyTorch, the bench-train reference, among them) behind its user; what the
+# machine had is put back (keep_blas_selections).
+readonly BLAS_PACKAGES=(libopenblas-dev)
 read -r -a EXTRA_PACKAGES <<<"${LOCAL_CLUSTER_EXTRA_PACKAGES-python3-torch}"
 
 log() { printf '%s: %s\n' "$PROG" "$*"; }
@@ -150,20 +156,47 @@ stop_pid() {
 # ---------------------------------------------------------------- packages
 
 install_packages() {
-  local pkgs=("${BASE_PACKAGES[@]}" "${EXTRA_PACKAGES[@]}") missing=() p st
-  for p in "${pkgs[@]}"; do
+  local pkgs=("${BASE_PACKAGES[@]}" "${EXTRA_PACKAGES[@]}") missing=() blas=() p st before
+  for p in "${pkgs[@]}" "${BLAS_PACKAGES[@]}"; do
     [[ -n $p ]] || continue
     st=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
-    [[ $st == "install ok installed" ]] || missing+=("$p")
+    [[ $st == "install ok installed" ]] && continue
+    if [[ " ${BLAS_PACKAGES[*]} " == *" $p "* ]]; then blas+=("$p"); else missing+=("$p"); fi
   done
-  if ((${#missing[@]} == 0)); then
+  if ((${#missing[@]} + ${#blas[@]} == 0)); then
     return 0
   fi
-  command -v apt-get >/dev/null || die "missing packages (${missing[*]}) and no apt-get"
-  log "installing missing packages: ${missing[*]}"
+  command -v apt-get >/dev/null || die "missing packages (${missing[*]} ${blas[*]}) and no apt-get"
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -q || die "apt-get update failed"
-  apt-get install -y -q --no-install-recommends "${missing[@]}" || die "apt-get install failed: ${missing[*]}"
+  if ((${#missing[@]})); then
+    log "installing missing packages: ${missing[*]}"
+    apt-get install -y -q --no-install-recommends "${missing[@]}" || die "apt-get install failed: ${missing[*]}"
+  fi
+  if ((${#blas[@]})); then
+    before=$(blas_selections)
+    log "installing missing packages: ${blas[*]}"
+    apt-get install -y -q --no-install-recommends "${blas[@]}" || die "apt-get install failed: ${blas[*]}"
+    keep_blas_selections "$before"
+  fi
+}
+
+# blas_selections: the machine's libblas.so.3 and liblapack.so.3 alternatives, "name path" a line.
+blas_selections() {
+  update-alternatives --get-selections 2>/dev/null | awk '$1 ~ /^(libblas|liblapack)\.so\.3-/ {print $1, $3}'
+}
+
+# keep_blas_selections BEFORE: every alternative of BEFORE (blas_selections' lines) that now points
+# elsewhere is set back.
+keep_blas_selections() {
+  local name path now
+  while read -r name path; do
+    [[ -n $name ]] || continue
+    now=$(blas_selections | awk -v n="$name" '$1 == n {print $2}')
+    [[ $now == "$path" ]] && continue
+    log "keeping $path as $name (installing OpenBLAS had made it $now)"
+    update-alternatives --set "$name" "$path" >/dev/null || die "update-alternatives --set $name $path failed"
+  done <<<"$1"
 }
 
 # ---------------------------------------------------------------- munge

@@ -37,6 +37,7 @@ func settings(cfg Config, train, test *Dataset) []setting {
 		{"--weight-decay", f32(cfg.WeightDecay)},
 		{"--seed", strconv.FormatUint(cfg.Seed, 10)},
 		{"--check-every", strconv.Itoa(cfg.CheckEvery)},
+		{"--bucket-mb", strconv.FormatFloat(float64(cfg.BucketBytes)/(1<<20), 'g', -1, 64)},
 		{"--checkpoint-dir", flagValue(cfg.CheckpointDir)},
 		{"--data", dataFingerprint(train, test)},
 	}

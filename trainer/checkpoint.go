@@ -22,6 +22,7 @@ import (
 	"syscall"
 
 	"github.com/batchkit/batchkit/internal/outfile"
+	"github.com/batchkit/batchkit/trainer/dirlock"
 )
 
 // The checkpoint file format, version 1, all integers little-endian:
@@ -390,7 +391,7 @@ type checkpointDir struct {
 	dir    string
 	keep   int
 	warn   func(error)
-	lock   *DirLock
+	lock   *dirlock.Lock
 	seen   map[string]verdict // by path
 	warned map[string]bool
 }
@@ -471,7 +472,7 @@ func (d *checkpointDir) save(ck *Checkpoint) (string, error) {
 		return "", err
 	}
 	if d.lock != nil {
-		if err := d.lock.check(); err != nil {
+		if err := d.lock.Check(); err != nil {
 			return "", err
 		}
 	}
@@ -524,7 +525,7 @@ func (d *checkpointDir) prune(written string) error {
 // whole. Then it removes all but the newest KeepCheckpoints that decode;
 // files named as checkpoints that do not decode are neither counted nor
 // removed. It returns the file's path. It takes no lock: Train does
-// (LockCheckpointDir).
+// (lockCheckpointDir).
 func SaveCheckpoint(dir string, ck *Checkpoint) (string, error) {
 	return newCheckpointDir(dir, nil).save(ck)
 }

@@ -37,6 +37,12 @@ func (a collectiveComm) Allgather(send, recv []float64) error {
 }
 func (a collectiveComm) Barrier() error { return a.c.Barrier() }
 
+// Broadcast is not the loop's: the health report's link probe
+// (health.Broadcaster) asks for it.
+func (a collectiveComm) Broadcast(buf []float32, root int) error {
+	return collective.Broadcast(a.c, buf, root)
+}
+
 // ErrAborted is returned by a LocalWorld's operations once it is aborted.
 var ErrAborted = errors.New("trainer: local world aborted")
 
@@ -136,5 +142,17 @@ func (c *localComm) Allgather(send, recv []float64) error {
 	for r := range c.w.n {
 		copy(recv[r*len(send):], c.w.f64[r])
 	}
+	return c.w.barrier()
+}
+
+// Broadcast copies root's buf to every rank (health.Broadcaster).
+func (c *localComm) Broadcast(buf []float32, root int) error {
+	if c.rank == root {
+		c.w.f32[root] = append(c.w.f32[root][:0], buf...)
+	}
+	if err := c.w.barrier(); err != nil {
+		return err
+	}
+	copy(buf, c.w.f32[root])
 	return c.w.barrier()
 }

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/batchkit/batchkit/trainer/dirlock"
 )
 
 // A second run on a checkpoint directory in use is refused before its
@@ -116,7 +118,7 @@ func TestTrainReleasesLock(t *testing.T) {
 			if !tc.ok(errs[0]) {
 				t.Fatalf("rank 0: %v", errs[0])
 			}
-			if _, err := os.Lstat(filepath.Join(cfg.CheckpointDir, LockFileName)); !errors.Is(err, os.ErrNotExist) {
+			if _, err := os.Lstat(filepath.Join(cfg.CheckpointDir, dirlock.FileName)); !errors.Is(err, os.ErrNotExist) {
 				t.Errorf("lock file: %v, want none", err)
 			}
 		})
@@ -125,7 +127,7 @@ func TestTrainReleasesLock(t *testing.T) {
 		cfg := defaults()
 		cfg.Epochs = 1
 		cfg.CheckpointDir = t.TempDir()
-		writeFile(t, filepath.Join(cfg.CheckpointDir, LockFileName), []byte(`{"host":"node7","pid":1234,"job_id":"567","since":"2026-03-04T05:06:07Z"}`+"\n"))
+		writeFile(t, filepath.Join(cfg.CheckpointDir, dirlock.FileName), []byte(`{"host":"node7","pid":1234,"job_id":"567","since":"2026-03-04T05:06:07Z"}`+"\n"))
 		var w collect
 		cfg.Warn = w.warn
 		if _, errs := trainWorld(1, train, test, func(int) Config { return cfg }); errs[0] != nil {

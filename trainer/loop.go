@@ -9,6 +9,8 @@ import (
 	"math"
 	"slices"
 	"time"
+
+	"github.com/batchkit/batchkit/trainer/gemm"
 )
 
 // Config is one training run. Every rank passes the same.
@@ -27,8 +29,15 @@ type Config struct {
 	// steps (0: only at the end and on preemption).
 	CheckpointDir   string
 	CheckpointEvery int
+	// BucketBytes: the gradient is averaged in buckets of about this many
+	// bytes (layers never split, the last layer first), each started on a
+	// goroutine of its own as soon as the backward pass has made it final,
+	// while the earlier layers are computed, as PyTorch DDP's bucket_cap_mb
+	// does (buckets.go). 0: one allreduce after the backward pass.
+	BucketBytes int
+
 	// JobID is the job a checkpoint directory's lock names besides host
-	// and PID (LockOwner): batchkit train's is the Slurm job id.
+	// and PID (dirlock.Owner): batchkit train's is the Slurm job id.
 	JobID string
 
 	// Stop reports whether this rank was asked to stop, and why (a signal,
@@ -41,10 +50,16 @@ type Config struct {
 	Warn func(error)
 	// Now is the clock for samples/s and elapsed times (nil: time.Now).
 	Now func() time.Time
+	// Gemm is the model's matrix multiply (nil: gonum; gemm.Open).
+	Gemm gemm.Impl
 
-	OnStart func(Start) error     // once, after any resume
-	OnStep  func(StepInfo) error  // after every step; an error ends the run
-	OnEpoch func(EpochInfo) error // after every epoch
+	OnStart func(Start) error // once, after any resume
+	// OnStepBegin is called at the start of every step, before its batch
+	// is read; with OnStep it bounds the step (the health report times
+	// the step between them).
+	OnStepBegin func()
+	OnStep      func(StepInfo) error  // after every step; an error ends the run
+	OnEpoch     func(EpochInfo) error // after every epoch
 	// OnEnd gets the result once the run has it, before the final
 	// checkpoint is written: a report made there is not lost when
 	// writing fails (a full disk). Its error ends the run (after that
@@ -66,6 +81,10 @@ type Start struct {
 type StepInfo struct {
 	Epoch, GlobalStep int
 	Loss              float64 // mean over the step's samples of all ranks
+	// Exposed is how long this rank's step waited for its gradient
+	// allreduce after the backward pass: all of it without buckets, what
+	// the overlap did not hide with them (CommStats.Exposed of one step).
+	Exposed time.Duration
 }
 
 // EpochInfo is one epoch's figures (the same on every rank).
@@ -76,6 +95,7 @@ type EpochInfo struct {
 	TestLoss         float64
 	TestAcc          float64
 	SamplesPerSecond float64       // all ranks' samples over this run's time in the epoch's steps (evaluation excluded)
+	Comm             CommStats     // this rank's gradient allreduces in the epoch's steps
 	Elapsed          time.Duration // from just before this run's first step to the end of this epoch's evaluation
 }
 
@@ -86,7 +106,8 @@ type Result struct {
 	Epochs, Steps     int // global step at the end
 	ResumedFrom       int
 	TestLoss, TestAcc float64
-	SamplesPerSecond  float64 // over this run's steps (from the first, per-epoch evaluations included)
+	SamplesPerSecond  float64   // over this run's steps (from the first, per-epoch evaluations included)
+	Comm              CommStats // this rank's gradient allreduces over this run's steps
 	// Diverged: the run stopped where its numbers stopped being finite;
 	// then Epochs are those done, Steps the step it stopped at, and there
 	// are no Params nor test figures (Train returns a *NonFiniteError).
@@ -212,6 +233,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("weight decay %v: want a finite number >= 0", c.WeightDecay)
 	case c.CheckEvery < 0 || c.CheckpointEvery < 0:
 		return errors.New("check and checkpoint intervals must be >= 0")
+	case c.BucketBytes < 0:
+		return errBucketSize
 	}
 	return nil
 }

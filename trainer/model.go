@@ -7,16 +7,22 @@ import (
 	"math/rand/v2"
 
 	"gonum.org/v1/gonum/blas"
-	"gonum.org/v1/gonum/blas/blas32"
+
+	"github.com/batchkit/batchkit/trainer/gemm"
 )
 
 // MLP is a multi-layer perceptron: Linear layers with ReLU between them and
 // softmax cross-entropy on the last. Sizes is [inputs, hidden..., classes].
 // Its parameters live in one []float32 (NumParams long), layer by layer, each
 // layer's weights (out×in, row-major, as torch.nn.Linear stores them) then its
-// biases: the gradient is one buffer, averaged with one allreduce.
+// biases: the gradient is one buffer, averaged in buckets of whole layers
+// (buckets.go).
 type MLP struct {
 	Sizes []int
+	// Gemm multiplies the layers' matrices (nil: gonum's pure Go). The
+	// choice changes the float32 rounding, not the training: the loss
+	// curves agree within float32 noise (TestLossCurvesAgree).
+	Gemm gemm.Impl
 }
 
 // MaxParams caps the model at 256 Mi parameters (1 GiB of float32).
@@ -112,13 +118,14 @@ func (m MLP) workspace(ws *Workspace, batch int) {
 func (m MLP) forward(p, x []float32, n int, ws *Workspace) {
 	m.workspace(ws, n)
 	ws.acts[0] = x
+	g := m.gemm()
 	for i, l := range m.layers(p) {
 		a, z := ws.acts[i][:n*l.in], ws.acts[i+1][:n*l.out]
 		for r := range n {
 			copy(z[r*l.out:(r+1)*l.out], l.b)
 		}
 		// z = a · wᵀ + z
-		blas32.Gemm(blas.NoTrans, blas.Trans, 1, general(a, n, l.in), general(l.w, l.out, l.in), 1, general(z, n, l.out))
+		g.Sgemm(blas.NoTrans, blas.Trans, n, l.out, l.in, 1, a, l.in, l.w, l.in, 1, z, l.out)
 		if i < len(m.Sizes)-2 {
 			for j, v := range z {
 				z[j] = max(v, 0)
@@ -127,14 +134,26 @@ func (m MLP) forward(p, x []float32, n int, ws *Workspace) {
 	}
 }
 
-func general(d []float32, rows, cols int) blas32.General {
-	return blas32.General{Rows: rows, Cols: cols, Stride: cols, Data: d}
+// gemm is m's GEMM, gonum when none was given.
+func (m MLP) gemm() gemm.Impl {
+	if m.Gemm == nil {
+		return gemm.Default()
+	}
+	return m.Gemm
 }
 
 // LossGrad runs forward and backward on a batch of n samples (x, y) and
 // writes into grad (NumParams long) the gradient of the mean loss over the
 // batch. It returns the batch's summed loss and its correct predictions.
 func (m MLP) LossGrad(p, grad, x []float32, y []int32, ws *Workspace) (lossSum float64, correct int) {
+	return m.LossGradEach(p, grad, x, y, ws, nil)
+}
+
+// LossGradEach is LossGrad calling ready(i) (when not nil) as soon as layer
+// i's gradient is final, from the last layer down to layer 0, while the
+// layers before it are still to be computed: the step starts that layer's
+// allreduce there (buckets.go), as DDP's gradient hooks do.
+func (m MLP) LossGradEach(p, grad, x []float32, y []int32, ws *Workspace, ready func(layer int)) (lossSum float64, correct int) {
 	n := len(y)
 	m.forward(p, x, n, ws)
 	last := len(m.Sizes) - 1
@@ -142,22 +161,26 @@ func (m MLP) LossGrad(p, grad, x []float32, y []int32, ws *Workspace) (lossSum f
 	dz := ws.dacts[last][:n*k]
 	lossSum, correct = softmaxXent(ws.acts[last][:n*k], y, k, dz)
 	ls, gs := m.layers(p), m.layers(grad)
+	g := m.gemm()
 	for i := len(ls) - 1; i >= 0; i-- {
-		l, g := ls[i], gs[i]
+		l, lg := ls[i], gs[i]
 		a, dz := ws.acts[i][:n*l.in], ws.dacts[i+1][:n*l.out]
 		// dW = dzᵀ · a; db = Σ rows of dz; da = dz · W, masked by ReLU.
-		blas32.Gemm(blas.Trans, blas.NoTrans, 1, general(dz, n, l.out), general(a, n, l.in), 0, general(g.w, l.out, l.in))
-		clear(g.b)
+		g.Sgemm(blas.Trans, blas.NoTrans, l.out, l.in, n, 1, dz, l.out, a, l.in, 0, lg.w, l.in)
+		clear(lg.b)
 		for r := range n {
 			for j, v := range dz[r*l.out : (r+1)*l.out] {
-				g.b[j] += v
+				lg.b[j] += v
 			}
+		}
+		if ready != nil {
+			ready(i)
 		}
 		if i == 0 {
 			break
 		}
 		da := ws.dacts[i][:n*l.in]
-		blas32.Gemm(blas.NoTrans, blas.NoTrans, 1, general(dz, n, l.out), general(l.w, l.out, l.in), 0, general(da, n, l.in))
+		g.Sgemm(blas.NoTrans, blas.NoTrans, n, l.in, l.out, 1, dz, l.out, l.w, l.in, 0, da, l.in)
 		for j, v := range a {
 			if v <= 0 {
 				da[j] = 0

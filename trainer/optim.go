@@ -22,10 +22,19 @@ func NewSGD(n int, lr, momentum, weightDecay float32) *SGD {
 
 // Step updates p in place from the gradient g.
 func (o *SGD) Step(p, g []float32) {
-	g, buf := g[:len(p)], o.Buf[:len(p)]
+	sgdStep(p, g[:len(p)], o.Buf[:len(p)], o.LR, o.Momentum, o.WeightDecay)
+}
+
+// sgdGo is the update in Go. A cgo build (tag openblas or mkl: a C
+// compiler is there anyway) runs sgdStep in C instead (optim_cgo.go), the
+// same operations in the same order vectorised, bit for bit these
+// (TestSGDKernelBitIdentical): one pass over three arrays of the model's
+// size, a sixth of a compute-bound step in Go, a 4× faster loop in C.
+func sgdGo(p, g, buf []float32, lr, momentum, weightDecay float32) {
+	g, buf = g[:len(p)], buf[:len(p)]
 	for i := range p {
-		d := g[i] + o.WeightDecay*p[i]
-		buf[i] = o.Momentum*buf[i] + d
-		p[i] -= o.LR * buf[i]
+		d := g[i] + weightDecay*p[i]
+		buf[i] = momentum*buf[i] + d
+		p[i] -= lr * buf[i]
 	}
 }

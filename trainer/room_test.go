@@ -12,6 +12,7 @@ import (
 
 	"github.com/batchkit/batchkit/internal/fulldisk"
 	"github.com/batchkit/batchkit/internal/outfile"
+	"github.com/batchkit/batchkit/trainer/dirlock"
 )
 
 // A checkpoint directory whose file system has room for the lock file but
@@ -26,14 +27,14 @@ func TestTrainCheckpointDirWithoutRoom(t *testing.T) {
 	cfg.OnStep = func(StepInfo) error { steps++; return nil }
 	_, errs := trainWorld(2, train, test, func(int) Config { return cfg })
 	var (
-		le *LockError
+		le *dirlock.UnusableError
 		se *outfile.SpaceError
 	)
 	if !errors.As(errs[0], &se) || !strings.HasPrefix(errs[0].Error(), "cannot use checkpoint directory "+cfg.CheckpointDir+": no space left") {
 		t.Errorf("rank 0: %v, want a SpaceError naming the directory", errs[0])
 	}
 	if !errors.As(errs[1], &le) {
-		t.Errorf("rank 1: %v, want a LockError", errs[1])
+		t.Errorf("rank 1: %v, want an UnusableError", errs[1])
 	}
 	if steps != 0 {
 		t.Errorf("trained %d steps, want none", steps)
@@ -56,7 +57,7 @@ func TestTrainUnwritableCheckpointDir(t *testing.T) {
 		cfg.OnStep = func(StepInfo) error { steps++; return nil }
 		_, errs := trainWorld(1, train, test, func(int) Config { return cfg })
 		fmt.Println(errs[0])
-		var le *LockError
+		var le *dirlock.UnusableError
 		if !errors.As(errs[0], &le) || !errors.Is(errs[0], os.ErrPermission) || steps != 0 {
 			fmt.Printf("%d steps\n", steps)
 			os.Exit(3)
@@ -76,10 +77,10 @@ func TestTrainUnwritableCheckpointDir(t *testing.T) {
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, LockFileName), nil, 0o666); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, dirlock.FileName), nil, 0o666); err != nil {
 		t.Fatal(err)
 	}
-	os.Chmod(filepath.Join(dir, LockFileName), 0o666)
+	os.Chmod(filepath.Join(dir, dirlock.FileName), 0o666)
 	self := filepath.Join(base, "trainer.test") // the build directory is root's alone
 	copyExecutable(t, self)
 	cmd := exec.Command(self, "-test.run=^TestTrainUnwritableCheckpointDir$")
@@ -87,7 +88,7 @@ func TestTrainUnwritableCheckpointDir(t *testing.T) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		t.Fatalf("as nobody: %v, want a LockError before the first step\n%s", err, out)
+		t.Fatalf("as nobody: %v, want an UnusableError before the first step\n%s", err, out)
 	}
 	if !strings.Contains(string(out), "cannot use checkpoint directory "+dir+": cannot create a file in it: permission denied") {
 		t.Errorf("as nobody: %s", out)

@@ -13,12 +13,13 @@ import (
 // Train runs the data-parallel loop on this rank: every rank calls it with
 // its Comm, the same data and the same Config, which the ranks compare first
 // (a *DisagreeError on every rank names what differs). Each step trains on the
-// rank's shard of the batch (Shard), averages the fused gradient with one
-// AllreduceAvg and takes the same SGD step, so every rank keeps bit-identical
+// rank's shard of the batch (Shard), averages the gradient with AllreduceAvg
+// (in buckets started during the backward pass, BucketBytes, or one call
+// after it) and takes the same SGD step, so every rank keeps bit-identical
 // weights (checked every CheckEvery steps).
 //
 // With a CheckpointDir rank 0 first locks the directory for the run
-// (LockCheckpointDir; a directory in use is a *LockedError on rank 0, on
+// (trainer/dirlock; a directory in use is a *dirlock.LockedError on rank 0, on
 // every rank before the first step) until Train returns; every rank resumes
 // from the newest valid checkpoint there; rank 0 writes one every
 // CheckpointEvery steps, at the end and when stopped. When any rank's Stop
@@ -38,7 +39,9 @@ func Train(c Comm, train, test *Dataset, cfg Config) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
+	m.Gemm = cfg.Gemm
 	r := newRun(c, m, train, test, cfg)
+	defer r.ov.stop()
 	if r.dir, err = openCheckpointDir(c, r.cfg, checkpointBytes(r.header(), m.NumParams())); err != nil {
 		return Result{}, err
 	}
@@ -87,7 +90,8 @@ type run struct {
 	params []float32
 	opt    *SGD
 	batch  int       // rows of a step: BatchSize, or the whole shard when that is smaller
-	buf    []float32 // gradient, then the piggybacked extras
+	buf    []float32 // the piggybacked extras, then the gradient
+	ov     *overlap  // allreduces buf, in buckets (buckets.go)
 	ws     Workspace
 	bx     []float32
 	by     []int32
@@ -100,12 +104,14 @@ type run struct {
 	began                          time.Time
 	ranSamples                     float64 // this run's, all ranks
 	epochBegan                     time.Time
-	epochSamples                   float64 // this run's part of the epoch
+	epochSamples                   float64   // this run's part of the epoch
+	epochComm                      CommStats // r.ov.stats when the epoch's steps began
 }
 
-// The elements appended to the gradient in the one allreduce of a step: the
-// mean makes "any rank was asked to stop" > 0 and "any rank was asked to
-// cancel" > 0, and sums of the metrics.
+// The elements put before the gradient in a step's buffer, averaged with
+// it (with layer 0's gradient, the bucket sent last): the mean makes "any
+// rank was asked to stop" > 0 and "any rank was asked to cancel" > 0, and
+// sums of the metrics.
 const (
 	xStop = iota
 	xCancel
@@ -126,8 +132,9 @@ func newRun(c Comm, m MLP, train, test *Dataset, cfg Config) *run {
 	n, b := m.NumParams(), stepRows(train.Rows(), c.Size(), cfg.BatchSize)
 	r := &run{c: c, m: m, train: train, test: test, cfg: cfg, now: cfg.Now,
 		params: make([]float32, n), opt: NewSGD(n, cfg.LR, cfg.Momentum, cfg.WeightDecay),
-		buf: make([]float32, n+nExtra), batch: b,
+		buf: make([]float32, nExtra+n), batch: b,
 		bx: make([]float32, b*train.Features), by: make([]int32, b)}
+	r.ov = newOverlap(c, r.buf, bucketPlan(m, nExtra, cfg.BucketBytes))
 	m.InitParams(r.params, cfg.Seed)
 	return r
 }
@@ -149,7 +156,7 @@ func (r *run) check() (err error) {
 // runEpoch trains the rest of epoch r.epoch, then evaluates.
 func (r *run) runEpoch() error {
 	shard := Shard(Permutation(r.cfg.Seed, r.epoch, r.train.Rows()), r.c.Rank(), r.c.Size())
-	r.epochBegan, r.epochSamples = r.now(), 0
+	r.epochBegan, r.epochSamples, r.epochComm = r.now(), 0, r.ov.stats
 	for s := r.stepInEpoch; s < r.stepsPerEpoch(); s++ {
 		idx := shard[s*r.batch : min((s+1)*r.batch, len(shard))]
 		stop, err := r.step(idx)
@@ -170,14 +177,16 @@ func (r *run) runEpoch() error {
 // stop: Cancel if any was asked to cancel, else Preempt if any was asked to
 // stop, else NoStop.
 func (r *run) step(idx []int) (StopReason, error) {
+	if r.cfg.OnStepBegin != nil {
+		r.cfg.OnStepBegin()
+	}
 	f := r.train.Features
 	for i, j := range idx {
 		copy(r.bx[i*f:(i+1)*f], r.train.Row(j))
 		r.by[i] = r.train.Y[j]
 	}
-	n := r.m.NumParams()
-	loss, correct := r.m.LossGrad(r.params, r.buf[:n], r.bx[:len(idx)*f], r.by[:len(idx)], &r.ws)
-	extra := r.buf[n:]
+	extra, grad := r.buf[:nExtra], r.buf[nExtra:]
+	loss, correct := r.m.LossGradEach(r.params, grad, r.bx[:len(idx)*f], r.by[:len(idx)], &r.ws, r.ov.ready)
 	extra[xStop], extra[xCancel], extra[xSaveFailed] = 0, 0, 0
 	if r.saveErr != nil {
 		extra[xSaveFailed] = 1
@@ -189,13 +198,14 @@ func (r *run) step(idx []int) (StopReason, error) {
 		extra[xStop], extra[xCancel] = 1, 1
 	}
 	extra[xLoss], extra[xCorrect], extra[xCount] = float32(loss), float32(correct), float32(len(idx))
-	if err := r.c.AllreduceAvg(r.buf); err != nil {
+	exposed := r.ov.stats.Exposed
+	if err := r.ov.finish(); err != nil {
 		return NoStop, fmt.Errorf("step %d: %w", r.globalStep+1, err)
 	}
 	if extra[xSaveFailed] > 0 {
 		return NoStop, r.rank0Failed()
 	}
-	r.opt.Step(r.params, r.buf[:n])
+	r.opt.Step(r.params, grad)
 	r.globalStep++
 	r.stepInEpoch++
 	if err := r.finite("loss", float64(extra[xLoss])/float64(extra[xCount]), r.params); err != nil {
@@ -209,7 +219,8 @@ func (r *run) step(idx []int) (StopReason, error) {
 	r.epochSamples += count
 	r.ranSamples += count
 	if r.cfg.OnStep != nil {
-		if err := r.cfg.OnStep(StepInfo{Epoch: r.epoch, GlobalStep: r.globalStep, Loss: float64(extra[xLoss]) / float64(extra[xCount])}); err != nil {
+		if err := r.cfg.OnStep(StepInfo{Epoch: r.epoch, GlobalStep: r.globalStep, Loss: float64(extra[xLoss]) / float64(extra[xCount]),
+			Exposed: r.ov.stats.Exposed - exposed}); err != nil {
 			return NoStop, err
 		}
 	}
@@ -277,7 +288,8 @@ func (r *run) endEpoch() error {
 	}
 	info := EpochInfo{Epoch: r.epoch + 1, GlobalStep: r.globalStep,
 		Loss: r.lossSum / max(r.samples, 1), TrainAcc: r.correct / max(r.samples, 1),
-		TestLoss: testLoss, TestAcc: testAcc, Elapsed: r.now().Sub(r.began)}
+		TestLoss: testLoss, TestAcc: testAcc, Elapsed: r.now().Sub(r.began),
+		Comm: CommStats{Total: r.ov.stats.Total - r.epochComm.Total, Exposed: r.ov.stats.Exposed - r.epochComm.Exposed}}
 	if d := trained.Seconds(); d > 0 {
 		info.SamplesPerSecond = r.epochSamples / d
 	}
@@ -307,7 +319,7 @@ func (r *run) finish() (Result, error) {
 		return r.diverged(nf)
 	}
 	res := Result{Model: r.m, Params: slices.Clone(r.params), Epochs: r.epoch, Steps: r.globalStep,
-		ResumedFrom: r.resumedFrom, TestLoss: loss, TestAcc: acc}
+		ResumedFrom: r.resumedFrom, TestLoss: loss, TestAcc: acc, Comm: r.ov.stats}
 	if d := r.now().Sub(r.began).Seconds(); d > 0 {
 		res.SamplesPerSecond = r.ranSamples / d
 	}

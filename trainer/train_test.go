@@ -125,7 +125,7 @@ func onRank0(cfg Config, onEpoch func(EpochInfo) error) func(int) Config {
 
 // epochFigures is an epoch's figures without the times.
 func epochFigures(e EpochInfo) EpochInfo {
-	e.SamplesPerSecond, e.Elapsed = 0, 0
+	e.SamplesPerSecond, e.Elapsed, e.Comm = 0, 0, CommStats{}
 	return e
 }
 
@@ -315,6 +315,7 @@ func when(cond bool, s StopReason) StopReason {
 }
 
 // skewComm changes rank 1's averaged gradient once: the weights drift apart.
+// The buffer's last element is a gradient's (the extras come first).
 type skewComm struct {
 	Comm
 	calls int
@@ -323,7 +324,7 @@ type skewComm struct {
 func (s *skewComm) AllreduceAvg(buf []float32) error {
 	err := s.Comm.AllreduceAvg(buf)
 	if s.calls++; s.calls == 5 && s.Rank() == 1 {
-		buf[0] += 1e-3
+		buf[len(buf)-1] += 1e-3
 	}
 	return err
 }

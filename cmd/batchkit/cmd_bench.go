@@ -15,6 +15,7 @@ import (
 	"github.com/batchkit/batchkit/internal/plotfile"
 	"github.com/batchkit/batchkit/trainer/bench"
 	"github.com/batchkit/batchkit/trainer/collective"
+	"github.com/batchkit/batchkit/trainer/health"
 )
 
 func benchCommand() *cli.Command {
@@ -39,6 +40,12 @@ Sizes take K, KiB, M, MiB, G or GiB (all binary: 1K = 1024).
 --format json prints one object per size: op, backend (tcp, mpi, self), mpi_library (with
 mpi), label, dtype, ranks, bytes, count, iters, warmup, avg_us, min_us, max_us, algbw_gbs,
 busbw_gbs. A progress bar is shown on rank 0 when stderr is a terminal.
+
+--report ends the run with the health report (in JSON one more line, {"health": ...}, which
+result readers skip): each rank's wait for the slowest rank (the barrier before each size's
+timed iterations), its time in them, the same per node, each rank's link bandwidth (a 1 MiB
+broadcast from it), and the ranks or nodes whose link is at most half the others' median
+(from 3 ranks). A machine with more ranks than CPUs is named, and then nothing is compared.
 
 Given RESULTS files (JSON lines of bench --format json or of the references, - for stdin;
 batchkit run's "[N] " prefixes are fine), bench runs nothing: it prints them, plots them (--plot, one line per
@@ -65,6 +72,7 @@ Examples:
 			&cli.StringFlag{Name: "baseline", Usage: "compare with the results in `FILE`, size by size (same op, dtype and ranks)"},
 			&cli.BoolFlag{Name: "best", Usage: "with result files holding several runs of the same series: keep each size's fastest (best of N)"},
 			&cli.StringFlag{Name: "label", Usage: "name of this run in the JSON results and plot legends (default: the backend)"},
+			&cli.BoolFlag{Name: "report", Usage: "end with the health report: wait and communication time per rank and node, link bandwidths, the outliers named"},
 		},
 		// A bad flag value is one line on stderr, not the help on stdout.
 		OnUsageError: onUsageError,
@@ -73,7 +81,7 @@ Examples:
 }
 
 // runOnlyFlags make no sense when bench only reads result files.
-var runOnlyFlags = []string{"op", "backend", "min-bytes", "max-bytes", "iters", "dtype", "timeout", "rendezvous-timeout", "label"}
+var runOnlyFlags = []string{"op", "backend", "min-bytes", "max-bytes", "iters", "dtype", "timeout", "rendezvous-timeout", "label", "report"}
 
 func benchAction(c *cli.Context) error {
 	format, err := bench.ParseFormat(c.String("format"))
@@ -156,6 +164,7 @@ func benchRun(c *cli.Context, baseline []bench.Result, format bench.Format) erro
 	if err != nil {
 		return badInput(err)
 	}
+	opts.Node = health.NodeName(topo, hostname())
 	// Before Init: no rank allocates until every rank has passed this.
 	if err := bench.CheckMemory(opts, topo, memAvailable()); err != nil {
 		return usagef("invalid --max-bytes %s: %v", c.String("max-bytes"), err)

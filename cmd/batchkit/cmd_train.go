@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"github.com/batchkit/batchkit/launch/local"
 	"os"
+	"strings"
 	"syscall"
 
 	"github.com/urfave/cli/v2"
@@ -15,6 +16,9 @@ import (
 	"github.com/batchkit/batchkit/internal/flagvalues"
 	"github.com/batchkit/batchkit/trainer"
 	"github.com/batchkit/batchkit/trainer/collective"
+	"github.com/batchkit/batchkit/trainer/dirlock"
+	"github.com/batchkit/batchkit/trainer/gemm"
+	"github.com/batchkit/batchkit/trainer/health"
 	"github.com/batchkit/batchkit/trainer/job"
 )
 
@@ -55,7 +59,9 @@ func trainCommand() *cli.Command {
 		Description: `Run by every rank of a job (batchkit run, mpirun, srun; alone it is a world of 1), train
 fits a multi-layer perceptron with SGD. Each rank trains on its share of every batch
 (--batch-size per rank; torch's DistributedSampler order, a permutation of seed and epoch),
-the gradients are averaged with one allreduce per step, and every rank takes the same step:
+the gradients are averaged by allreduces started during the backward pass, layer by layer in
+buckets of --bucket-mb MiB (0: one allreduce after it; auto, the default: 1 on tcp, 0 on mpi
+and ccl, whose waiting calls take a CPU), and every rank takes the same step:
 the ranks' weights stay bit-identical, which is checked every --check-every steps.
 
 Data: the UCI digits (1797 8×8 images, 10 classes), embedded; or --data FILE, a CSV of
@@ -88,6 +94,12 @@ not the pseudo terminal Open MPI gives a rank), one line per epoch otherwise.
 --format json prints one summary object (epoch lines go to stderr): test_accuracy,
 test_loss, epochs, steps, world_size, backend, samples_per_second, resumed_from_step,
 weights_sha256 (SHA-256 of the final float32 parameters, little-endian), elapsed_seconds.
+--report ends the output with the health report (with --format json, the summary's "health"):
+each rank's compute time, its wait for the slowest rank (a barrier before each step's
+allreduce) and its communication time, the same per node, each rank's link bandwidth (a
+1 MiB broadcast from it), and the ranks or nodes that stand out: a median step's compute at
+least 1.5× the others' median (and 0.5 s more over the run), or a link at most half of it
+(from 3 ranks). A machine with more ranks than CPUs is named, and then nothing is compared.
 --metrics FILE gets one JSON line per epoch: run, epoch, step, loss, train_acc, test_acc,
 test_loss, samples_per_second (of the steps), elapsed (seconds since the first step,
 evaluations included). run names the run by what a checkpoint must match (model, data shape,
@@ -114,10 +126,13 @@ Examples:
 			&cli.StringFlag{Name: "checkpoint-dir", Usage: "write checkpoints to and resume from `DIR`"},
 			&cli.IntFlag{Name: "checkpoint-every", Value: d.CheckpointEvery, Usage: "steps between checkpoints (0: only at the end and when stopped)"},
 			&cli.IntFlag{Name: "check-every", Value: d.CheckEvery, Usage: "steps between checks that the ranks' weights agree (0: start and end only)"},
+			&cli.StringFlag{Name: "bucket-mb", Value: d.BucketMB, Usage: "average the gradient in buckets of this many MiB, each started during the backward pass (0: one allreduce after it; auto: 1 on tcp, 0 on mpi and ccl)"},
 			&cli.StringFlag{Name: "metrics", Usage: "write one JSON line per epoch to `FILE` (- for stdout)"},
 			&cli.StringFlag{Name: "plot", Usage: "draw loss and accuracy against step into `FILE` (.png, .svg or .pdf)"},
 			&cli.BoolFlag{Name: "force", Usage: "let --plot and --metrics replace an existing file"},
 			flagvalues.With(&cli.StringFlag{Name: "format", Aliases: []string{"f"}, Value: d.Format, Usage: "text or json"}, flagvalues.List(job.Formats)),
+			flagvalues.With(&cli.StringFlag{Name: "blas", Value: d.BLAS, Usage: "the GEMM library: " + strings.Join(gemm.Names(), ", ") + " (auto: the one built in, else gonum); threads: OMP_NUM_THREADS, else the rank's CPUs"}, flagvalues.List(gemm.Names())),
+			&cli.BoolFlag{Name: "report", Usage: "end with the health report: compute, wait and communication time per rank and node, link bandwidths, the outliers named"},
 		},
 		OnUsageError: onUsageError,
 		Action:       trainAction,
@@ -145,6 +160,7 @@ func trainAction(c *cli.Context) error {
 	if err := s.Check(topo, c.App.Writer, c.App.ErrWriter); err != nil {
 		return trainExit(err)
 	}
+	s.Node = health.NodeName(topo, hostname())
 	// Before Init: no rank allocates until every rank has passed this.
 	if err := s.CheckMemory(topo, memAvailable()); err != nil {
 		return trainExit(err)
@@ -165,8 +181,8 @@ func trainExit(err error) error {
 	var (
 		pe *trainer.PreemptedError
 		ie *trainer.IncompatibleError
-		le *trainer.LockedError
-		ue *trainer.LockError
+		le *dirlock.LockedError
+		ue *dirlock.UnusableError
 		nf *trainer.NonFiniteError
 		de *trainer.DisagreeError
 	)

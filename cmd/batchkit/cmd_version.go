@@ -9,6 +9,7 @@ import (
 	"github.com/batchkit/batchkit/trainer/collective"
 	"github.com/batchkit/batchkit/trainer/collective/ccl"
 	"github.com/batchkit/batchkit/trainer/collective/mpi"
+	"github.com/batchkit/batchkit/trainer/gemm"
 )
 
 // commit is set at build time (make build: -X main.commit=$(git rev-parse
@@ -39,6 +40,7 @@ Examples:
 			if v.MPILibrary != "" {
 				v.MPIVersion = mpi.LibraryVersion()
 			}
+			v.BLAS = gemm.Built()
 			if asJSON {
 				return writeJSONLine(c.App.Writer, v)
 			}

@@ -260,14 +260,15 @@ func trainConfig(c *cli.Context) job.Config {
 	return job.Config{Epochs: c.Int("epochs"), BatchSize: c.Int("batch-size"),
 		LR: c.Float64("lr"), Momentum: c.Float64("momentum"), WeightDecay: c.Float64("weight-decay"),
 		Seed: c.Uint64("seed"), Hidden: c.String("hidden"), Data: c.String("data"), Backend: c.String("backend"),
-		CheckpointDir: c.String("checkpoint-dir"), CheckpointEvery: c.Int("checkpoint-every"), CheckEvery: c.Int("check-every"),
-		Metrics: c.String("metrics"), Plot: c.String("plot"), Force: c.Bool("force"), Format: c.String("format")}
+		CheckpointDir: c.String("checkpoint-dir"), CheckpointEvery: c.Int("checkpoint-every"), CheckEvery: c.Int("check-every"), BucketMB: c.String("bucket-mb"),
+		Metrics: c.String("metrics"), Plot: c.String("plot"), Force: c.Bool("force"), Format: c.String("format"), Report: c.Bool("report"),
+		BLAS: c.String("blas")}
 }
 
 // benchConfig is the run's flags: the defaults are the flags' own.
 func benchConfig(c *cli.Context) bench.Config {
 	return bench.Config{Op: c.String("op"), Backend: c.String("backend"), DType: c.String("dtype"),
 		MinBytes: c.String("min-bytes"), MaxBytes: c.String("max-bytes"),
-		Iters: c.Int("iters"), ItersSet: c.IsSet("iters"), Label: c.String("label"),
+		Iters: c.Int("iters"), ItersSet: c.IsSet("iters"), Label: c.String("label"), Report: c.Bool("report"),
 		Timeout: c.Duration("timeout"), RendezvousTimeout: c.Duration("rendezvous-timeout")}
 }

@@ -22,6 +22,7 @@ type Config struct {
 	Iters              int    // with ItersSet: every size's timed iterations
 	ItersSet           bool
 	Label              string
+	Report             bool // the health report after the results
 	// Timeout and RendezvousTimeout are the TCP backend's
 	// (collective.Config's).
 	Timeout, RendezvousTimeout time.Duration
@@ -37,7 +38,7 @@ var Defaults = Config{
 // Options checks c: the first problem is one line naming the flag
 // (--op, --max-bytes ...), which is the user's to fix.
 func (c Config) Options(format Format) (Options, collective.Kind, error) {
-	opts := Options{Format: format, Label: c.Label}
+	opts := Options{Format: format, Label: c.Label, Report: c.Report}
 	var err error
 	if opts.Op, err = ParseCollective(c.Op); err != nil {
 		return opts, "", fmt.Errorf("invalid --op %q: want one of %s", c.Op, closed.Join(Collectives))

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/batchkit/batchkit/internal/closed"
+	"github.com/batchkit/batchkit/trainer/health"
 )
 
 // Format is an output format. It is a closed set.
@@ -66,6 +67,25 @@ func (w *Writer) Write(r Result) error {
 	fmt.Fprintf(&b, textRow, FormatSize(r.Bytes), r.Count, r.Iters, r.Warmup, r.AvgUs, r.MinUs, r.MaxUs, r.AlgBW, r.BusBW)
 	_, err := io.WriteString(w.w, b.String())
 	return err
+}
+
+// WriteHealth writes the health report after the results: its text after a
+// blank line, or one JSON line {"health": ...} (ReadResults skips it).
+func (w *Writer) WriteHealth(rep health.Report) error {
+	if w.format == JSON {
+		b, err := json.Marshal(struct {
+			Health health.Report `json:"health"`
+		}{rep})
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(w.w, "%s\n", b)
+		return err
+	}
+	if _, err := io.WriteString(w.w, "\n"); err != nil {
+		return err
+	}
+	return rep.WriteText(w.w)
 }
 
 func plural(n int, what string) string {

@@ -66,7 +66,7 @@ func ReadResults(r io.Reader, name string) ([]Result, error) {
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for line := 1; sc.Scan(); line++ {
 		text := strings.TrimSpace(runPrefix.ReplaceAllString(sc.Text(), ""))
-		if text == "" || strings.HasPrefix(text, "#") {
+		if text == "" || strings.HasPrefix(text, "#") || isHealth(text) {
 			continue
 		}
 		res, err := parseResult([]byte(text))
@@ -82,6 +82,17 @@ func ReadResults(r io.Reader, name string) ([]Result, error) {
 		return nil, fmt.Errorf("%s: no results (want JSON lines from bench --format json)", name)
 	}
 	return out, nil
+}
+
+// isHealth: the health report's line of a run with --report, which is
+// not a result.
+func isHealth(line string) bool {
+	var keys map[string]json.RawMessage
+	if !strings.HasPrefix(line, `{"health":`) || json.Unmarshal([]byte(line), &keys) != nil {
+		return false
+	}
+	_, ok := keys["health"]
+	return ok && len(keys) == 1
 }
 
 func parseResult(b []byte) (Result, error) {

@@ -8,7 +8,9 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 
+	"github.com/batchkit/batchkit/trainer"
 	"github.com/batchkit/batchkit/trainer/collective"
+	"github.com/batchkit/batchkit/trainer/health"
 )
 
 // Options configure a Run. The zero value of a field means its default.
@@ -21,6 +23,11 @@ type Options struct {
 	Settle   time.Duration    // untimed run before the sweep (default SettleTime; < 0: none)
 	Format   Format           // default Text
 	Label    string           // stored in every Result (the plot legend)
+	// Report ends the run with the health report (trainer/health), rank
+	// 0 writing it after the rows: text, or one {"health": ...} line in
+	// JSON. Node is this rank's node in it (health.NodeName).
+	Report bool
+	Node   string
 
 	// Progress, when set, shows a progress bar there on rank 0 (the CLI
 	// passes stderr when it is a terminal). Rows written to the output clear
@@ -102,6 +109,10 @@ type runner[T collective.Float] struct {
 	op         Collective
 	rank, n    int
 	send, recv []T
+	// The health report's figures over the timed iterations: the barrier
+	// before them (waiting for the slowest rank), the iterations.
+	iters      int
+	wait, comm time.Duration
 }
 
 // buffers are the operation's send and receive slices for count elements
@@ -208,7 +219,20 @@ func run[T collective.Float](c *collective.Comm, w io.Writer, opts Options, size
 	if bar != nil {
 		bar.Finish()
 	}
+	if opts.Report {
+		return results, r.report(out, opts)
+	}
 	return results, nil
+}
+
+// report collects the health report on every rank; rank 0 writes it.
+func (r *runner[T]) report(out *Writer, opts Options) error {
+	s := health.Sample{Rank: r.rank, Node: opts.Node, Steps: r.iters, Wait: r.wait.Seconds(), Comm: r.comm.Seconds()}
+	rep, err := health.Collect(trainer.FromCollective(r.c), s)
+	if err != nil || r.rank != 0 {
+		return err
+	}
+	return out.WriteHealth(rep)
 }
 
 func clearBar(bar *progressbar.ProgressBar) {
@@ -258,6 +282,7 @@ func (r *runner[T]) time(count, warmup, iters int) (avg, lo, hi float64, err err
 			return 0, 0, 0, err
 		}
 	}
+	tw := time.Now()
 	if err := r.c.Barrier(); err != nil {
 		return 0, 0, 0, err
 	}
@@ -267,7 +292,9 @@ func (r *runner[T]) time(count, warmup, iters int) (avg, lo, hi float64, err err
 			return 0, 0, 0, err
 		}
 	}
-	mine := time.Since(t0).Seconds() / float64(iters)
+	took := time.Since(t0)
+	r.iters, r.wait, r.comm = r.iters+iters, r.wait+t0.Sub(tw), r.comm+took
+	mine := took.Seconds() / float64(iters)
 
 	sum := []float64{mine}
 	if err := collective.Allreduce(r.c, sum, sum, collective.Sum); err != nil {

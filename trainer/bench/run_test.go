@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/batchkit/batchkit/topology"
 	"github.com/batchkit/batchkit/trainer/collective"
+	"github.com/batchkit/batchkit/trainer/health"
 )
 
 var single = topology.Topology{Launcher: topology.Single, WorldSize: 1, LocalWorldSize: 1, NumNodes: 1}
@@ -142,5 +144,42 @@ func TestRunErrors(t *testing.T) {
 	}
 	if _, err := Run(c, &bytes.Buffer{}, Options{MinBytes: 1, MaxBytes: 3}); !errors.Is(err, ErrNoSizes) {
 		t.Errorf("empty sweep: %v, want ErrNoSizes", err)
+	}
+}
+
+// --report: after the rows, rank 0 writes the health report, one
+// {"health": ...} line in JSON that ReadResults skips, or its text; the
+// iterations counted are the timed ones.
+func TestRunReport(t *testing.T) {
+	for _, format := range []Format{JSON, Text} {
+		c := selfWorld(t, false)
+		var out bytes.Buffer
+		opts := Options{MinBytes: 8, MaxBytes: 64, Iters: 3, Format: format, Settle: -1, Report: true, Node: "vm"}
+		results, err := Run(c, &out, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+		last := lines[len(lines)-1]
+		if format == Text {
+			if last != "health: one rank: nothing to compare" || !strings.Contains(out.String(), "\n\nhealth: per rank, seconds over 12 steps (") {
+				t.Errorf("text output %q: want the health report after a blank line", out.String())
+			}
+			continue
+		}
+		var h struct{ Health health.Report }
+		if err := json.Unmarshal([]byte(last), &h); err != nil {
+			t.Fatalf("last line %q: %v", last, err)
+		}
+		if r := h.Health.Ranks; len(r) != 1 || r[0].Node != "vm" || r[0].Steps != 4*3 || !(r[0].Comm > 0) || r[0].Compute != 0 {
+			t.Errorf("health ranks %+v: want rank 0 on vm, 12 timed operations, their time as comm", r)
+		}
+		back, err := ReadResults(&out, "output")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(results, back); diff != "" {
+			t.Errorf("output read back (-returned +read):\n%s", diff)
+		}
 	}
 }

@@ -27,6 +27,8 @@ type backendRow struct {
 	once bool
 	// setup adapts the process once the backend runs (cmd's initComm).
 	setup func(getenv topology.Getenv)
+	// idleWait: a call waiting for its peers takes no CPU (IdleWait).
+	idleWait bool
 }
 
 var backends = []backendRow{
@@ -44,7 +46,7 @@ var backends = []backendRow{
 		kind: CCL, lib: cclLibrary(), notBuilt: ErrNoCCL,
 		open: openCCL, setup: mpi.SetupProcess,
 	},
-	{kind: TCP, lib: "go", open: openTCP, selfAtOne: true},
+	{kind: TCP, lib: "go", open: openTCP, selfAtOne: true, idleWait: true},
 }
 
 func cclLibrary() string {
@@ -105,6 +107,17 @@ func Library(name string) string {
 		return r.lib
 	}
 	return ""
+}
+
+// IdleWait reports whether a call of the backend named name (a Comm's
+// Backend()) waits for its peers without taking a CPU: tcp's goroutine
+// parks in the netpoller, while MPI's and oneCCL's progress engines poll
+// on the calling (or worker) thread. Only then does a collective made
+// beside compute (the trainer's gradient buckets) cost the compute nothing
+// while it waits for the other ranks.
+func IdleWait(name string) bool {
+	r := rowNamed(name)
+	return r != nil && r.idleWait
 }
 
 // SetupProcess adapts the whole process to the backend c runs on, where

@@ -19,9 +19,13 @@ import (
 // (the checkpoint directory's room is the trainer's to check, once
 // locked). It decides rank 0's --metrics (stdout and stderr are this
 // process's, which --metrics may name) and names the job in the
-// checkpoint directory's lock.
+// checkpoint directory's lock. Unpinned ranks share the node's CPUs among
+// their BLAS threads (shareNode).
 func (s *Setup) Check(topo topology.Topology, stdout, stderr io.Writer) error {
 	c := s.Config
+	if err := s.shareNode(topo); err != nil {
+		return err
+	}
 	if dir := c.CheckpointDir; dir != "" {
 		if fi, err := os.Stat(dir); err == nil && !fi.IsDir() {
 			return invalid("invalid --checkpoint-dir %q: is %s, not a directory", dir, cmp.Or(outfile.KindOf(fi.Mode()), "a file"))

@@ -14,19 +14,24 @@
 // An error that is the user's to fix (a flag, the data, a path) is
 // errors.Is(err, ErrInvalid); the trainer's own error types pass through.
 // The package changes no process-wide state: signals are the caller's,
-// which hands in their stop request.
+// which hands in their stop request. The one exception is --blas openblas:
+// OpenBLAS has only a process-wide thread count, which Setup sets to the
+// rank's (gemm.Open).
 package job
 
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/batchkit/batchkit/envsetup"
 	"github.com/batchkit/batchkit/internal/closed"
 	"github.com/batchkit/batchkit/trainer"
 	"github.com/batchkit/batchkit/trainer/collective"
+	"github.com/batchkit/batchkit/trainer/gemm"
 )
 
 // Config is a run of batchkit train as its flags give it, before any check.
@@ -40,15 +45,21 @@ type Config struct {
 	CheckpointDir             string
 	CheckpointEvery           int
 	CheckEvery                int
+	BucketMB                  string // gradient bucket size in MiB, 0: one allreduce after the backward pass; "auto": AutoBucketMB
 	Metrics                   string // JSON lines, one per epoch; "-" for stdout
 	Plot                      string // .png, .svg or .pdf
 	Force                     bool   // Metrics and Plot may replace a file
 	Format                    string // text or json
+	Report                    bool   // end with the health report (trainer/health)
+	// BLAS is the GEMM library (gemm.Names: auto, the best built in).
+	BLAS string
+	// Getenv reads OMP_NUM_THREADS, the BLAS's thread count (nil: os.Getenv).
+	Getenv func(string) string
 }
 
 // Defaults are the values of the flags not given.
 var Defaults = Config{Epochs: 20, BatchSize: 32, LR: 0.05, Momentum: 0.9, WeightDecay: 1e-4, Seed: 1,
-	Hidden: "64", Backend: string(collective.Auto), CheckpointEvery: 100, CheckEvery: 100, Format: "text"}
+	Hidden: "64", Backend: string(collective.Auto), CheckpointEvery: 100, CheckEvery: 100, BucketMB: "auto", Format: "text", BLAS: gemm.Auto}
 
 // Formats are --format's values: text for people, json one summary
 // object (shell completion offers them).
@@ -77,7 +88,13 @@ type Setup struct {
 	TrainSet    *trainer.Dataset
 	TestSet     *trainer.Dataset
 	Sizes       []int        // the model's layer sizes
+	bucketAuto  bool         // --bucket-mb auto: Run sets Train.BucketBytes by the backend
+	Node        string       // this rank's node in the health report (health.NodeName)
 	metricsFile *metricsFile // rank 0's --metrics (Check), nil without
+	// gemmThreadsFrom: where Train.Gemm's thread count came from.
+	gemmThreadsFrom string
+	// readCPUs reads this process's CPUs for shareNode (nil: envsetup.ReadCPUs("/")).
+	readCPUs func() (envsetup.CPUSet, error)
 }
 
 // Setup checks c and reads the data: an error is one line naming the
@@ -105,11 +122,20 @@ func (c Config) Setup() (*Setup, error) {
 			return nil, invalid("invalid --%s %v: %v", h.name, h.v, err)
 		}
 	}
+	mb, err := parseBucketMB(c.BucketMB)
+	if err != nil {
+		return nil, err
+	}
+	s.bucketAuto = c.BucketMB == "auto"
 	s.Train = trainer.Config{Hidden: hidden, Epochs: c.Epochs, BatchSize: c.BatchSize,
 		LR: hyper[0], Momentum: hyper[1], WeightDecay: hyper[2],
-		Seed: c.Seed, CheckEvery: c.CheckEvery, CheckpointDir: c.CheckpointDir, CheckpointEvery: c.CheckpointEvery}
+		Seed: c.Seed, CheckEvery: c.CheckEvery, CheckpointDir: c.CheckpointDir, CheckpointEvery: c.CheckpointEvery,
+		BucketBytes: bucketBytes(mb)}
 	if err := s.Train.Validate(); err != nil {
 		return nil, invalid("invalid flags: %v", err)
+	}
+	if s.Train.Gemm, s.gemmThreadsFrom, err = openGemm(c.BLAS, c.Getenv); err != nil {
+		return nil, err
 	}
 	var d *trainer.Dataset
 	if c.Data != "" {
@@ -131,6 +157,41 @@ func (c Config) Setup() (*Setup, error) {
 	s.Sizes = m.Sizes
 	return s, nil
 }
+
+// AutoBucketMB is --bucket-mb auto on a backend whose calls wait without
+// a CPU (collective.IdleWait: tcp): DDP's first bucket. On the others
+// (mpi, ccl) auto is 0: their progress engines poll, and a call waiting
+// beside the backward pass took the CPU its compute needed (on this
+// project's 2-core machine, 2 ranks at GOMAXPROCS=1: docs/performance.md).
+const AutoBucketMB = 1
+
+// parseBucketMB reads --bucket-mb: "auto" (AutoBucketMB or 0, by backend:
+// Run), or a size in MiB >= 0.
+func parseBucketMB(v string) (float64, error) {
+	if v == "auto" {
+		return 0, nil
+	}
+	mb, err := strconv.ParseFloat(v, 64)
+	if err != nil || !(mb >= 0) || math.IsInf(mb, 0) {
+		return 0, invalid("invalid --bucket-mb %q: want auto or a size in MiB >= 0 (0: one allreduce after the backward pass)", v)
+	}
+	return mb, nil
+}
+
+// bucketBytesOn is the bucket size of a run on backend (a Comm's
+// Backend()): --bucket-mb's, or auto's for that backend.
+func (s *Setup) bucketBytesOn(backend string) int {
+	switch {
+	case !s.bucketAuto:
+		return s.Train.BucketBytes
+	case collective.IdleWait(backend):
+		return bucketBytes(AutoBucketMB)
+	}
+	return 0
+}
+
+// bucketBytes is mb MiB in bytes; above 1 TiB every model is one bucket.
+func bucketBytes(mb float64) int { return int(math.Ceil(min(mb, 1<<20) * (1 << 20))) }
 
 // parseHidden reads "64" or "512,512"; "" is no hidden layer.
 func parseHidden(s string) ([]int, error) {

@@ -35,8 +35,13 @@ func TestSetupRefuses(t *testing.T) {
 		{"epochs", with(func(c *Config) { c.Epochs = 0 }), "invalid flags: epochs 0: want at least 1"},
 		{"lr float32 cannot hold", with(func(c *Config) { c.LR = 1e-50 }), "invalid --lr 1e-50: too small for the float32 the training computes in"},
 		{"weight decay float32 cannot hold", with(func(c *Config) { c.WeightDecay = 1e39 }), "invalid --weight-decay 1e+39: too large for the float32 the training computes in"},
+		{"negative bucket", with(func(c *Config) { c.BucketMB = "-1" }), `invalid --bucket-mb "-1": want auto or a size in MiB >= 0 (0: one allreduce after the backward pass)`},
+		{"NaN bucket", with(func(c *Config) { c.BucketMB = "NaN" }), `invalid --bucket-mb "NaN": `},
+		{"bucket with a unit", with(func(c *Config) { c.BucketMB = "25MB" }), `invalid --bucket-mb "25MB": `},
 		{"no data file", with(func(c *Config) { c.Data = filepath.Join(dir, "none.csv") }), "none.csv"},
 		{"too little data", with(func(c *Config) { c.Data = oneRow }), "invalid --data " + oneRow + ": "},
+		{"blas", with(func(c *Config) { c.BLAS = "atlas" }), `invalid --blas "atlas": want one of auto, mkl, openblas, gonum`},
+		{"OMP_NUM_THREADS", with(func(c *Config) { c.Getenv = ompThreads("0") }), `OMP_NUM_THREADS="0" is not a thread count: want a positive integer`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := tc.cfg.Setup()
@@ -104,5 +109,110 @@ func TestRun(t *testing.T) {
 	}
 	if diff := cmp.Diff([]metricsKey{{run, 1}, {run, 2}}, got); diff != "" {
 		t.Errorf("metrics lines (-want +got):\n%s", diff)
+	}
+}
+
+// runWorld runs cfg on n in-process ranks (rank r on node nodes[r]) and
+// returns their stdout.
+func runWorld(t *testing.T, cfg Config, nodes []string) []string {
+	t.Helper()
+	n := len(nodes)
+	w := trainer.NewLocalWorld(n)
+	outs, errs := make([]bytes.Buffer, n), make([]bytes.Buffer, n)
+	runErr := make([]error, n)
+	var wg sync.WaitGroup
+	for r := range n {
+		s, err := cfg.Setup()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Check(topology.Topology{Rank: r, WorldSize: n}, &outs[r], &errs[r]); err != nil {
+			t.Fatal(err)
+		}
+		s.Node = nodes[r]
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			runErr[r] = Run(w.Comms[r], "local", s, Output{Stdout: &outs[r], Stderr: &errs[r]}, func() trainer.StopReason { return trainer.NoStop })
+			if runErr[r] != nil {
+				w.Abort()
+			}
+		}()
+	}
+	wg.Wait()
+	var got []string
+	for r, err := range runErr {
+		if err != nil {
+			t.Fatalf("rank %d: %v", r, err)
+		}
+		got = append(got, outs[r].String())
+	}
+	return got
+}
+
+// --report: the summary object has the health report, a row per rank and
+// per node with every step timed and each rank's link measured; the text
+// ends with it.
+func TestRunReport(t *testing.T) {
+	cfg := Defaults
+	cfg.Epochs, cfg.Format, cfg.Report = 1, "json", true
+	outs := runWorld(t, cfg, []string{"node1", "node2", "node2"})
+	var sum Summary
+	if err := json.Unmarshal([]byte(outs[0]), &sum); err != nil {
+		t.Fatalf("rank 0's output %q: %v", outs[0], err)
+	}
+	h := sum.Health
+	if h == nil || len(h.Ranks) != 3 || len(h.Nodes) != 2 {
+		t.Fatalf("health %+v: want 3 ranks on 2 nodes", h)
+	}
+	for r, x := range h.Ranks {
+		if x.Rank != r || x.Steps != sum.Steps || !(x.Compute > 0) || !(x.Comm > 0) || !(x.LinkGBs > 0) {
+			t.Errorf("rank row %+v: want rank %d, %d steps, compute, comm and link measured", x, r, sum.Steps)
+		}
+	}
+	if diff := cmp.Diff([]int{1, 2}, h.Nodes[1].Ranks); diff != "" || h.Nodes[1].Node != "node2" {
+		t.Errorf("node rows %+v: want node2 with ranks 1, 2", h.Nodes)
+	}
+	if outs[1] != "" || outs[2] != "" {
+		t.Errorf("ranks 1, 2 printed %q: want nothing", outs[1:])
+	}
+
+	cfg.Format = "text"
+	text := runWorld(t, cfg, []string{"vm", "vm"})[0]
+	if !strings.Contains(text, "\nhealth: per rank, seconds over ") || strings.Contains(text, "per node") {
+		t.Errorf("text output %q: want the per-rank table and no node table (one node)", text)
+	}
+
+	cfg.Report = false
+	if text := runWorld(t, cfg, []string{"vm", "vm"})[0]; strings.Contains(text, "health") {
+		t.Errorf("without --report: %q", text)
+	}
+}
+
+func TestBucketBytesOn(t *testing.T) {
+	for _, tc := range []struct {
+		flag, backend string
+		want          int
+	}{
+		{"auto", "tcp", 1 << 20},
+		{"auto", "mpi", 0},
+		{"auto", "ccl", 0},
+		{"auto", "self", 0},
+		{"0", "tcp", 0},
+		{"2", "mpi", 2 << 20},
+		{"0.5", "ccl", 1 << 19},
+		{"0.000001", "tcp", 2}, // never 0 bytes: that would turn the buckets off
+	} {
+		t.Run(tc.flag+" on "+tc.backend, func(t *testing.T) {
+			c := Defaults
+			c.BucketMB = tc.flag
+			s, err := c.Setup()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := s.bucketBytesOn(tc.backend); got != tc.want {
+				t.Errorf("bucket bytes %d, want %d", got, tc.want)
+			}
+		})
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/schollz/progressbar/v3"
 
 	"github.com/batchkit/batchkit/trainer"
+	"github.com/batchkit/batchkit/trainer/health"
 )
 
 // report is rank 0's output: progress, epoch lines, metrics, summary.
@@ -26,6 +27,7 @@ type report struct {
 	hist        History
 	resumedFrom int
 	epochs      int
+	health      *health.Report // --report's, collected before the summary
 }
 
 func (r *report) start(st trainer.Start) error {
@@ -34,6 +36,7 @@ func (r *report) start(st trainer.Start) error {
 	fmt.Fprintf(r.log, "train: MLP %s (%d parameters) on %s: %d train / %d test rows; %d rank(s) over %s, batch %d per rank, %d steps per epoch\n",
 		joinInts(m.Sizes, "-"), m.NumParams(), r.setup.DataName, r.setup.TrainSet.Rows(), r.setup.TestSet.Rows(),
 		r.world, r.backend, r.setup.Train.BatchSize, st.StepsPerEpoch)
+	fmt.Fprintf(r.log, "train: %s\n", r.setup.GemmLine())
 	if st.ResumedFrom > 0 {
 		fmt.Fprintf(r.log, "train: %s\n", trainer.ResumeLine(st, r.epochs))
 	} else if dir := r.setup.Train.CheckpointDir; dir != "" {
@@ -79,6 +82,10 @@ type epochLine struct {
 	TestLoss         float64 `json:"test_loss"`
 	SamplesPerSecond float64 `json:"samples_per_second"`
 	Elapsed          float64 `json:"elapsed"`
+	// This rank's gradient allreduces in the epoch's steps: their time,
+	// and the part the steps waited for after the backward pass.
+	CommSeconds        float64 `json:"comm_s"`
+	CommExposedSeconds float64 `json:"comm_exposed_s"`
 }
 
 func (r *report) epoch(e trainer.EpochInfo) error {
@@ -92,7 +99,8 @@ func (r *report) epoch(e trainer.EpochInfo) error {
 		return nil
 	}
 	b, err := json.Marshal(epochLine{Run: r.setup.metricsFile.run, Epoch: e.Epoch, Step: e.GlobalStep, Loss: e.Loss, TrainAcc: e.TrainAcc,
-		TestAcc: e.TestAcc, TestLoss: e.TestLoss, SamplesPerSecond: e.SamplesPerSecond, Elapsed: e.Elapsed.Seconds()})
+		TestAcc: e.TestAcc, TestLoss: e.TestLoss, SamplesPerSecond: e.SamplesPerSecond, Elapsed: e.Elapsed.Seconds(),
+		CommSeconds: e.Comm.Total.Seconds(), CommExposedSeconds: e.Comm.Exposed.Seconds()})
 	if err == nil {
 		_, err = r.metrics.Write(append(b, '\n'))
 	}
@@ -130,14 +138,18 @@ type Summary struct {
 	ElapsedSeconds   float64             `json:"elapsed_seconds"`
 	Model            []int               `json:"model"`
 	Parameters       int                 `json:"parameters"`
+	BLAS             string              `json:"blas"`         // the GEMM library (gemm)
+	BLASThreads      int                 `json:"blas_threads"` // its threads a call
 	Plot             string              `json:"plot,omitempty"`
 	Diverged         *trainer.Divergence `json:"diverged,omitempty"`
+	Health           *health.Report      `json:"health,omitempty"` // --report
 }
 
 func (r *report) summary(res trainer.Result, elapsed time.Duration, plot string) error {
 	s := Summary{Epochs: res.Epochs, Steps: res.Steps,
 		WorldSize: r.world, Backend: r.backend, SamplesPerSecond: res.SamplesPerSecond, ResumedFromStep: res.ResumedFrom,
-		ElapsedSeconds: elapsed.Seconds(), Model: res.Model.Sizes, Parameters: res.Model.NumParams(), Plot: plot, Diverged: res.Diverged}
+		ElapsedSeconds: elapsed.Seconds(), Model: res.Model.Sizes, Parameters: res.Model.NumParams(), Plot: plot, Diverged: res.Diverged,
+		BLAS: r.setup.Train.Gemm.Name(), BLASThreads: r.setup.Train.Gemm.Threads(), Health: r.health}
 	if res.Diverged == nil {
 		s.TestAccuracy, s.TestLoss, s.WeightsSHA256 = &res.TestAcc, &res.TestLoss, trainer.WeightsSHA256(res.Params)
 	} else if !r.setup.JSON {
@@ -155,6 +167,9 @@ func (r *report) summary(res trainer.Result, elapsed time.Duration, plot string)
 		res.TestAcc, res.TestLoss, s.Epochs, s.Steps, s.WorldSize, s.ElapsedSeconds, s.SamplesPerSecond, s.WeightsSHA256)
 	if plot != "" {
 		fmt.Fprintf(r.out, "plot: %s\n", plot)
+	}
+	if r.health != nil {
+		return r.health.WriteText(r.out)
 	}
 	return nil
 }

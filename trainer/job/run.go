@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/batchkit/batchkit/trainer"
+	"github.com/batchkit/batchkit/trainer/health"
 )
 
 // Output is where rank 0 reports: the summary and epoch lines on Stdout
@@ -26,6 +27,7 @@ type Output struct {
 func Run(comm trainer.Comm, backend string, s *Setup, out Output, stop func() trainer.StopReason) error {
 	cfg := s.Train
 	cfg.Stop = stop
+	cfg.BucketBytes = s.bucketBytesOn(backend)
 	rep := &report{setup: s, out: out.Stdout, log: out.Stdout, backend: backend, world: comm.Size(),
 		bar: out.Terminal && !s.JSON}
 	if s.JSON {
@@ -39,7 +41,11 @@ func Run(comm trainer.Comm, backend string, s *Setup, out Output, stop func() tr
 		cfg.OnEnd = func(res trainer.Result) error { return rep.summary(res, time.Since(begin), s.Config.Plot) }
 		cfg.Warn = func(err error) { fmt.Fprintf(out.Stderr, "batchkit: warning: %v\n", err) }
 	}
-	_, err := trainer.Train(comm, s.TrainSet, s.TestSet, cfg)
+	var c trainer.Comm = comm
+	if s.Config.Report {
+		c = withHealth(comm, s.Node, &cfg, rep)
+	}
+	_, err := trainer.Train(c, s.TrainSet, s.TestSet, cfg)
 	if cerr := rep.close(); err == nil {
 		err = cerr
 	}
@@ -55,4 +61,34 @@ func Run(comm trainer.Comm, backend string, s *Setup, out Output, stop func() tr
 		}
 	}
 	return err
+}
+
+// withHealth times every step of cfg's run on a health.Probe of comm (the
+// Comm to train on, returned) and, at the end on every rank, collects the
+// health report into rep before rank 0's summary, which prints it.
+func withHealth(comm trainer.Comm, node string, cfg *trainer.Config, rep *report) trainer.Comm {
+	p := health.NewProbe(comm, nil)
+	onStep, onEnd := cfg.OnStep, cfg.OnEnd
+	cfg.OnStepBegin = p.StepBegin
+	cfg.OnStep = func(si trainer.StepInfo) error {
+		p.StepEnd(si.Exposed)
+		if onStep != nil {
+			return onStep(si)
+		}
+		return nil
+	}
+	cfg.OnEnd = func(res trainer.Result) error {
+		s := p.Sample()
+		s.Node = node
+		h, err := health.Collect(comm, s)
+		if err != nil {
+			return err
+		}
+		rep.health = &h
+		if onEnd != nil {
+			return onEnd(res)
+		}
+		return nil
+	}
+	return p
 }

@@ -3,13 +3,17 @@
 
 Trains the MLP `batchkit train` trains, on the same data with the same
 hyperparameters, the way a PyTorch user would: DistributedDataParallel over
-gloo on CPU, torch.optim.SGD, DistributedSampler. Written for Debian's
-/usr/bin/python3 with python3-torch (PyTorch 1.13). Start it with torchrun:
+gloo on CPU, torch.optim.SGD, DistributedSampler. Runs on the current
+PyTorch of torch-venv.sh (its MKL and oneDNN CPU kernels) and on Debian's
+/usr/bin/python3 with python3-torch (PyTorch 1.13, the netlib reference
+BLAS). Start it with that python's torchrun:
 
-    torchrun --standalone --redirects 1 --tee 1 --nproc_per_node 2 \\
+    /opt/batchkit/torch/bin/torchrun --standalone --nproc_per_node 2 \\
         trainer/bench/reference/torch_train.py --metrics torch.jsonl
+    torchrun --standalone --redirects 1 --tee 1 --nproc_per_node 2 \\
+        trainer/bench/reference/torch_train.py --metrics torch113.jsonl
 
-(--redirects 1 --tee 1 work around torchrun's enum bug on Python 3.11.)
+(--redirects 1 --tee 1 work around torchrun 1.13's enum bug on Python 3.11.)
 
 Rank 0 writes one JSON line per epoch to --metrics (and stdout), with the
 keys of `batchkit train --metrics`: epoch, step, loss, train_acc, test_acc,
@@ -190,6 +194,7 @@ def main():
           "torch": torch.__version__})
     if out:
         out.close()
+    dist.barrier()  # leave together: gloo's teardown can abort a rank whose peer is already gone
     dist.destroy_process_group()
 
 

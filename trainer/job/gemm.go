@@ -1,0 +1,76 @@
+package job
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"slices"
+	"strings"
+
+	"github.com/batchkit/batchkit/envsetup"
+	"github.com/batchkit/batchkit/topology"
+	"github.com/batchkit/batchkit/trainer/gemm"
+)
+
+// openGemm opens --blas with the rank's thread count (gemm.Threads: the
+// pinning's OMP_NUM_THREADS, else the CPUs GOMAXPROCS says the rank has).
+// A name this binary lacks, or a bad OMP_NUM_THREADS, is the user's to fix.
+func openGemm(name string, getenv func(string) string) (gemm.Impl, string, error) {
+	if !slices.Contains(gemm.Names(), name) {
+		return nil, "", invalid("invalid --blas %q: want one of %s", name, strings.Join(gemm.Names(), ", "))
+	}
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	threads, from, err := gemm.Threads(getenv, runtime.GOMAXPROCS(0))
+	if err != nil {
+		return nil, "", invalid("%v", err)
+	}
+	g, err := gemm.Open(name, threads)
+	if errors.Is(err, gemm.ErrNotBuilt) {
+		return nil, "", invalid("invalid --blas %s: %v", name, err)
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	return g, from, nil
+}
+
+// shareNode divides the node's CPUs among its local ranks when the count
+// came from the rank's CPUs and its mask is the whole node (nothing bound
+// it: batchkit run without exec --pin), as envsetup's pinning divides a
+// shared mask; otherwise every unpinned rank would run a thread per CPU of
+// the node. A mask narrower than the node is the rank's own: kept. An
+// unreadable mask keeps the count too.
+func (s *Setup) shareNode(topo topology.Topology) error {
+	if s.gemmThreadsFrom != gemm.FromCPUs || topo.LocalWorldSize <= 1 {
+		return nil
+	}
+	read := s.readCPUs
+	if read == nil {
+		read = func() (envsetup.CPUSet, error) { return envsetup.ReadCPUs("/") }
+	}
+	cpus, err := read()
+	if err != nil || len(cpus.Allowed) < cpus.Online {
+		return nil
+	}
+	n := max(1, len(cpus.Allowed)/topo.LocalWorldSize)
+	if n >= s.Train.Gemm.Threads() {
+		return nil
+	}
+	g, err := gemm.Open(s.Train.Gemm.Name(), n)
+	if err != nil {
+		return err
+	}
+	s.Train.Gemm = g
+	s.gemmThreadsFrom = fmt.Sprintf("the node's %d CPUs / %d local ranks", cpus.Online, topo.LocalWorldSize)
+	return nil
+}
+
+// GemmLine says which GEMM the run multiplies with and on how many
+// threads, and where that count came from.
+func (s *Setup) GemmLine() string {
+	g := s.Train.Gemm
+	return fmt.Sprintf("GEMM %s, %d thread(s) (%s)", g.Name(), g.Threads(), s.gemmThreadsFrom)
+}

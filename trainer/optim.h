@@ -1,0 +1,11 @@
+/* The SGD update of optim.go's sgdGo, in C for cgo builds (optim_cgo.go). */
+#ifndef BK_OPTIM_H
+#define BK_OPTIM_H
+#include <stddef.h>
+
+/* For i < n: d = g + weight_decay*p; buf = momentum*buf + d; p -= lr*buf,
+ * each operation rounded to float on its own, as Go does (no fused
+ * multiply-add: the file is compiled with fp-contract off). Cannot fail. */
+void bk_sgd_step(float *p, const float *g, float *buf, size_t n, float lr, float momentum, float weight_decay);
+
+#endif

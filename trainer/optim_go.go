@@ -1,0 +1,8 @@
+//go:build !openblas && !mkl
+
+package trainer
+
+// sgdStep is the SGD update: Go in a build without cgo BLAS.
+func sgdStep(p, g, buf []float32, lr, momentum, weightDecay float32) {
+	sgdGo(p, g, buf, lr, momentum, weightDecay)
+}
