@@ -17,8 +17,10 @@
 # whose order swaps every round, and the second C series is compared with
 # the first as an A/A control: the two are the same program, so their ratio
 # shows how far this run's measurement can be trusted at each size.
-# The oneCCL backend (bin/batchkit-ccl, make build-ccl) against the same
-# allreduce made straight on oneCCL's C++ API
+# Intel MPI the same way (C reference and Go backend built against the
+# wheel's mpi.h and libmpi, make build-mpi MPI=intel, under the wheel's
+# mpiexec.hydra), and the oneCCL backend (bin/batchkit-ccl, make build-ccl)
+# against the same allreduce made straight on oneCCL's C++ API
 # (trainer/bench/reference/ccl_bench.cpp, meeting through a KVS address file),
 # with the same A/A control, CCL_ROUNDS times (default MPI_ROUNDS), when the
 # Intel stack of `make intel-stack` is at BATCHKIT_INTEL_PREFIX; without it
@@ -29,7 +31,10 @@
 # calls looped in C on the backend's worker thread, the same calls through
 # the Go API, and C again, reported as medians with 95 % confidence
 # intervals; its own A/A column is the first C window against the second.
-# Each MPI gets OVERHEAD_LAUNCHES such launches, their rounds pooled.
+# Each MPI gets OVERHEAD_LAUNCHES such launches, their rounds pooled. The
+# oneCCL backend's in-process measurement (BenchmarkCCLOverhead in
+# trainer/collective/ccl: the C++ reference's loop, the shim's loop, Go, the
+# reference again) gets CCL_OVERHEAD_LAUNCHES launches (default 4).
 # Writes $OUT/*.jsonl, $OUT/summary.txt (the comparison tables) and
 # $OUT/busbw.png (bus bandwidth against size, one line per program).
 set -euo pipefail
@@ -64,13 +69,17 @@ if [ -f "$INTEL/include/oneapi/ccl.hpp" ] && [ -e "$INTEL/lib/libccl.so.1" ] && 
 fi
 CCL_ROUNDS=${CCL_ROUNDS:-$MPI_ROUNDS}
 # Intel MPI: the Go MPI backend built against the wheel (make build-mpi
-# MPI=intel, bin/batchkit-intel) under the wheel's own Hydra, in the side by
-# side table. Its PATH first: the wheel's mpirun script would run whichever
-# mpiexec.hydra comes first.
+# MPI=intel, bin/batchkit-intel) and the C reference, under the wheel's own
+# Hydra, in the rounds and the side by side table. Its PATH first: the
+# wheel's mpirun script would run whichever mpiexec.hydra comes first.
 have_impi=0
 if [ -x "$INTEL/bin/mpiexec.hydra" ] && [ -f "$INTEL/include/mpi.h" ]; then
 	have_impi=1
 	make -s build-mpi MPI=intel
+	# The wheel's own mpicc names a placeholder prefix: the C reference is
+	# built with gcc against the prefix, as the Go backend is.
+	gcc -O2 -I"$INTEL/include" -o "$OUT/mpi_bench_intelmpi" trainer/bench/reference/mpi_bench.c \
+		-L"$INTEL/lib" -Wl,-rpath,"$INTEL/lib" -lmpi
 fi
 impi=(env PATH="$INTEL/bin:$PATH" "$INTEL/bin/mpiexec.hydra" -n "$NP")
 go test -c -tags mpi -o "$OUT/collective_openmpi.test" ./trainer/collective/mpi
@@ -89,18 +98,22 @@ sweep=(--max-bytes "$MAX_BYTES")
 for round in $(seq "$(( ROUNDS > MPI_ROUNDS ? ROUNDS : MPI_ROUNDS > CCL_ROUNDS ? MPI_ROUNDS : CCL_ROUNDS ))"); do
 	echo "bench: round $round" >&2
 	if [ "$round" -le "$MPI_ROUNDS" ]; then
-		for lib in openmpi mpich; do
-			if [ "$lib" = openmpi ]; then launch=("${ompi[@]}"); else launch=("${mpich[@]}"); fi
+		for lib in openmpi mpich intelmpi; do
+			# (Intel MPI's Go program is the mpich build, which names its
+			# library so in its rows: the label says which it ran on.)
+			golabel=()
+			case $lib in
+			openmpi) launch=("${ompi[@]}") gobin=bin/batchkit-openmpi ;;
+			mpich) launch=("${mpich[@]}") gobin=bin/batchkit-mpich ;;
+			intelmpi) [ "$have_impi" = 1 ] || continue; launch=("${impi[@]}") gobin=bin/batchkit-intel golabel=(--label "mpi (Intel MPI)") ;;
+			esac
 			c() { "${launch[@]}" "$OUT/mpi_bench_$lib" "${sweep[@]}" "$@"; }
 			first=c-$lib second=c-$lib-aa
 			if [ $((round % 2)) = 0 ]; then first=c-$lib-aa second=c-$lib; fi
 			c --label "$first" >>"$OUT/$first.jsonl"
-			"${launch[@]}" bin/batchkit-$lib bench --backend mpi --format json "${sweep[@]}" >>"$OUT/go-$lib.jsonl"
+			"${launch[@]}" "$gobin" bench --backend mpi "${golabel[@]}" --format json "${sweep[@]}" >>"$OUT/go-$lib.jsonl"
 			c --label "$second" >>"$OUT/$second.jsonl"
 		done
-		if [ "$have_impi" = 1 ]; then
-			"${impi[@]}" bin/batchkit-intel bench --backend mpi --format json "${sweep[@]}" >>"$OUT/go-intelmpi.jsonl"
-		fi
 	fi
 	if [ "$have_ccl" = 1 ] && [ "$round" -le "$CCL_ROUNDS" ]; then
 		# The reference's ranks meet through a file rank 0 writes the KVS
@@ -167,6 +180,40 @@ for lib in openmpi mpich; do
 		-test.bench '^BenchmarkMPIOverheadPool$' -test.benchtime 1x |
 		grep '^{' >"$OUT/inprocess-$lib.jsonl"
 done
+# The oneCCL backend in one process: CCL_OVERHEAD_LAUNCHES launches of
+# BenchmarkCCLOverhead (one JSON line per size and launch), taking turns
+# with nothing: each launch interleaves its own windows.
+CCL_OVERHEAD_LAUNCHES=${CCL_OVERHEAD_LAUNCHES:-4}
+if [ "$have_ccl" = 1 ]; then
+	CGO_CPPFLAGS="-I$INTEL/include" CGO_LDFLAGS="-L$INTEL/lib -Wl,--disable-new-dtags -Wl,-rpath,$INTEL/lib" \
+		go test -c -tags ccl -o "$OUT/collective_ccl.test" ./trainer/collective/ccl
+	: >"$OUT/inprocess-ccl.jsonl"
+	for n in $(seq "$CCL_OVERHEAD_LAUNCHES"); do
+		echo "bench: in-process Go vs C++ (oneCCL), launch $n of $CCL_OVERHEAD_LAUNCHES" >&2
+		BATCHKIT_CCL_OVERHEAD_SIZES=8,1024,8192,65536,262144,1048576,4194304 \
+			"$BK" run -n "$NP" -- "$OUT/collective_ccl.test" -test.run '^$' -test.bench '^BenchmarkCCLOverhead$' \
+			-test.benchtime 1x | sed 's/^\[0\] //' | grep '^{' >>"$OUT/inprocess-ccl.jsonl"
+	done
+fi
+# ccl_inprocess_table FILE: per size, the launches' medians of each window
+# and the ratios to the reference, with their lowest and highest launch.
+ccl_inprocess_table() {
+	"$PYTHON" -c '
+import json, statistics, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
+print("#       size    ref(us)    go(us)  diff(us)  go/ref [launches]      shim/ref [launches]    A/A ref2/ref [launches]  launches")
+for b in sorted({r["bytes"] for r in rows}):
+    rs = [r for r in rows if r["bytes"] == b]
+    med = lambda k: statistics.median(r[k] for r in rs)
+    rng = lambda k: "%5.3f [%5.3f-%5.3f]" % (statistics.median(r[k][0] for r in rs), min(r[k][0] for r in rs), max(r[k][0] for r in rs))
+    size, unit = b, "B"
+    for u in ("KiB", "MiB"):
+        if size >= 1024 and size % 1024 == 0:
+            size, unit = size // 1024, u
+    print("%9d %-3s %9.2f %9.2f %9.2f  %s  %s  %s  %d" % (size, unit, med("ref_us"), med("go_us"), med("go_us") - med("ref_us"),
+          rng("go_vs_ref"), rng("shim_vs_ref"), rng("ref2_vs_ref"), len(rs)))
+' "$1"
+}
 inprocess_table() {
 	"$PYTHON" -c '
 import json, sys
@@ -193,13 +240,13 @@ import json, os, sys
 out, have_ccl = sys.argv[1], sys.argv[2] == "1"
 cols = [("go-tcp", "tcp"), ("go-tcp-noshm", "tcp noshm"), ("go-openmpi", "Open MPI"), ("go-mpich", "MPICH"),
         ("go-intelmpi", "Intel MPI"), ("go-ccl", "oneCCL"), ("c-openmpi", "C OpenMPI"), ("c-mpich", "C MPICH"),
-        ("c-ccl", "C++ oneCCL"), ("gloo", "gloo")]
+        ("c-intelmpi", "C IntelMPI"), ("c-ccl", "C++ oneCCL"), ("gloo", "gloo")]
 best, notes = {}, []
 for f, name in cols:
     path = os.path.join(out, f + ".jsonl")
     if not os.path.exists(path) or os.path.getsize(path) == 0:
-        if f == "go-intelmpi":
-            notes.append("Intel MPI: not installed: make intel-stack")
+        if f in ("go-intelmpi", "c-intelmpi"):
+            notes.append(name + ": not installed: make intel-stack")
         elif f in ("go-ccl", "c-ccl") and not have_ccl:
             notes.append(name + ": not installed: make intel-stack")
         continue
@@ -251,9 +298,19 @@ compare() {
 	compare "Go MPI backend (MPICH) against C on MPICH" c-mpich go-mpich
 	compare "A/A control: the C reference against itself (Open MPI), run for run beside the Go program" c-openmpi c-openmpi-aa
 	compare "A/A control: the C reference against itself (MPICH)" c-mpich c-mpich-aa
+	if [ "$have_impi" = 1 ]; then
+		compare "Go MPI backend (Intel MPI) against C on Intel MPI" c-intelmpi go-intelmpi
+		compare "A/A control: the C reference against itself (Intel MPI)" c-intelmpi c-intelmpi-aa
+	else
+		echo "# Go MPI backend (Intel MPI) against C on Intel MPI: not installed: make intel-stack"
+		echo
+	fi
 	if [ "$have_ccl" = 1 ]; then
 		compare "Go oneCCL backend against C++ on oneCCL" c-ccl go-ccl
 		compare "A/A control: the C++ oneCCL reference against itself" c-ccl c-ccl-aa
+		echo "# In one process (BenchmarkCCLOverhead), oneCCL: the C++ reference's loop, the shim's, Go's, the reference again"
+		ccl_inprocess_table "$OUT/inprocess-ccl.jsonl"
+		echo
 	else
 		echo "# Go oneCCL backend against C++ on oneCCL: not installed: make intel-stack"
 		echo
@@ -262,7 +319,10 @@ compare() {
 	compare "TCP backend with every link on TCP (BATCHKIT_TCP_SHM=0) against PyTorch gloo" gloo go-tcp-noshm
 	side_by_side
 } | tee "$OUT/summary.txt"
-"$BK" bench --best --force --plot "$OUT/busbw.png" "$OUT"/c-openmpi.jsonl "$OUT"/go-openmpi.jsonl \
-	"$OUT"/c-mpich.jsonl "$OUT"/go-mpich.jsonl "$OUT"/go-tcp.jsonl "$OUT"/go-tcp-noshm.jsonl "$OUT"/gloo.jsonl \
-	$([ "$have_ccl" = 1 ] && echo "$OUT/c-ccl.jsonl $OUT/go-ccl.jsonl")
+plotted=(c-openmpi go-openmpi c-mpich go-mpich go-tcp go-tcp-noshm gloo)
+if [ "$have_impi" = 1 ]; then plotted+=(c-intelmpi go-intelmpi); fi
+if [ "$have_ccl" = 1 ]; then plotted+=(c-ccl go-ccl); fi
+files=()
+for f in "${plotted[@]}"; do files+=("$OUT/$f.jsonl"); done
+"$BK" bench --best --force --plot "$OUT/busbw.png" "${files[@]}"
 echo "bench: wrote $OUT/summary.txt and $OUT/busbw.png" >&2
