@@ -58,6 +58,7 @@ func guideBlocks(t *testing.T, path string) []guideBlock {
 // one guide in one working directory (later blocks use what earlier ones
 // wrote), with batchkit on PATH and a home directory of its own.
 func TestGuides(t *testing.T) {
+	mostlyWaits(t)
 	guides, err := filepath.Glob("../docs/guides/*.md")
 	if err != nil || len(guides) == 0 {
 		t.Fatalf("no guides in docs/guides: %v", err)
@@ -67,6 +68,7 @@ func TestGuides(t *testing.T) {
 			continue // the index
 		}
 		t.Run(filepath.Base(g), func(t *testing.T) {
+			mostlyWaits(t) // the guides side by side
 			blocks := guideBlocks(t, g)
 			if len(blocks) == 0 {
 				t.Fatalf("%s has no ```sh tested block: every guide's commands are tested", g)

@@ -119,6 +119,7 @@ func intelBinaries(t *testing.T) (dir string) {
 // --mpi=pmi2 step through Slurm's PMI-2 library; batchkit train --backend
 // mpi runs under it.
 func TestIntelMPIBackend(t *testing.T) {
+	cpu.enter(t)
 	prefix := needIntel(t)
 	dir := intelBinaries(t)
 	abi := filepath.Join(dir, "batchkit-intel")
@@ -146,13 +147,15 @@ func TestIntelMPIBackend(t *testing.T) {
 		t.Errorf("batchkit version does not name the Intel MPI library it loaded:\n%s", v)
 	}
 	coll, binding := filepath.Join(dir, "collective.test"), filepath.Join(dir, "collective_mpi.test")
+	// Two worlds at a time: their ranks poll the CPU while they wait.
+	twoWorlds := make(gate, 2)
 	for _, n := range []string{"2", "3"} {
 		t.Run("TestWorld mpiexec -n "+n, func(t *testing.T) {
-			t.Parallel()
+			twoWorlds.enter(t)
 			runWorld(t, atoi(n), env, "mpi", []string{mpiexec, "-n", n}, coll)
 		})
 		t.Run("TestMPI mpiexec -n "+n, func(t *testing.T) {
-			t.Parallel()
+			twoWorlds.enter(t)
 			runRanks(t, atoi(n), env, []string{mpiexec, "-n", n}, binding, "TestMPI")
 		})
 	}
@@ -161,12 +164,12 @@ func TestIntelMPIBackend(t *testing.T) {
 		if _, err := os.Stat(intelPMI2); err != nil {
 			requireOrSkip(t, intelPMI2+" is missing (apt-get install libpmi2-0)")
 		}
-		t.Parallel()
+		twoWorlds.enter(t)
 		runWorld(t, 4, intelEnv(os.Environ(), "I_MPI_PMI_LIBRARY="+intelPMI2), "mpi",
 			[]string{"srun", "-N2", "-n4", "--mpi=pmi2", "--time=5"}, coll)
 	})
 	t.Run("batchkit train --backend mpi", func(t *testing.T) {
-		t.Parallel()
+		twoWorlds.enter(t)
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
 		cmd := exec.CommandContext(ctx, abi, "mpirun", "--flavor", "intelmpi", "--mpirun", mpiexec, "-n", "2", "--",
@@ -192,6 +195,7 @@ const intelRankLine = `echo "INTEL rank=$RANK/$WORLD_SIZE local=$LOCAL_RANK node
 // cluster nodes in an allocation (Hydra's Slurm bootstrap); as a batch
 // job; and as an srun --mpi=pmi2 step.
 func TestIntelPipProfile(t *testing.T) {
+	mostlyWaits(t)
 	prefix := needIntel(t)
 	venv := "VIRTUAL_ENV=" + prefix
 	check := func(t *testing.T, out string, n, ppn int) {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -21,6 +22,11 @@ import (
 var bin string
 
 func TestMain(m *testing.M) {
+	flag.Parse()
+	if err := raiseParallel(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
 	dir, err := os.MkdirTemp("", "batchkit-it-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

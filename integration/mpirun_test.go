@@ -80,6 +80,7 @@ func TestMpirunLocal(t *testing.T) {
 // hosts from the allocation: 4 ranks, 2 per node, MASTER_ADDR the first
 // node and MASTER_PORT derived from the job id — for each flavor and srun.
 func TestMpirunInsideSbatch(t *testing.T) {
+	mostlyWaits(t)
 	needCluster(t)
 	needTool(t, "python3")
 	type launch struct {
