@@ -168,7 +168,6 @@ func batchkitMPI(t *testing.T, tag string) string {
 // nodes × 2 ranks: Open MPI's mpirun (the local profile) and MPICH under
 // srun --mpi=pmi2 (what the mpich flavor's srun line uses).
 func TestSbatchBenchMPI(t *testing.T) {
-	mostlyWaits(t)
 	needCluster(t)
 	for _, tc := range []struct {
 		name, tag, tool string

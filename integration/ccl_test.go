@@ -52,7 +52,6 @@ func cclBinary(t *testing.T) string {
 }
 
 func TestCollectiveCCL(t *testing.T) {
-	cpu.enter(t)
 	needIntel(t)
 	coll := collectiveTest(t, "ccl")
 	env := append(localEnv(), "BATCHKIT_TEST_BACKEND=ccl")
@@ -82,7 +81,6 @@ func TestCollectiveCCL(t *testing.T) {
 // TestTrainCCL: the trainer on oneCCL reaches the TCP backend's weights bit
 // for bit; a rank killed mid-training ends the other with a line naming it.
 func TestTrainCCL(t *testing.T) {
-	cpu.enter(t)
 	needIntel(t)
 	b := cclBinary(t)
 	sha := func(backend string) string {

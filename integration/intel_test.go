@@ -119,7 +119,6 @@ func intelBinaries(t *testing.T) (dir string) {
 // --mpi=pmi2 step through Slurm's PMI-2 library; batchkit train --backend
 // mpi runs under it.
 func TestIntelMPIBackend(t *testing.T) {
-	cpu.enter(t)
 	prefix := needIntel(t)
 	dir := intelBinaries(t)
 	abi := filepath.Join(dir, "batchkit-intel")
@@ -195,7 +194,6 @@ const intelRankLine = `echo "INTEL rank=$RANK/$WORLD_SIZE local=$LOCAL_RANK node
 // cluster nodes in an allocation (Hydra's Slurm bootstrap); as a batch
 // job; and as an srun --mpi=pmi2 step.
 func TestIntelPipProfile(t *testing.T) {
-	mostlyWaits(t)
 	prefix := needIntel(t)
 	venv := "VIRTUAL_ENV=" + prefix
 	check := func(t *testing.T, out string, n, ppn int) {

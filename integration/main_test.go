@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"testing"
@@ -33,6 +34,10 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	os.Chmod(dir, 0o755)
+	if err := useFastWait(dir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 	bin = filepath.Join(dir, "batchkit")
 	build := exec.Command("go", "build", "-o", bin, "../cmd/batchkit")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
@@ -43,6 +48,37 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
+}
+
+// useFastWait points the tests' Slurm commands, and the jobs they submit,
+// at a configuration in dir that includes the cluster's and sets
+// MinJobAge=2. sbatch --wait looks at its job 2 s after the submission, 8 s
+// later, then every 32 s (a job of 12 s returned after 42), backing off only
+// while the interval is below MinJobAge/2 as the command reads it; with 2
+// it looks every 2 s. The controller keeps its own MinJobAge, so no job is
+// forgotten sooner. Without a cluster configuration it does nothing.
+func useFastWait(dir string) error {
+	conf := os.Getenv("SLURM_CONF")
+	if conf == "" {
+		conf = "/etc/slurm/slurm.conf"
+	}
+	b, err := os.ReadFile(conf)
+	if err != nil {
+		return nil // no cluster here: its tests skip, or fail saying so
+	}
+	text := "# " + conf + " for the integration tests' Slurm commands (main_test.go)\n" +
+		"Include " + conf + "\nMinJobAge=2\n"
+	// What Slurm's commands look for next to the configuration they read.
+	if plug := filepath.Join(filepath.Dir(conf), "plugstack.conf"); !regexp.MustCompile(`(?im)^\s*PlugStackConfig\s*=`).Match(b) {
+		if _, err := os.Stat(plug); err == nil {
+			text += "PlugStackConfig=" + plug + "\n"
+		}
+	}
+	path := filepath.Join(dir, "slurm.conf")
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		return err
+	}
+	return os.Setenv("SLURM_CONF", path)
 }
 
 // requireOrSkip skips a test whose real dependency is missing, or fails it

@@ -28,11 +28,12 @@ var mpirunFlavors = []struct {
 }
 
 // localEnv is this process's environment without Slurm's variables, so a
-// local run stays local even when the tests run inside a job.
+// local run stays local even when the tests run inside a job. SLURM_CONF,
+// which says no job is there, stays (see useFastWait).
 func localEnv() []string {
 	var env []string
 	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "SLURM_") {
+		if !strings.HasPrefix(kv, "SLURM_") || strings.HasPrefix(kv, "SLURM_CONF=") {
 			env = append(env, kv)
 		}
 	}
