@@ -58,7 +58,7 @@ func guideBlocks(t *testing.T, path string) []guideBlock {
 // one guide in one working directory (later blocks use what earlier ones
 // wrote), with batchkit on PATH and a home directory of its own.
 func TestGuides(t *testing.T) {
-	mostlyWaits(t)
+	cpu.enter(t)
 	guides, err := filepath.Glob("../docs/guides/*.md")
 	if err != nil || len(guides) == 0 {
 		t.Fatalf("no guides in docs/guides: %v", err)
@@ -85,7 +85,9 @@ func TestGuides(t *testing.T) {
 
 func runGuideBlock(t *testing.T, guide string, b guideBlock, dir string, env []string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	// Minutes: a block runs beside other tests, and a cold build cache
+	// makes make build-ccl compile every package.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "bash", "-e", "-o", "pipefail", "-c", b.script)
 	cmd.Dir, cmd.Env = dir, env

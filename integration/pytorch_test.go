@@ -123,7 +123,7 @@ func pythonProfile(t *testing.T) string {
 // mpirun.mpich. The cluster's
 // launches run in parallel.
 func TestPyTorchDDPEveryLauncher(t *testing.T) {
-	mostlyWaits(t)
+	cpu.enter(t)
 	needTorch(t)
 	script := ddpScript(t)
 	ompiFlags := []string{"--allow-run-as-root", "--oversubscribe"}

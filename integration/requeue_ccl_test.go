@@ -21,7 +21,6 @@ var requeueTrainCCL = []string{"--hidden", "512,512", "--batch-size", "8", "--ep
 // mpirun): seen here, Hydra passes SIGUSR1 on to some ranks only, now and
 // then, and exits 255 (docs/intel-wheels.md, "Signals").
 func TestSbatchRequeueCCL(t *testing.T) {
-	mostlyWaits(t)
 	prefix := needIntel(t)
 	needCluster(t)
 	needTool(t, "scontrol")

@@ -68,7 +68,6 @@ var stopHow = map[string][]string{
 // at once, sharing the CPUs (--oversubscribe), the time-limited ones
 // niced: the test takes about as long as a time-limited job.
 func TestSbatchStop(t *testing.T) {
-	mostlyWaits(t)
 	needCluster(t)
 	needTool(t, "scontrol")
 	var cases []*stopCase

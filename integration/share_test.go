@@ -8,22 +8,25 @@ import (
 
 // How the tests share this machine (two cores in CI) and the two-node
 // cluster. go test runs the tests that call t.Parallel side by side, once
-// those that do not have run one by one. Most of these tests wait: for a
-// job to be scheduled and to end (sbatch --wait looks at a running job
-// every 32 s), for ranks that sleep. One at a time they took 14 minutes, the
-// machine idle for most of them. A test says which kind it is in its first
-// line:
+// those that do not have run one by one. Many of these tests mostly wait:
+// for a job to be scheduled and to end, for ranks that sleep. One at a time
+// they took 14 minutes, the cores idle for much of it. A test says which
+// kind it is in its first line:
 //
 //   - mostlyWaits(t): it waits on Slurm jobs, sleeps or other processes
 //     more than it computes, and asserts no duration. It runs alongside
-//     every other test of the two kinds below.
-//   - cpu.enter(t): it keeps the cores busy itself (oversubscribed MPI
-//     worlds, trainings, builds). It runs alongside the tests that wait,
-//     one busy test at a time.
+//     every other parallel test.
+//   - cpu.enter(t): it keeps the cores busy (trainings, PyTorch jobs,
+//     builds, hundreds of shells) and its ranks block while they wait. It
+//     runs alongside the tests that wait, two busy tests at a time.
 //   - neither: it runs alone, before all of those, as every test once did.
-//     A test that asserts how long something took (fail fast within 10 s,
-//     a job that ends within 40 s of its submission, queue included) stays
-//     so: busy neighbours, or a queue full of their jobs, would fail it.
+//     So does a test that asserts how long something took (fail fast
+//     within 10 s, a job that ends within 40 s of its submission, queue
+//     included): busy neighbours, or a queue full of their jobs, would fail
+//     it. So does a world whose ranks poll the CPU while they wait (the
+//     MPI and oneCCL backends): beside other work it took 5 to 10 times as
+//     long. And so does a test that races a signal against a job's few
+//     seconds of training (TestSbatchStop).
 //
 // Subtests run one after another inside their parent, whatever it is; a
 // group of them may run side by side through a gate of their own (enter
@@ -33,8 +36,8 @@ import (
 // A gate lets as many tests through at a time as it has room for.
 type gate chan struct{}
 
-// cpu is the gate of the tests that keep the cores busy.
-var cpu = make(gate, 1)
+// cpu is the gate of the tests that keep the cores busy: one per core.
+var cpu = make(gate, 2)
 
 // enter marks t parallel and waits for room in g, held until t and its
 // subtests are done.
