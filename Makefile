@@ -13,6 +13,7 @@ COMMIT   ?= $(shell git describe --always --dirty --abbrev=40 --exclude='*' 2>/d
 LDFLAGS  := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 GO       ?= go
 FUZZTIME ?= 20s
+FUZZJOBS ?= 2
 
 .PHONY: all build build-mpi build-ccl man install demo bench bench-ab bench-train test vet unit integration fuzz cluster-up cluster-down cluster-status intel-stack clean
 
@@ -152,14 +153,15 @@ unit:
 
 # Every fuzz target, one for each parser of outside input, as PACKAGE:TARGET;
 # each has its corpus in PACKAGE/testdata/fuzz/TARGET. `make test` fuzzes
-# each for a few seconds; `make fuzz FUZZTIME=5m` for longer.
+# each for a few seconds; `make fuzz FUZZTIME=5m` for longer. Two targets
+# run at a time (FUZZJOBS=1 for one, each with every core).
 FUZZ_TARGETS := ./slurm:FuzzExpandHostlist ./slurm:FuzzCompressHostlist ./slurm:FuzzParseTasksPerNode \
 	./mpirun:FuzzParseHostfile ./profile:FuzzParseFile ./profile:FuzzSet ./templates:FuzzSiteTemplate \
 	./trainer/bench:FuzzParseSize ./internal/shquote:FuzzQuote ./detect:FuzzDetect \
 	./internal/printable:FuzzLine
 
 fuzz:
-	@GO=$(GO) FUZZTIME=$(FUZZTIME) scripts/fuzz.sh $(FUZZ_TARGETS)
+	@GO=$(GO) FUZZTIME=$(FUZZTIME) FUZZJOBS=$(FUZZJOBS) scripts/fuzz.sh $(FUZZ_TARGETS)
 
 cluster-up:
 	scripts/local-cluster.sh up
