@@ -97,8 +97,10 @@ func runRanks(t *testing.T, n int, env, launcher []string, testBin, test string)
 	return out.String()
 }
 
+// TestCollectiveTCP runs alone: under plain Hydra (no job id) its rank 0
+// listens on torchrun's default port, 29500, which a guide's torchrun
+// takes too.
 func TestCollectiveTCP(t *testing.T) {
-	cpu.enter(t)
 	if testing.Short() {
 		t.Skip("runs real launchers")
 	}

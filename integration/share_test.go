@@ -26,7 +26,9 @@ import (
 //     it. So does a world whose ranks poll the CPU while they wait (the
 //     MPI and oneCCL backends): beside other work it took 5 to 10 times as
 //     long. And so does a test that races a signal against a job's few
-//     seconds of training (TestSbatchStop).
+//     seconds of training (TestSbatchStop), or listens on a fixed port
+//     that another test may take (torchrun's default, 29500, which plain
+//     Hydra's ranks get).
 //
 // Subtests run one after another inside their parent, whatever it is; a
 // group of them may run side by side through a gate of their own (enter
