@@ -159,7 +159,7 @@ func TestIntelMPIBackend(t *testing.T) {
 		})
 	}
 	// 3 ranks on 2 nodes: an odd world, nodes of 2 ranks and of 1 (4 ranks
-	// polling two cores took 40 s, 3 about half that).
+	// polling two cores took 40 s here, 3 took 30).
 	t.Run("TestWorld srun --mpi=pmi2 -N2 -n3", func(t *testing.T) {
 		needCluster(t)
 		if _, err := os.Stat(intelPMI2); err != nil {

@@ -10,8 +10,8 @@ import (
 // cluster. go test runs the tests that call t.Parallel side by side, once
 // those that do not have run one by one. Many of these tests mostly wait:
 // for a job to be scheduled and to end, for ranks that sleep. One at a time
-// they took 14 minutes, the cores idle for much of it. A test says which
-// kind it is in its first line:
+// they took 14 minutes in CI, the cores idle for much of it. A test says
+// which kind it is in its first line:
 //
 //   - mostlyWaits(t): it waits on Slurm jobs, sleeps or other processes
 //     more than it computes, and asserts no duration. It runs alongside
