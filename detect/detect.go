@@ -87,7 +87,7 @@ func detect(getenv topology.Getenv, opts Options) (topology.Topology, error) {
 		return topology.Topology{}, err
 	}
 	if l.nests {
-		if err := checkOuter(getenv, p); err != nil {
+		if p, err = checkOuter(getenv, p); err != nil {
 			return topology.Topology{}, err
 		}
 	}
@@ -138,35 +138,47 @@ const staleHint = "torchrun variables left from an outer job? unset RANK WORLD_S
 // that is consistent: a run id says a real torchrun or batchkit run set
 // them, both agree (batchkit exec under srun or mpirun sets both), or
 // torchrun's world is larger (each outer task spawned its own workers).
-func checkOuter(getenv topology.Getenv, p partial) error {
+//
+// When both agree the torchrun variables only restate the outer launch, so
+// p gets its job and step id: the contract has no variable for them, and
+// the next batchkit (train under batchkit exec) derives its job token and
+// port from them as the outer launch's ranks do (PMIX_NAMESPACE under
+// Open MPI, PMI_KVSNAME under Hydra, the srun step).
+func checkOuter(getenv topology.Getenv, p partial) (partial, error) {
 	// torchrun and batchkit run set a run id: their variables are a real
 	// inner launcher's (one per node under srun or mpirun, say, where its
 	// ranks need not match the outer ones), not an outer job's leftovers.
 	if getenv(envvars.RunID) != "" {
-		return nil
+		return p, nil
 	}
-	outer, rank, size, ok, err := outerLayer(getenv)
+	outer, ok, err := outerLayer(getenv)
 	if err != nil || !ok {
-		return err
+		return p, err
 	}
+	rank, size := outer.rank, outer.size
 	if size.N < 1 {
-		return &topology.VarError{Var: size.Var, Value: size.Raw, Msg: "a size must be at least 1"}
+		return p, &topology.VarError{Var: size.Var, Value: size.Raw, Msg: "a size must be at least 1"}
 	}
-	if (rank.N == p.rank.N && size.N == p.size.N) || p.size.N > size.N {
-		return nil
+	switch {
+	case rank.N == p.rank.N && size.N == p.size.N:
+		p.jobID, p.stepID = outer.jobID, outer.stepID
+		return p, nil
+	case p.size.N > size.N:
+		return p, nil
 	}
-	return &topology.LayerConflictError{Inner: topology.Torchrun, Outer: outer,
+	return p, &topology.LayerConflictError{Inner: topology.Torchrun, Outer: outer.launcher,
 		InnerRank: p.rank, InnerSize: p.size, OuterRank: rank, OuterSize: size, Resolution: staleHint}
 }
 
-// outerLayer returns the rank and world size of the launcher under the
-// torchrun layer: the next row that matches, by the same rules as detect
-// (srun --mpi=pmi2/pmix is Slurm). ok is false when it does not give both;
-// a layer without ranks (the batch script, nothing) gives neither.
-func outerLayer(getenv topology.Getenv) (l topology.Launcher, rank, size topology.Value, ok bool, err error) {
+// outerLayer returns what the launcher under the torchrun layer says: the
+// next row that matches, by the same rules as detect (srun
+// --mpi=pmi2/pmix is Slurm). ok is false when it does not give both a rank
+// and a world size; a layer without ranks (the batch script, nothing)
+// gives neither.
+func outerLayer(getenv topology.Getenv) (partial, bool, error) {
 	o := match(getenv, below(topology.Torchrun))
 	if o.rank == nil {
-		return o.launcher, rank, size, false, nil
+		return partial{launcher: o.launcher}, false, nil
 	}
 	p, err := readCounts(getenv, o) // checked even when srun stands behind them
 	if err == nil && srunPMI(getenv, o) {
@@ -174,9 +186,9 @@ func outerLayer(getenv topology.Getenv) (l topology.Launcher, rank, size topolog
 		p, err = readCounts(getenv, o)
 	}
 	if err != nil {
-		return o.launcher, rank, size, false, err
+		return partial{launcher: o.launcher}, false, err
 	}
-	return o.launcher, p.rank, p.size, p.rank.Set() && p.size.Set(), nil
+	return p, p.rank.Set() && p.size.Set(), nil
 }
 
 // slurmWithPMI handles srun --mpi=pmi2/pmix (srunPMI): Slurm is the

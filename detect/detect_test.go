@@ -650,3 +650,54 @@ func TestSmallValuesNeverPanic(t *testing.T) {
 		}
 	}
 }
+
+// batchkit exec exports the torchrun contract over its launcher's
+// variables; the next batchkit (train under exec) reads the torchrun layer,
+// which has no job id of its own. Where it restates the launcher it keeps
+// the launcher's job and step id, which its job token and port derive from
+// (issue 30, item 13: under Open MPI it found none, "no job token").
+func TestTorchrunRestatingItsLauncherKeepsItsJob(t *testing.T) {
+	torchrun := func(rank, size, local, localSize string) map[string]string {
+		return map[string]string{"RANK": rank, "WORLD_SIZE": size, "LOCAL_RANK": local, "LOCAL_WORLD_SIZE": localSize}
+	}
+	type job struct {
+		Launcher      topology.Launcher
+		JobID, StepID string
+	}
+	tests := []struct {
+		name string
+		env  topology.Getenv
+		want job
+	}{
+		{"batchkit exec under Open MPI's mpirun: PMIX_NAMESPACE",
+			env(ompiRank("3", "1"), torchrun("3", "4", "1", "2"), map[string]string{"OMPI_MCA_ess_base_jobid": "1231355905"}),
+			job{topology.Torchrun, "1231355905", ""}},
+		{"batchkit exec under Hydra: PMI_KVSNAME",
+			env(hydraRank("2", "4", "0", "2"), torchrun("2", "4", "0", "2"), map[string]string{"PMI_KVSNAME": "kvs_4711_0"}),
+			job{topology.Torchrun, "kvs_4711_0", ""}},
+		{"batchkit exec under srun: the job and the step",
+			env(srunTask("3", "1", "1", "4", "2(x2)", "2"), torchrun("3", "4", "1", "2"), map[string]string{"SLURM_STEP_ID": "5"}),
+			job{topology.Torchrun, "7", "5"}},
+		{"batchkit exec under srun --mpi=pmi2: Slurm's step, not the PMI layer",
+			env(srunTask("1", "1", "0", "2", "2", "1"), hydraRank("1", "2", "", ""), torchrun("1", "2", "1", "2"),
+				map[string]string{"PMI_KVSNAME": "kvs_9_0", "SLURM_STEP_ID": "3"}),
+			job{topology.Torchrun, "7", "3"}},
+		{"torchrun nested in mpirun -n 1 (a larger world): its own run, no job id taken",
+			env(hydraRank("0", "1", "0", "1"), torchrun("2", "4", "2", "4"), map[string]string{"PMI_KVSNAME": "kvs_1_0"}),
+			job{topology.Torchrun, "", ""}},
+		{"a run id: the inner launcher's",
+			env(ompiRank("3", "1"), torchrun("3", "4", "1", "2"), map[string]string{"TORCHELASTIC_RUN_ID": "run-9"}),
+			job{topology.Torchrun, "run-9", ""}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := Detect(tt.env, Options{})
+			if err != nil {
+				t.Fatalf("Detect: %v", err)
+			}
+			if diff := cmp.Diff(tt.want, job{got.Launcher, got.JobID, got.StepID}); diff != "" {
+				t.Errorf("Detect (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

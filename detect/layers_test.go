@@ -41,7 +41,8 @@ type facts struct {
 }
 
 // TestLauncherFacts: the step id names an srun step's launch only (an MPI
-// launcher's ranks carry a stale daemon step's); the PMI offered is the
+// launcher's ranks carry a stale daemon step's), and the torchrun layer
+// that restates the step's rank (batchkit exec under srun); the PMI offered is the
 // launcher's row and what the PMI variables say besides (srun --mpi, an
 // MPI launcher under the torchrun it started); SLURM_KILL_BAD_EXIT counts
 // as srun parses it (any integer but 0), and only under srun.
@@ -84,7 +85,7 @@ func TestLauncherFacts(t *testing.T) {
 		{"MVAPICH2", env(mvapich), facts{Launcher: topology.MVAPICH, PMI: topology.OffersPMI2}},
 		{"Cray PALS", env(pals), facts{Launcher: topology.PALS, PMI: topology.OffersPMI2}},
 		{"torchrun under srun --mpi=pmi2 (batchkit exec)", env(step, map[string]string{"PMI_RANK": "3", "PMI_SIZE": "4"}, torchrun),
-			facts{Launcher: topology.Torchrun, PMI: topology.OffersPMI2}},
+			facts{Launcher: topology.Torchrun, StepID: "0", PMI: topology.OffersPMI2}},
 		{"torchrun under Open MPI's mpirun", env(ompiRank("3", "1"), torchrun, map[string]string{"LOCAL_WORLD_SIZE": "2", "LOCAL_RANK": "1"}),
 			facts{Launcher: topology.Torchrun, PMI: topology.OffersORTE | topology.OffersPMIx}},
 	}

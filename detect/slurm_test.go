@@ -36,11 +36,11 @@ func TestOuterLayerSlurm(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, rank, size, ok, err := outerLayer(topology.MapEnv(tt.env))
+			p, ok, err := outerLayer(topology.MapEnv(tt.env))
 			if err != nil {
 				t.Fatal(err)
 			}
-			if diff := cmp.Diff(tt.want, result{rank, size, ok}); diff != "" {
+			if diff := cmp.Diff(tt.want, result{p.rank, p.size, ok}); diff != "" {
 				t.Errorf("outerLayer (-want +got):\n%s", diff)
 			}
 		})

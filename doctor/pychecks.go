@@ -2,8 +2,10 @@ package doctor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
+	"time"
 )
 
 // bindingsIndex is where Intel publishes oneccl_bind_pt and IPEX wheels.
@@ -37,7 +39,7 @@ func checkPython(ctx context.Context, env *Env) Result {
 	}
 	info, err := env.probe(ctx, job, path)
 	if err != nil {
-		return result(Fail, "%v", err).fix("run %s -c 'import torch' by hand to see where it stops", path)
+		return result(Fail, "%v", err).fix("%s", probeFix(path, err))
 	}
 	msg := fmt.Sprintf("%s: Python %s (%s)", path, info.Python, info.Executable)
 	if other == "" {
@@ -54,6 +56,18 @@ func checkPython(ctx context.Context, env *Env) Result {
 	return result(Warn, "python3 on PATH (%s) has torch %s; %s has none: scripts run with #!%s or another PATH will not find it",
 		path, info.Packages["torch"].Version, other, other).
 		fix("start training with %s explicitly", path)
+}
+
+// probeFix is the python check's fix for a probe that failed. One that
+// timed out is most often a first import of torch from a parallel file
+// system with a cold cache (tens of seconds): the fix names --timeout.
+func probeFix(python string, err error) string {
+	var ce *CommandError
+	if errors.As(err, &ce) && ce.TimedOut > 0 {
+		return fmt.Sprintf("a first import of torch can take longer than %s (a cold cache on a parallel file system): run doctor again, or give it more time with --timeout %s",
+			ce.TimedOut, max(time.Minute, 4*ce.TimedOut))
+	}
+	return fmt.Sprintf("run %s -c 'import torch' by hand to see where it stops", python)
 }
 
 // pythonInfo is the probe of the interpreter under test for the package

@@ -33,16 +33,15 @@ func (r Result) escaped() Result {
 	return r
 }
 
-// WriteJSON writes {"checks": [...]}, the texts escaped as WriteText's.
+// WriteJSON writes {"checks": [...]} on one line, as every --format json
+// (a script reads one value a line), the texts escaped as WriteText's.
 func WriteJSON(w io.Writer, rs []Result) error {
 	out := make([]Result, len(rs))
 	for i, r := range rs {
 		out[i] = r.escaped()
 	}
 	rs = out
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(struct {
+	return json.NewEncoder(w).Encode(struct {
 		Checks []Result `json:"checks"`
 	}{rs})
 }

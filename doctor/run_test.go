@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // hostileTool is a body for a fake scontrol, mpirun.openmpi and python3
@@ -141,7 +143,7 @@ func TestWritersEscape(t *testing.T) {
 	if got := text.String(); !strings.Contains(got, want) || !strings.Contains(got, `fix: a\tb\xff`) || len(got) > 4<<10 {
 		t.Errorf("WriteText wrote %d bytes: %.300q, want %q in it", len(got), got, want)
 	}
-	if !strings.Contains(js.String(), `"message": "\\x1b]0;t\\a\\x1b[2Jy\\ny\\n`) || !strings.Contains(js.String(), " more bytes]") || js.Len() > 4<<10 {
+	if !strings.Contains(js.String(), `"message":"\\x1b]0;t\\a\\x1b[2Jy\\ny\\n`) || !strings.Contains(js.String(), " more bytes]") || js.Len() > 4<<10 {
 		t.Errorf("WriteJSON wrote %d bytes: %.300q", js.Len(), js.String())
 	}
 }
@@ -173,6 +175,9 @@ func assertPrintable(t *testing.T, rs []Result) {
 	var report struct{ Checks []Result }
 	if err := json.Unmarshal(js.Bytes(), &report); err != nil || js.Len() > 16<<10 {
 		t.Errorf("WriteJSON wrote %d bytes: %v", js.Len(), err)
+	}
+	if n := bytes.Count(js.Bytes(), []byte("\n")); n != 1 || !bytes.HasSuffix(js.Bytes(), []byte("\n")) {
+		t.Errorf("WriteJSON wrote %d lines, want the one line of every --format json:\n%s", n, js.Bytes())
 	}
 	check("WriteJSON", report.Checks) // JSON's own \u001b would be ESC again here
 }
@@ -214,5 +219,20 @@ func TestExecRunnerBounds(t *testing.T) {
 	stdout, _, err = ExecRunner(context.Background(), Command{Path: "sh", Args: []string{"-c", "head -c 1000000 /dev/zero"}})
 	if err != nil || len(stdout) != 1000000 {
 		t.Errorf("got %d bytes, %v; want 1000000 and no error", len(stdout), err)
+	}
+}
+
+// --format json is one value on one line, as the README promises: doctor's
+// report once took a line per field (76 lines; issue 30, item 15).
+func TestWriteJSONOneLine(t *testing.T) {
+	rs := []Result{{Name: "profile", Status: OK, Message: "local is valid"}, {Name: "python", Status: Fail, Message: "no torch", Fix: "pip install torch"}}
+	var js bytes.Buffer
+	if err := WriteJSON(&js, rs); err != nil {
+		t.Fatal(err)
+	}
+	want := `{"checks":[{"name":"profile","status":"ok","message":"local is valid","fix":""},` +
+		`{"name":"python","status":"fail","message":"no torch","fix":"pip install torch"}]}` + "\n"
+	if diff := cmp.Diff(want, js.String()); diff != "" {
+		t.Errorf("WriteJSON (-want +got):\n%s", diff)
 	}
 }

@@ -1,8 +1,11 @@
 package envsetup
 
 import (
+	"encoding/json"
 	"slices"
 	"strings"
+
+	"github.com/batchkit/batchkit/internal/jsonstr"
 )
 
 // Script is a shell script to source, with the arguments it gets as its
@@ -16,8 +19,43 @@ type Script struct {
 // changed) and variables removed. Applying it to the environment the
 // scripts started from gives the environment they left behind.
 type Changes struct {
-	Set   map[string]string `json:"set"`
-	Unset []string          `json:"unset"` // sorted
+	Set   map[string]string // JSON: MarshalJSON
+	Unset []string          // sorted
+}
+
+// changesJSON is Changes in JSON: {"set": {...}, "unset": [...]}, never
+// null, the values in jsonstr's lossless encoding (a byte of invalid UTF-8
+// as \udcXX); names are shell identifiers, plain ASCII.
+type changesJSON struct {
+	Set   map[string]jsonstr.String `json:"set"`
+	Unset []string                  `json:"unset"`
+}
+
+// MarshalJSON writes c as changesJSON: a value with any bytes a script set
+// comes back whole (encoding/json would make each invalid byte U+FFFD).
+func (c Changes) MarshalJSON() ([]byte, error) {
+	unset := c.Unset
+	if unset == nil {
+		unset = []string{}
+	}
+	return json.Marshal(changesJSON{Set: jsonstr.Map(c.Set), Unset: unset})
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (c *Changes) UnmarshalJSON(b []byte) error {
+	var j changesJSON
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	c.Set = make(map[string]string, len(j.Set))
+	for k, v := range j.Set {
+		c.Set[k] = string(v)
+	}
+	c.Unset = j.Unset
+	if c.Unset == nil {
+		c.Unset = []string{}
+	}
+	return nil
 }
 
 // Empty reports whether c changes nothing.

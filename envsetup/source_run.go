@@ -15,6 +15,7 @@ import (
 
 	"github.com/batchkit/batchkit/internal/cmdgroup"
 	"github.com/batchkit/batchkit/internal/infile"
+	"github.com/batchkit/batchkit/internal/printable"
 )
 
 // DefaultTimeout bounds one sourcing, every script together.
@@ -92,7 +93,17 @@ command -p env -0 > "$__batchkit_dir/after" || exit 125
 // Runner sources scripts with real bash.
 type Runner struct {
 	Bash    string        // the bash binary; "" looks it up on PATH
-	Timeout time.Duration // 0: DefaultTimeout
+	Timeout time.Duration // 0: DefaultTimeout; negative: refused (CheckTimeout)
+}
+
+// CheckTimeout refuses a time for sourcing that is not a positive
+// duration, naming the flag it came from: 0 and -1s once meant 60 s
+// without a word.
+func CheckTimeout(flag string, d time.Duration) error {
+	if d <= 0 {
+		return fmt.Errorf("invalid %s %v: want a positive duration (such as 60s or 2m)", flag, d)
+	}
+	return nil
 }
 
 // Source sources scripts in order in one bash started with environ and
@@ -101,16 +112,29 @@ func (r Runner) Source(ctx context.Context, environ []string, scripts []Script) 
 	if len(scripts) == 0 {
 		return Changes{Set: map[string]string{}, Unset: []string{}}, nil
 	}
+	if r.Timeout < 0 {
+		return Changes{}, CheckTimeout("timeout", r.Timeout)
+	}
 	abs, err := checkScripts(scripts)
 	if err != nil {
 		return Changes{}, err
 	}
 	dir, err := os.MkdirTemp("", "batchkit-envsetup-")
 	if err != nil {
-		return Changes{}, err
+		return Changes{}, &TempDirError{Dir: os.TempDir(), Err: unwrapPath(err)}
 	}
 	defer os.RemoveAll(dir)
+	// The dumps need room: a full TMPDIR would fail the first dump or a
+	// script's redirection, and be taken for the script failing.
+	room := 2*environSize(environ) + roomMargin
+	if err := checkRoom(dir, room); err != nil {
+		return Changes{}, err
+	}
 	if err := r.run(ctx, dir, environ, abs); err != nil {
+		// A script that filled it is told apart the same way.
+		if full := checkRoom(dir, room); full != nil {
+			return Changes{}, full
+		}
 		return Changes{}, err
 	}
 	before, err1 := os.ReadFile(filepath.Join(dir, "before"))
@@ -123,6 +147,51 @@ func (r Runner) Source(ctx context.Context, environ []string, scripts []Script) 
 	}
 	b := ParseDump(before)
 	return Diff(b, DedupeLists(b, ParseDump(after))), nil
+}
+
+// TempDirError is the temporary directory sourcing writes its environment
+// dumps and the scripts' output to ($TMPDIR, else /tmp) failing: full, over
+// quota, read-only, missing. It is named, not blamed on a script.
+type TempDirError struct {
+	Dir string
+	Err error
+}
+
+func (e *TempDirError) Error() string {
+	fix := "point TMPDIR at a writable directory"
+	if errors.Is(e.Err, syscall.ENOSPC) || errors.Is(e.Err, syscall.EDQUOT) {
+		fix = "free space there or point TMPDIR at another directory"
+	}
+	return fmt.Sprintf("sourcing writes the environment to the temporary directory %s ($TMPDIR): %v: %s", e.Dir, e.Err, fix)
+}
+
+func (e *TempDirError) Unwrap() error { return e.Err }
+
+// roomMargin is what sourcing writes besides the two dumps: the scripts'
+// output files and bash's own.
+const roomMargin = 64 << 10
+
+func environSize(environ []string) int {
+	n := 0
+	for _, kv := range environ {
+		n += len(kv) + 1
+	}
+	return n
+}
+
+// checkRoom writes n bytes to a file in dir and removes it: a
+// TempDirError (dir's parent named, as TMPDIR is) when they do not fit.
+func checkRoom(dir string, n int) error {
+	f, err := os.CreateTemp(dir, "room-")
+	if err == nil {
+		_, err = f.Write(make([]byte, n))
+		err = errors.Join(err, f.Close())
+		os.Remove(f.Name())
+	}
+	if err != nil {
+		return &TempDirError{Dir: filepath.Dir(dir), Err: unwrapPath(err)}
+	}
+	return nil
 }
 
 // checkScripts makes every path absolute (source looks a bare name up on
@@ -176,7 +245,7 @@ func (r Runner) run(ctx context.Context, dir string, environ []string, scripts [
 		ctx = context.Background()
 	}
 	timeout := r.Timeout
-	if timeout <= 0 {
+	if timeout == 0 {
 		timeout = DefaultTimeout
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
@@ -207,7 +276,11 @@ func (r Runner) run(ctx context.Context, dir string, environ []string, scripts [
 	var ee *exec.ExitError
 	switch {
 	case ctx.Err() != nil:
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // whatever is left of the group
+		// A deadline already past (a timeout of 1ns) stops Run before
+		// bash starts: there is no process, and no group to kill.
+		if cmd.Process != nil {
+			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // whatever is left of the group
+		}
 		se.Err = fmt.Errorf("%w after %s", ErrTimeout, timeout)
 	case errors.As(err, &ee) && ee.ExitCode() >= 0:
 		se.Code = ee.ExitCode()
@@ -240,6 +313,9 @@ func outputTail(dir string, i int) string {
 	return ""
 }
 
+// tail is the last n lines of b that are not blank, each escaped and cut
+// to maxTailLine bytes (printable.Line): a script's binary or endless
+// output, or its escape sequences, must not become the error line.
 func tail(b []byte, n int) string {
 	var lines []string
 	for _, l := range strings.Split(string(bytes.TrimSpace(b)), "\n") {
@@ -250,5 +326,12 @@ func tail(b []byte, n int) string {
 	if len(lines) > n {
 		lines = lines[len(lines)-n:]
 	}
+	for i, l := range lines {
+		lines[i] = printable.Line(l, maxTailLine)
+	}
 	return strings.Join(lines, " | ")
 }
+
+// maxTailLine bounds each line of a failed script's output that its error
+// quotes.
+const maxTailLine = 300

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -149,6 +150,10 @@ func TestSourceErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := func(name string) Script { return Script{Path: abs(t, "scripts/"+name)} }
+	binaryFail := filepath.Join(dir, "binary.sh")
+	if err := os.WriteFile(binaryFail, []byte("printf '\\033]0;pwned\\a\\n'\nhead -c 200000 /dev/zero\nreturn 3\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []struct {
 		name    string
 		scripts []Script
@@ -162,6 +167,10 @@ func TestSourceErrors(t *testing.T) {
 		{"fails, after one that worked", []Script{s("chatty.sh"), s("fail.sh")}, abs(t, "scripts/fail.sh"), 4, nil,
 			[]string{"exit 4", "starting | ERROR: the runtime is not installed in /nonexistent"}},
 		{"exits the shell", []Script{s("exits.sh")}, abs(t, "scripts/exits.sh"), 0, ErrExited, []string{"exited the shell"}},
+		// Its output is quoted escaped and cut: 200 KB of NULs and an
+		// escape sequence do not make the error line.
+		{"fails after binary output", []Script{{Path: binaryFail}}, binaryFail, 3, nil,
+			[]string{`exit 3): \x1b]0;pwned\a | \x00\x00`, " more bytes]"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			got, err := source(t, baseEnv(t), c.scripts...)
@@ -180,8 +189,8 @@ func TestSourceErrors(t *testing.T) {
 					t.Errorf("err = %q, want it to say %q", err, s)
 				}
 			}
-			if strings.Contains(err.Error(), "\n") {
-				t.Errorf("err = %q: want one line", err)
+			if strings.Contains(err.Error(), "\n") || len(err.Error()) > 2<<10 {
+				t.Errorf("err = %.500q (%d bytes): want one line of at most 2 KiB", err, len(err.Error()))
 			}
 			if !got.Empty() {
 				t.Errorf("a failed sourcing returned changes %+v", got)
@@ -209,5 +218,74 @@ func TestSourceTimeout(t *testing.T) {
 	out, _ := exec.Command("pgrep", "-f", "sleep 317").Output()
 	if len(strings.TrimSpace(string(out))) > 0 {
 		t.Errorf("processes of the script still run: %s", out)
+	}
+}
+
+// A timeout too short for bash to start is a timeout, not a nil-pointer
+// panic (issue 30, item 12: --timeout 1ns); a negative one is refused, not
+// taken for the default.
+func TestSourceTinyTimeouts(t *testing.T) {
+	script := []Script{{Path: abs(t, "scripts/args.sh")}}
+	for _, tt := range []struct {
+		name    string
+		timeout time.Duration
+		want    string
+	}{
+		{"1ns: the deadline passes before bash starts", time.Nanosecond, "args.sh failed: timed out after 1ns"},
+		{"-1s", -time.Second, "invalid timeout -1s: want a positive duration"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ch, err := Runner{Timeout: tt.timeout}.Source(context.Background(), baseEnv(t), script)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("Source = %v, %v; want an error containing %q", ch, err, tt.want)
+			}
+		})
+	}
+}
+
+func TestCheckTimeout(t *testing.T) {
+	for _, tt := range []struct {
+		d    time.Duration
+		want string
+	}{
+		{time.Nanosecond, ""},
+		{time.Minute, ""},
+		{0, "invalid --timeout 0s: want a positive duration (such as 60s or 2m)"},
+		{-time.Second, "invalid --timeout -1s: want a positive duration (such as 60s or 2m)"},
+	} {
+		got := ""
+		if err := CheckTimeout("--timeout", tt.d); err != nil {
+			got = err.Error()
+		}
+		if got != tt.want {
+			t.Errorf("CheckTimeout(%v) = %q, want %q", tt.d, got, tt.want)
+		}
+	}
+}
+
+// The temporary directory's failure names the directory and what to do,
+// by its cause.
+func TestTempDirError(t *testing.T) {
+	for _, tt := range []struct {
+		err  error
+		want string
+	}{
+		{syscall.ENOSPC, "sourcing writes the environment to the temporary directory /scratch ($TMPDIR): no space left on device: free space there or point TMPDIR at another directory"},
+		{syscall.EDQUOT, "sourcing writes the environment to the temporary directory /scratch ($TMPDIR): disk quota exceeded: free space there or point TMPDIR at another directory"},
+		{syscall.ENOENT, "sourcing writes the environment to the temporary directory /scratch ($TMPDIR): no such file or directory: point TMPDIR at a writable directory"},
+	} {
+		if got := (&TempDirError{Dir: "/scratch", Err: tt.err}).Error(); got != tt.want {
+			t.Errorf("TempDirError{%v} = %q\nwant %q", tt.err, got, tt.want)
+		}
+	}
+}
+
+// A TMPDIR that does not exist is named as such, not as the script failing.
+func TestSourceTempDirMissing(t *testing.T) {
+	t.Setenv("TMPDIR", filepath.Join(t.TempDir(), "gone"))
+	_, err := Runner{}.Source(context.Background(), baseEnv(t), []Script{{Path: abs(t, "scripts/args.sh")}})
+	var te *TempDirError
+	if !errors.As(err, &te) || !strings.Contains(err.Error(), "gone ($TMPDIR): no such file or directory") {
+		t.Errorf("Source = %v, want a TempDirError naming the missing TMPDIR", err)
 	}
 }

@@ -1,6 +1,7 @@
 package envsetup
 
 import (
+	"encoding/json"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -124,5 +125,45 @@ func TestParseDump(t *testing.T) {
 	want := map[string]string{"A": "1", "B": "x=y", "C": "line\nnext"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+// A value a script set comes back whole through JSON, whatever its bytes:
+// each byte of invalid UTF-8 as \udcXX, not encoding/json's U+FFFD, which
+// made "a\xffb" and "a\xfeb" print the same (issue 30, item 15).
+func TestChangesJSON(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		in   Changes
+		want string
+	}{
+		{"empty, never null", Changes{}, `{"set":{},"unset":[]}`},
+		{"plain", Changes{Set: map[string]string{"A": "1"}, Unset: []string{"B"}}, `{"set":{"A":"1"},"unset":["B"]}`},
+		{"invalid UTF-8", Changes{Set: map[string]string{"A": "a\xffb", "B": "a\xfeb", "C": "日\n"}, Unset: []string{}},
+			`{"set":{"A":"a\udcffb","B":"a\udcfeb","C":"日\n"},"unset":[]}`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			b, err := json.Marshal(tt.in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(b) != tt.want {
+				t.Errorf("Marshal = %s, want %s", b, tt.want)
+			}
+			var back Changes
+			if err := json.Unmarshal(b, &back); err != nil {
+				t.Fatal(err)
+			}
+			want := tt.in
+			if want.Set == nil {
+				want.Set = map[string]string{}
+			}
+			if want.Unset == nil {
+				want.Unset = []string{}
+			}
+			if diff := cmp.Diff(want, back); diff != "" {
+				t.Errorf("round trip (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

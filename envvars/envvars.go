@@ -62,6 +62,10 @@ const NumNodes = "BATCHKIT_MPIRUN_NUM_NODES"
 // Profile names the site profile when no --profile flag does.
 const Profile = "BATCHKIT_PROFILE"
 
+// ProfilePath lists directories (colon-separated) searched for a
+// profile's NAME.toml before the user's and the system's.
+const ProfilePath = "BATCHKIT_PROFILE_PATH"
+
 // Pin turns on per-rank pinning in batchkit exec, as --pin does; a
 // profile's [env] can export it.
 const Pin = "BATCHKIT_PIN"
@@ -89,3 +93,48 @@ const SlurmKillBadExit = "SLURM_KILL_BAD_EXIT"
 // sbatch --requeue` tells every rank that an exit 75 requeues the job, so
 // that batchkit train can say at start when it has nothing to resume from.
 const Requeue = "BATCHKIT_REQUEUE"
+
+// TCPShm set to 0 keeps the TCP backend off shared memory between the ranks
+// of one host (every byte then goes through the loopback sockets).
+const TCPShm = "BATCHKIT_TCP_SHM"
+
+// MPIHandoff and CCLHandoff are the sizes in bytes from which a call of the
+// MPI or oneCCL backend runs on its worker thread instead of the calling
+// goroutine's.
+const (
+	MPIHandoff = "BATCHKIT_MPI_HANDOFF"
+	CCLHandoff = "BATCHKIT_CCL_HANDOFF"
+)
+
+// What `batchkit env --format shell` exports besides the torchrun contract,
+// for a user's script; batchkit itself never reads them.
+const (
+	ShellLauncher = "BATCHKIT_LAUNCHER"
+	ShellNumNodes = "BATCHKIT_NUM_NODES"
+	ShellHosts    = "BATCHKIT_HOSTS"
+	ShellJobID    = "BATCHKIT_JOB_ID"
+)
+
+// Var is an environment variable of batchkit's own and what it does, as a
+// user reads it in the man page.
+type Var struct{ Name, Means string }
+
+// Read lists every BATCHKIT_* variable batchkit reads: the man page's
+// ENVIRONMENT is written from it, and TestReadIsComplete checks that no
+// code spells another one (only Exported's, which it writes).
+var Read = []Var{
+	{Profile, "the site profile a command uses when no --profile names one, where its --profile help says so (docs/reference/profiles.md, \"Which profile a command uses\")"},
+	{ProfilePath, "colon-separated directories searched for NAME.toml before ~/.config/batchkit/profiles and /etc/batchkit/profiles"},
+	{Token, "the secret every rank of a job shares, for the TCP backend's rendezvous and the fail-fast watch; batchkit run and mpirun set one, else it is derived from the launcher's job id and ~/.config/batchkit/job-secret"},
+	{Pin, "1: batchkit exec sets each rank's CPU pinning and oneCCL variables (OMP_NUM_THREADS, CCL_WORKER_AFFINITY ...), as --pin"},
+	{FailFast, "0: batchkit exec leaves a failed rank to the launcher; 1: it watches the other ranks under any launcher (mpirun and sbatch --no-fail-fast, --fail-fast)"},
+	{MasterAddrCheck, "0: rank 0 of the TCP backend does not check that MASTER_ADDR is an address of its own host (NAT, containers)"},
+	{NumNodes, "set by batchkit mpirun for its ranks: the number of nodes of the launch, which Hydra does not tell a rank"},
+	{Requeue, "set to 1 by batchkit sbatch --requeue for its ranks: an exit 75 requeues the job"},
+	{TCPShm, "0: the TCP backend does not use shared memory between the ranks of one host"},
+	{MPIHandoff, "bytes from which a call of the MPI backend runs on its worker thread (0: none does)"},
+	{CCLHandoff, "bytes from which a call of the oneCCL backend runs on its worker thread (0: every call)"},
+}
+
+// Exported are the variables batchkit writes for a user and never reads.
+var Exported = []string{ShellLauncher, ShellNumNodes, ShellHosts, ShellJobID}

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -79,7 +80,8 @@ func TestCollectiveCCL(t *testing.T) {
 }
 
 // TestTrainCCL: the trainer on oneCCL reaches the TCP backend's weights bit
-// for bit; a rank killed mid-training ends the other with a line naming it.
+// for bit; a rank killed mid-training ends the other with a line naming it;
+// a rank stopped mid-call makes the other's call give up at --timeout.
 func TestTrainCCL(t *testing.T) {
 	needIntel(t)
 	b := cclBinary(t)
@@ -118,6 +120,35 @@ func TestTrainCCL(t *testing.T) {
 		if err == nil || !strings.Contains(outs[0].String(), want) || !strings.Contains(outs[0].String(), "left the job") {
 			t.Fatalf("rank 0: %v, want a failure naming rank 1:\n%s", err, lastLines(outs[0].String()))
 		}
+	})
+	t.Run("a stopped rank times the call out", func(t *testing.T) {
+		// SIGSTOP leaves rank 1's connections open: no rank is lost, and
+		// rank 0's call in flight must give up at --timeout (the shim's
+		// deadline, which starts at the call's 256th progress pass).
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		port := "2" + time.Now().Add(time.Minute).Format("0405")
+		var cmds [2]*exec.Cmd
+		var outs [2]strings.Builder
+		for r := range cmds {
+			cmds[r] = exec.CommandContext(ctx, b, "bench", "--backend", "ccl", "--max-bytes", "8", "--iters", "1000000000", "--timeout", "3s")
+			cmds[r].Env = append(localEnv(), "RANK="+strconv.Itoa(r), "WORLD_SIZE=2", "LOCAL_RANK="+strconv.Itoa(r), "LOCAL_WORLD_SIZE=2",
+				"MASTER_ADDR=127.0.0.1", "MASTER_PORT="+port, "BATCHKIT_JOB_TOKEN=stop-test")
+			cmds[r].Stdout, cmds[r].Stderr = &outs[r], &outs[r]
+			if err := cmds[r].Start(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		defer func() { cmds[1].Process.Kill(); cmds[1].Wait() }()
+		time.Sleep(5 * time.Second)
+		cmds[1].Process.Signal(syscall.SIGSTOP)
+		stopped := time.Now()
+		err := cmds[0].Wait()
+		took := time.Since(stopped)
+		if err == nil || !strings.Contains(outs[0].String(), "did not complete within 3s") || took > 30*time.Second {
+			t.Fatalf("rank 0: %v after %v, want a failure naming the 3s timeout:\n%s", err, took, lastLines(outs[0].String()))
+		}
+		t.Logf("rank 0 gave up %.1f s after rank 1 stopped", took.Seconds())
 	})
 	t.Run("a build without ccl names make build-ccl", func(t *testing.T) {
 		cmd := exec.Command(bin, "train", "--backend", "ccl")

@@ -166,7 +166,9 @@ func (w *completionWorld) checkNothingRan(t *testing.T) {
 }
 
 // TestCompletionCandidates checks what TAB offers in every shell: commands,
-// flags, and file names after "--" and in arguments.
+// flags, a flag's values (profiles, flavors, launchers, backends, formats),
+// the commands help shows, and file names after "--", in arguments and in a
+// value no candidate fits.
 func TestCompletionCandidates(t *testing.T) {
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "train.sh"), nil, 0o644)
@@ -188,7 +190,16 @@ func TestCompletionCandidates(t *testing.T) {
 			{words: []string{"env", "--format", "=", "json", "--al"}, want: []string{"--allocation"}},
 			{words: []string{"sbatch", "-N", "1", "--", "tr"}, want: []string{"train.sh"}, files: true},
 			{words: []string{"run", "-n", "2", "--", "./x", "--he"}, want: nil, files: true},
-			{words: []string{"env", "--format", "tr"}, want: []string{"train.sh"}, files: true},
+			{words: []string{"sbatch", "--job-name", "tr"}, want: []string{"train.sh"}, files: true},
+			{words: []string{"sbatch", "--profile", "tr"}, want: []string{"train.sh"}, files: true}, // a profile's file
+			{words: []string{"sbatch", "--profile", "intel-"}, want: []string{"intel-oneccl", "intel-pip"}},
+			{words: []string{"mpirun", "--flavor", "m"}, want: []string{"mpich", "mvapich"}},
+			{words: []string{"mpirun", "--launcher", "s"}, want: []string{"srun"}},
+			{words: []string{"train", "--backend", "t"}, want: []string{"tcp"}},
+			{words: []string{"env", "--format", "to"}, want: []string{"torchrun"}},
+			{words: []string{"env", "--format", "=", "to"}, want: []string{"torchrun"}},
+			{words: []string{"env", "--format=to"}, want: []string{"--format=torchrun"}},
+			{words: []string{"help", "hostl"}, want: []string{"hostlist"}},
 			{words: []string{""}, want: []string{"env", "exec", "run", "sbatch", "hostlist", "profile", "mpirun", "bench", "completion"}, some: true},
 		} {
 			got := complete(t, sh, script, dir, os.Environ(), append([]string{bin}, tc.words...))

@@ -36,6 +36,15 @@ func needIntel(t *testing.T) string {
 	if testing.Short() {
 		t.Skip("runs Intel MPI")
 	}
+	prefix, why := intelStack()
+	if why != "" {
+		requireOrSkip(t, why)
+	}
+	return prefix
+}
+
+// intelStack is the Intel stack's prefix, or why it is not installed.
+func intelStack() (prefix, why string) {
 	intelOnce.Do(func() {
 		out, err := exec.Command("../scripts/intel-stack.sh", "check").CombinedOutput()
 		if err != nil {
@@ -49,10 +58,7 @@ func needIntel(t *testing.T) string {
 		}
 		intelOnce.prefix = strings.TrimSpace(string(p))
 	})
-	if intelOnce.err != "" {
-		requireOrSkip(t, intelOnce.err)
-	}
-	return intelOnce.prefix
+	return intelOnce.prefix, intelOnce.err
 }
 
 // intelEnv is localEnv with nothing of Intel's set but what is given:

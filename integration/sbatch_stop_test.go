@@ -15,14 +15,17 @@ import (
 
 // stopLaunchers are the launchers batchkit sbatch writes a launch line for
 // on this cluster: srun (the local profile's Open MPI over pmix), Open MPI's
-// mpirun and MPICH's Hydra mpirun.
+// mpirun, MPICH's Hydra mpirun and Intel MPI's (the intel-pip profile: the
+// wheels' mpirun script and Hydra, -bootstrap slurm).
 var stopLaunchers = []struct {
 	name, tool string
 	args       []string
+	intel      bool // the Intel stack's venv active at submission (tool: "")
 }{
-	{"srun", "srun", []string{"--launcher", "srun"}},
-	{"openmpi", "mpirun.openmpi", nil},
-	{"mpich", "mpirun.mpich", []string{"--flavor", "mpich", "--launcher", "mpirun", "--mpirun", "mpirun.mpich"}},
+	{"srun", "srun", []string{"--launcher", "srun"}, false},
+	{"openmpi", "mpirun.openmpi", nil, false},
+	{"mpich", "mpirun.mpich", []string{"--flavor", "mpich", "--launcher", "mpirun", "--mpirun", "mpirun.mpich"}, false},
+	{"intelmpi", "", []string{"--profile", "intel-pip"}, true},
 }
 
 // stopCase is one job of TestSbatchStop and, once it has ended, what
@@ -30,6 +33,7 @@ var stopLaunchers = []struct {
 type stopCase struct {
 	launcher, how string
 	args          []string // batchkit sbatch's launcher flags
+	env           []string // batchkit sbatch's environment; nil: the test's
 	skip          string   // why it does not run here
 
 	dir, ckpt, out string
@@ -63,7 +67,8 @@ var stopHow = map[string][]string{
 // uninterrupted run, and its output file keeps both runs, each from its
 // first line. (MPICH's Hydra takes only the plain scancel --signal=USR1
 // here: a SIGUSR1 passed on to it can cost the ranks' exit code,
-// docs/reference/train.md.)
+// docs/reference/train.md. Intel MPI's takes all three, through the batch
+// script's shield: docs/intel-wheels.md, "Signals".)
 // The time limit takes its minute and up to 30 s more, so all the jobs run
 // at once, sharing the CPUs (--oversubscribe), the time-limited ones
 // niced: the test takes about as long as a time-limited job.
@@ -77,7 +82,10 @@ func TestSbatchStop(t *testing.T) {
 				continue
 			}
 			c := &stopCase{launcher: l.name, how: how, args: l.args}
-			if _, err := exec.LookPath(l.tool); err != nil {
+			if l.intel {
+				prefix, why := intelStack()
+				c.skip, c.env = why, intelEnv(os.Environ(), "VIRTUAL_ENV="+prefix)
+			} else if _, err := exec.LookPath(l.tool); err != nil {
 				c.skip = l.tool + " not found"
 			}
 			cases = append(cases, c)
@@ -176,7 +184,7 @@ func (c *stopCase) run() error {
 	}()
 	var stdout, stderr bytes.Buffer
 	cmd := exec.Command(bin, append(append(args, "--"), train...)...)
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	cmd.Env, cmd.Stdout, cmd.Stderr = c.env, &stdout, &stderr
 	if err := cmd.Run(); err != nil {
 		return fmt.Errorf("batchkit %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
 	}

@@ -265,8 +265,8 @@ func TestTrainRestartAfterKill(t *testing.T) {
 	// The restart names the first rank the launcher saw fail: rank 1 as a
 	// rule, but rank 0, which fails at once on losing rank 1, can be seen
 	// first; then its error names rank 1.
-	killed := regexp.MustCompile(`(?m)^batchkit: rank 1 died \(signal 9\); restart 1 of 2$`)
-	lost := regexp.MustCompile(`(?m)^batchkit: rank 0 failed \(exit code 1\); restart 1 of 2$`)
+	killed := regexp.MustCompile(`(?m)^batchkit: rank 1 died \(signal 9\); restart 1 of 2 in 1s$`)
+	lost := regexp.MustCompile(`(?m)^batchkit: rank 0 failed \(exit code 1\); restart 1 of 2 in 1s$`)
 	if e := stderr.String(); !killed.MatchString(e) && !(lost.MatchString(e) && strings.Contains(e, "lost the connection to rank 1 ")) {
 		t.Errorf("no restart line naming rank 1 in stderr:\n%s", e)
 	}

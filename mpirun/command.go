@@ -201,11 +201,20 @@ var (
 	// name is used only once": host:N counts are ignored, -ppn places the
 	// ranks). Per-host slots go through a machine file: -machinefile,
 	// host:N lines.
+	//
+	// -disable-auto-cleanup: Intel's Hydra, unlike MPICH's, SIGKILLs the
+	// ranks of every other node (and exits 255) as soon as all ranks of one
+	// node have exited and one of them non-zero; so a preempted job whose
+	// first ranks exit 75 loses the others, rank 0's checkpoint with them,
+	// and is not requeued (measured over node1+node2, docs/intel-wheels.md).
+	// A rank that fails ends the job through batchkit exec's watch instead
+	// (launch/failfast), as under MPICH's Hydra.
 	intelSyntax = func() syntax {
 		s := hydraSyntax
 		s.name = "Intel MPI mpiexec.hydra"
 		s.hostSlots = false
 		s.slotsFile = "-machinefile {F}"
+		s.fixed = "-disable-auto-cleanup"
 		return s
 	}()
 	// MVAPICH2's mpirun_rsh: hosts only in a hostfile (positional hosts
@@ -275,6 +284,10 @@ type flavorRow struct {
 	// variables naming a library of Slurm's the ranks load, by plugin:
 	// the variable and the library's file names (SrunLibEnv finds them).
 	srunLibs map[string]srunLib
+	// shieldUSR1: its Hydra's proxies, started by srun, catch no SIGUSR1,
+	// and its mpirun is a shell script that catches none either
+	// (ShieldUSR1).
+	shieldUSR1 bool
 }
 
 // srunLib is a variable whose value is the path of one of Slurm's libraries.
@@ -308,7 +321,8 @@ var flavorRows = map[Flavor]flavorRow{
 		// Intel MPI's own PMI client does not speak to slurmd: under srun
 		// --mpi=pmi2 its ranks load Slurm's PMI-2 library (Debian's
 		// libpmi2-0) from I_MPI_PMI_LIBRARY, else MPI_Init fails.
-		srunLibs: map[string]srunLib{"pmi2": {"I_MPI_PMI_LIBRARY", []string{"libpmi2.so.0", "libpmi2.so"}}},
+		srunLibs:   map[string]srunLib{"pmi2": {"I_MPI_PMI_LIBRARY", []string{"libpmi2.so.0", "libpmi2.so"}}},
+		shieldUSR1: true,
 	},
 	MVAPICH: {
 		name:       "MVAPICH2",
@@ -429,6 +443,30 @@ func BootstrapNeedsAllocation(spec Spec, b string) bool {
 	return err == nil && b != "" && b == r.syntax.slurmBoot
 }
 
+// ShieldUSR1 reports whether a batch script must keep SIGUSR1, Slurm's
+// preemption warning, from killing spec's launcher and the proxies it
+// starts through srun (-bootstrap slurm): Intel MPI's hydra_pmi_proxy
+// catches no SIGUSR1, so one sent to the job's steps (scancel
+// --signal=USR1, sbatch --signal=USR1@T) killed the proxies and failed the
+// step, and its mpirun is a shell script that dies of one sent to the batch
+// step (scancel --full), losing mpiexec.hydra's exit status. The batch
+// script then starts both with SIGUSR1 ignored (templates/sbatch.sh.tmpl);
+// mpiexec.hydra and the ranks' batchkit exec catch it all the same.
+func ShieldUSR1(spec Spec) bool {
+	r, err := spec.row()
+	return err == nil && spec.Launcher != ProgramSrun && flavorRows[spec.Flavor].shieldUSR1 &&
+		spec.bootstrap(r.syntax) == r.syntax.slurmBoot
+}
+
+// bootstrap is the bootstrap spec's launcher gets: Spec.Bootstrap, else
+// inside an allocation the syntax's allocBoot.
+func (s Spec) bootstrap(sx *syntax) string {
+	if s.Bootstrap == "" && s.InAllocation {
+		return sx.allocBoot
+	}
+	return s.Bootstrap
+}
+
 // Command builds the launcher's argv for spec. It is a pure function:
 // nothing is looked up, nothing runs. Every value is one argument; the
 // caller quotes them (shquote.Join) only to print.
@@ -490,11 +528,7 @@ func launcherArgs(spec Spec, sx *syntax) []string {
 	if spec.Oversubscribe {
 		argv = append(argv, expand(sx.oversubscribe)...)
 	}
-	boot := spec.Bootstrap
-	if boot == "" && spec.InAllocation {
-		boot = sx.allocBoot
-	}
-	if boot != "" {
+	if boot := spec.bootstrap(sx); boot != "" {
 		argv = append(argv, expand(sx.bootstrap, "{B}", boot)...)
 	}
 	if sx.srunMPI != "" {

@@ -2,6 +2,7 @@ package mpirun
 
 import (
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -81,23 +82,23 @@ func TestCommand(t *testing.T) {
 
 		// Intel MPI
 		{"intelmpi/hosts", Spec{Flavor: IntelMPI, NP: 4, PPN: 2, Hosts: []Host{{Name: "n1"}, {Name: "n2"}}},
-			withProg("mpirun", "-n", "4", "-ppn", "2", "-hosts", "n1,n2")},
+			withProg("mpirun", "-n", "4", "-ppn", "2", "-hosts", "n1,n2", "-disable-auto-cleanup")},
 		{"intelmpi/hostfile", Spec{Flavor: IntelMPI, NP: 4, Hostfile: "/h"},
-			withProg("mpirun", "-n", "4", "-f", "/h")},
+			withProg("mpirun", "-n", "4", "-f", "/h", "-disable-auto-cleanup")},
 		// Intel MPI's -f takes names only (counts ignored): host:N lines
 		// go through -machinefile.
 		{"intelmpi/hostfile slots", Spec{Flavor: IntelMPI, NP: 5, Hostfile: "/h", HostfileSlots: true},
-			withProg("mpirun", "-n", "5", "-machinefile", "/h")},
+			withProg("mpirun", "-n", "5", "-machinefile", "/h", "-disable-auto-cleanup")},
 		{"intelmpi/hosts ppn wins over slots", Spec{Flavor: IntelMPI, NP: 4, PPN: 2, Hosts: []Host{{"n1", 1}, {"n2", 3}}},
-			withProg("mpirun", "-n", "4", "-ppn", "2", "-hosts", "n1,n2")},
+			withProg("mpirun", "-n", "4", "-ppn", "2", "-hosts", "n1,n2", "-disable-auto-cleanup")},
 		{"intelmpi/allocation", Spec{Flavor: IntelMPI, NP: 4, Hostfile: "/h", InAllocation: true},
-			withProg("mpirun", "-bootstrap", "slurm", "-n", "4", "-f", "/h")},
+			withProg("mpirun", "-bootstrap", "slurm", "-n", "4", "-f", "/h", "-disable-auto-cleanup")},
 		{"intelmpi/srun", Spec{Flavor: IntelMPI, Launcher: ProgramSrun, NP: 4, SrunMPI: "pmi2", Hosts: twoNodes},
 			withProg("env", "SLURM_KILL_BAD_EXIT=1", "srun", "--mpi=pmi2", "-n", "4", "--nodelist=node1,node2", "--export=ALL")},
 		{"intelmpi/env", Spec{Flavor: IntelMPI, Launcher: ProgramMpiexec, NP: 2, Env: env},
-			withProg("mpiexec.hydra", "-n", "2", "-genv", "A", "1", "-genv", "B", "x y")},
+			withProg("mpiexec.hydra", "-n", "2", "-genv", "A", "1", "-genv", "B", "x y", "-disable-auto-cleanup")},
 		{"intelmpi/forward", Spec{Flavor: IntelMPI, NP: 2, Hostfile: "/h", ForwardEnv: tok, ExtraArgs: []string{"--genvlist=BATCHKIT_JOB_TOKEN,I_MPI_DEBUG"}},
-			withProg("mpirun", "-n", "2", "-f", "/h", "--genvlist=BATCHKIT_JOB_TOKEN,I_MPI_DEBUG")},
+			withProg("mpirun", "-n", "2", "-f", "/h", "-disable-auto-cleanup", "--genvlist=BATCHKIT_JOB_TOKEN,I_MPI_DEBUG")},
 
 		// MVAPICH2
 		{"mvapich/hostfile", Spec{Flavor: MVAPICH, NP: 4, PPN: 2, Hostfile: "/h"},
@@ -314,6 +315,31 @@ func TestBootstrapNeedsAllocation(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("BootstrapNeedsAllocation (-want +got):\n%s", diff)
+	}
+}
+
+// Only Intel MPI's Hydra, starting its proxies through srun (-bootstrap
+// slurm, or nothing inside an allocation), has a batch script shield it
+// from SIGUSR1: srun itself and Hydra over ssh do not need it.
+func TestShieldUSR1(t *testing.T) {
+	got := map[string]bool{}
+	for _, f := range Flavors {
+		for _, l := range Programs {
+			for _, b := range []string{"slurm", "ssh", ""} {
+				for _, alloc := range []bool{false, true} {
+					if ShieldUSR1(Spec{Flavor: f, Launcher: l, Bootstrap: b, InAllocation: alloc}) {
+						got[fmt.Sprintf("%s/%s/%s/%v", f, l, b, alloc)] = true
+					}
+				}
+			}
+		}
+	}
+	want := map[string]bool{
+		"intelmpi/mpirun/slurm/false": true, "intelmpi/mpirun/slurm/true": true, "intelmpi/mpirun//true": true,
+		"intelmpi/mpiexec/slurm/false": true, "intelmpi/mpiexec/slurm/true": true, "intelmpi/mpiexec//true": true,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("ShieldUSR1 (-want +got):\n%s", diff)
 	}
 }
 

@@ -36,7 +36,7 @@ func ExampleCommand() {
 	// openmpi:
 	//   mpirun.openmpi -np 8 --map-by ppr:4:node --host node1:4,node2:4 -x OMP_NUM_THREADS=7 -x BATCHKIT_TOKEN python3 train.py --epochs 2
 	// intelmpi:
-	//   mpirun -n 8 -ppn 4 -hosts node1,node2 -genv OMP_NUM_THREADS 7 python3 train.py --epochs 2
+	//   mpirun -n 8 -ppn 4 -hosts node1,node2 -genv OMP_NUM_THREADS 7 -disable-auto-cleanup python3 train.py --epochs 2
 }
 
 // Hosts with slots of their own (3 ranks on node1, 1 on node2): Open MPI
@@ -75,5 +75,5 @@ func ExamplePlaceHosts() {
 	// # /tmp/hosts (a temporary file when run):
 	// #   node1:3
 	// #   node2:1
-	// mpirun -n 4 -machinefile /tmp/hosts ./a.out --name 'my run'
+	// mpirun -n 4 -machinefile /tmp/hosts -disable-auto-cleanup ./a.out --name 'my run'
 }

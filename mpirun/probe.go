@@ -173,6 +173,22 @@ func WrongMPI(name, path string, got, want Flavor) error {
 	return &WrongMPIError{Name: name, Path: path, Got: got, Want: want}
 }
 
+// NotFound is the error for a launch whose launcher binary is nowhere: it
+// says what was looked for and what to do (put the flavor's first on
+// PATH, give --mpirun), not just "not found".
+func NotFound(binary string, f Flavor, launcher Program) error {
+	switch {
+	case strings.Contains(binary, "/"):
+		return fmt.Errorf("%s: no such launcher: give the path of an installed one with --mpirun PATH", binary)
+	case launcher == ProgramSrun:
+		return fmt.Errorf("%s: not found on PATH: --launcher srun needs Slurm's srun (run where Slurm is installed, or pick --launcher mpirun)", binary)
+	case fixPath[f] != "":
+		return fmt.Errorf("%s: %s's launcher not found on PATH (looked for %s): %s, or give its launcher with --mpirun PATH",
+			binary, flavorRows[f].name, strings.Join(Binaries(f, launcher), ", "), fixPath[f])
+	}
+	return fmt.Errorf("%s: launcher not found on PATH: put its directory on PATH or give it with --mpirun PATH", binary)
+}
+
 // fixPath says how to put a flavor's launcher first on PATH.
 var fixPath = map[Flavor]string{
 	IntelMPI: "put Intel MPI's first on PATH (activate the venv with the impi-rt wheel, or use --profile intel-pip; oneAPI: source setvars.sh)",

@@ -167,3 +167,28 @@ func TestFindLauncherAsksOnlyGenericNames(t *testing.T) {
 		t.Errorf("ran --version of %v", *asked)
 	}
 }
+
+// A launcher that is nowhere says what was looked for and what to do, by
+// flavor (issue 30, item 17: "mpirun: launcher not found on PATH").
+func TestNotFound(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		binary   string
+		flavor   Flavor
+		launcher Program
+		want     string
+	}{
+		{"intel mpi", "mpirun", IntelMPI, ProgramMpirun,
+			"mpirun: Intel MPI's launcher not found on PATH (looked for mpirun, mpiexec.hydra): put Intel MPI's first on PATH (activate the venv with the impi-rt wheel, or use --profile intel-pip; oneAPI: source setvars.sh), or give its launcher with --mpirun PATH"},
+		{"open mpi", "mpirun.openmpi", OpenMPI, ProgramMpirun,
+			"mpirun.openmpi: Open MPI's launcher not found on PATH (looked for mpirun.openmpi, mpirun): put Open MPI's bin directory first on PATH, or give its launcher with --mpirun PATH"},
+		{"a path", "/opt/mpi/bin/mpirun", MPICH, ProgramMpirun, "/opt/mpi/bin/mpirun: no such launcher: give the path of an installed one with --mpirun PATH"},
+		{"srun", "srun", MPICH, ProgramSrun, "srun: not found on PATH: --launcher srun needs Slurm's srun (run where Slurm is installed, or pick --launcher mpirun)"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := NotFound(tt.binary, tt.flavor, tt.launcher).Error(); got != tt.want {
+				t.Errorf("NotFound =\n%s\nwant\n%s", got, tt.want)
+			}
+		})
+	}
+}

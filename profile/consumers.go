@@ -80,3 +80,14 @@ func (e Env) Wheels(environ []string) (string, error) {
 	}
 	return envsetup.WheelsPrefix(e.IntelWheels, envsetup.Environ(environ)["VIRTUAL_ENV"])
 }
+
+// Setup is what envsetup sources for the [env] table: its scripts, the
+// oneCCL bindings and the Intel wheels (Wheels, read from environ), with
+// extra scripts after the profile's.
+func (e Env) Setup(environ []string, extra ...envsetup.Script) (envsetup.Setup, error) {
+	wheels, err := e.Wheels(environ)
+	if err != nil {
+		return envsetup.Setup{}, err
+	}
+	return envsetup.Setup{Scripts: append(e.Scripts(), extra...), OneCCLBindings: e.OneCCLBindings, Python: e.Python, Wheels: wheels}, nil
+}

@@ -15,7 +15,7 @@ import (
 // consumers.go carries, and who reads them instead. Adding a key here needs
 // a reason; a key that is read nowhere belongs nowhere.
 var readElsewhere = map[string]string{
-	"description": "batchkit profile list shows it (cmd/batchkit/cmd_profile.go)",
+	"description": "batchkit profile list shows it (profile/report)",
 	"templates":   "batchkit sbatch loads the batch script's templates from it (templates.Load in cmd/batchkit/cmd_sbatch.go), as does profile show",
 }
 

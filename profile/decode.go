@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/BurntSushi/toml"
+
+	"github.com/batchkit/batchkit/profile/internal/tomlpos"
 )
 
 // File is one profile file, decoded and checked on its own.
@@ -20,9 +22,9 @@ type File struct {
 	Path    string // where it was read: a file path, or "embedded:NAME.toml"
 	Profile Profile
 
-	keys  map[string]pos // the leaf keys this file sets → where
-	order []string       // those keys in document order
-	pos   positions
+	keys  map[string]tomlpos.Pos // the leaf keys this file sets → where
+	order []string               // those keys in document order
+	pos   tomlpos.Positions
 }
 
 // Keys returns the keys this file sets, in document order; each variable is
@@ -35,7 +37,7 @@ func (f *File) Has(key string) bool { _, ok := f.keys[key]; return ok }
 // Position returns the line and column where the file sets key.
 func (f *File) Position(key string) (line, col int, ok bool) {
 	p, ok := f.keys[key]
-	return p.line, p.col, ok
+	return p.Line, p.Col, ok
 }
 
 // embeddedPrefix marks the Path of a profile built into batchkit.
@@ -58,7 +60,7 @@ func ParseFile(path string, src []byte) (*File, error) {
 
 // parse decodes src; dir resolves relative paths ("" for an embedded file).
 func parse(name, path, dir string, src []byte) (*File, problems) {
-	f := &File{Name: name, Path: path, keys: map[string]pos{}}
+	f := &File{Name: name, Path: path, keys: map[string]tomlpos.Pos{}}
 	d := &decoder{f: f, bad: map[string]bool{}}
 
 	mirror := reflect.New(mirrorOf(profileType))
@@ -68,19 +70,19 @@ func parse(name, path, dir string, src []byte) (*File, problems) {
 		if errors.As(err, &pe) {
 			d.ps.add(path, parseErrorPos(string(src), pe), "%s", oneLine(pe.Message))
 		} else {
-			d.ps.add(path, pos{1, 1}, "%v", err)
+			d.ps.add(path, tomlpos.Pos{Line: 1, Col: 1}, "%v", err)
 		}
 		return f, d.ps
 	}
 	d.md = md
-	f.pos = scanPositions(string(src))
+	f.pos = tomlpos.Scan(string(src))
 
 	// The mirror's keys are matched case-insensitively by the toml package,
 	// so each key's own value comes from a second, exact decode, on
 	// scratch metadata that leaves md's record of decoded keys alone.
 	var top map[string]toml.Primitive
 	if d.scratch, err = toml.Decode(string(src), &top); err != nil {
-		d.ps.add(path, pos{1, 1}, "%s", tomlMessage(err))
+		d.ps.add(path, tomlpos.Pos{Line: 1, Col: 1}, "%s", tomlMessage(err))
 		return f, d.ps
 	}
 	var keys []string
@@ -123,8 +125,6 @@ type decoder struct {
 	valueProblems int
 }
 
-var indexRE = regexp.MustCompile(`\[\d+\]`)
-
 // problem reports a value that could not be decoded at path.
 func (d *decoder) problem(path string, atKey bool, format string, a ...any) {
 	d.valueProblems++
@@ -132,13 +132,13 @@ func (d *decoder) problem(path string, atKey bool, format string, a ...any) {
 }
 
 func (d *decoder) report(path string, atKey bool, format string, a ...any) {
-	d.bad[indexRE.ReplaceAllString(path, "")] = true
-	d.ps.add(d.f.Path, d.f.pos.lookup(path, atKey), format, a...)
+	d.bad[tomlpos.StripIndices(path)] = true
+	d.ps.add(d.f.Path, d.f.pos.Lookup(path, atKey), format, a...)
 }
 
 // covered reports whether key, or a table above it, was already reported.
 func (d *decoder) covered(key string) bool {
-	for k := key; k != ""; k = parentPath(k) {
+	for k := key; k != ""; k = tomlpos.ParentPath(k) {
 		if d.bad[k] {
 			return true
 		}
@@ -146,22 +146,22 @@ func (d *decoder) covered(key string) bool {
 	return false
 }
 
-func (d *decoder) keyPos(path string) pos {
-	if p, ok := d.f.pos.key[path]; ok {
+func (d *decoder) keyPos(path string) tomlpos.Pos {
+	if p, ok := d.f.pos.Key[path]; ok {
 		return p
 	}
-	return pos{1 << 30, 0}
+	return tomlpos.Pos{Line: 1 << 30}
 }
 
 // sortByPosition orders the keys of a table as they appear in the file.
 func (d *decoder) sortByPosition(path string, keys []string) {
 	sort.SliceStable(keys, func(i, j int) bool {
-		a, b := d.keyPos(joinPath(path, keys[i])), d.keyPos(joinPath(path, keys[j]))
-		if a.line != b.line {
-			return a.line < b.line
+		a, b := d.keyPos(tomlpos.JoinPath(path, keys[i])), d.keyPos(tomlpos.JoinPath(path, keys[j]))
+		if a.Line != b.Line {
+			return a.Line < b.Line
 		}
-		if a.col != b.col {
-			return a.col < b.col
+		if a.Col != b.Col {
+			return a.Col < b.Col
 		}
 		return keys[i] < keys[j]
 	})
@@ -170,7 +170,7 @@ func (d *decoder) sortByPosition(path string, keys []string) {
 // table decodes keys of a table into struct rv, one key at a time.
 func (d *decoder) table(keys []string, prims map[string]toml.Primitive, rv reflect.Value, path string) {
 	for _, k := range keys {
-		p := joinPath(path, k)
+		p := tomlpos.JoinPath(path, k)
 		i, ok := fieldIndex(rv.Type(), k)
 		if !ok {
 			d.unknown(p, k, rv.Type(), path)
@@ -246,7 +246,7 @@ func (d *decoder) tableArray(prim toml.Primitive, fv reflect.Value, path string)
 	out := reflect.MakeSlice(fv.Type(), len(elems), len(elems))
 	before := d.valueProblems
 	for i, e := range elems {
-		d.value(e, out.Index(i), indexPath(path, i))
+		d.value(e, out.Index(i), tomlpos.IndexPath(path, i))
 	}
 	if d.valueProblems == before {
 		fv.Set(out)
@@ -260,7 +260,7 @@ func (d *decoder) elementsMatch(elems []any, t reflect.Type, path string) bool {
 	ok := true
 	for i, e := range elems {
 		if !typeMatches(t, e) {
-			d.problem(indexPath(path, i), false, "%s: want %s, got %s", indexPath(path, i), describeType(t), describeValue(e))
+			d.problem(tomlpos.IndexPath(path, i), false, "%s: want %s, got %s", tomlpos.IndexPath(path, i), describeType(t), describeValue(e))
 			ok = false
 		}
 	}
@@ -286,7 +286,7 @@ func (d *decoder) mapEntries(prim toml.Primitive, fv reflect.Value, path string)
 
 // mapEntry decodes variable name of the table at path into map fv.
 func (d *decoder) mapEntry(prim toml.Primitive, fv reflect.Value, path, name string) {
-	p := joinPath(path, name)
+	p := tomlpos.JoinPath(path, name)
 	et := fv.Type().Elem()
 	if _, ok := d.decodeRaw(prim, et, p); !ok {
 		return
@@ -332,7 +332,7 @@ func (d *decoder) set(path string) {
 // setKey records that the file sets leaf key, written at path.
 func (d *decoder) setKey(key, path string) {
 	if _, ok := d.f.keys[key]; !ok {
-		d.f.keys[key] = d.f.pos.lookup(path, true)
+		d.f.keys[key] = d.f.pos.Lookup(path, true)
 		d.f.order = append(d.f.order, key)
 	}
 }
@@ -342,12 +342,12 @@ func (d *decoder) setKey(key, path string) {
 func (d *decoder) unknown(path, k string, t reflect.Type, table string) {
 	msg := fmt.Sprintf("unknown key %q", path)
 	if s := suggest(k, fieldNames(t)); s != "" {
-		d.report(path, true, "%s: did you mean %q?", msg, joinPath(table, s))
+		d.report(path, true, "%s: did you mean %q?", msg, tomlpos.JoinPath(table, s))
 		return
 	}
 	// A variable directly under [env].
 	if table == "env" && envNameRE.MatchString(k) && strings.ToUpper(k) == k {
-		d.report(path, true, "%s: variables go under [env.vars]: did you mean %q?", msg, joinPath(VarsKey, k))
+		d.report(path, true, "%s: variables go under [env.vars]: did you mean %q?", msg, tomlpos.JoinPath(VarsKey, k))
 		return
 	}
 	// A key that belongs in another table, e.g. partition at the top level.
@@ -358,7 +358,7 @@ func (d *decoder) unknown(path, k string, t reflect.Type, table string) {
 		}
 		for _, key := range elsewhere {
 			if last := key[strings.LastIndexByte(key, '.')+1:]; last == k || suggest(k, []string{last}) != "" {
-				if parentPath(key) != table {
+				if tomlpos.ParentPath(key) != table {
 					d.report(path, true, "%s: did you mean %q?", msg, key)
 					return
 				}
@@ -376,13 +376,13 @@ var duplicateRE = regexp.MustCompile(`^Key '(.*)' has already been defined\.$`)
 // taken from the offset. A duplicate key is reported where the parser
 // stopped, which can be past the end of the line; the key being redefined
 // is what to point at.
-func parseErrorPos(src string, pe toml.ParseError) pos {
-	at, ok := offsetPos(src, pe.Position.Start)
+func parseErrorPos(src string, pe toml.ParseError) tomlpos.Pos {
+	at, ok := tomlpos.OffsetPos(src, pe.Position.Start)
 	if !ok {
-		at = pos{max(pe.Position.Line, 1), max(pe.Position.Col, 1)}
+		at = tomlpos.Pos{Line: max(pe.Position.Line, 1), Col: max(pe.Position.Col, 1)}
 	}
 	if m := duplicateRE.FindStringSubmatch(pe.Message); m != nil {
-		if p, ok := scanPositions(src).redefinition(m[1], at); ok {
+		if p, ok := tomlpos.Scan(src).Redefinition(m[1], at); ok {
 			return p
 		}
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/batchkit/batchkit/envvars"
 	"github.com/batchkit/batchkit/internal/infile"
+	"github.com/batchkit/batchkit/profile/internal/tomlpos"
 	siteconfigs "github.com/batchkit/batchkit/site-configs"
 )
 
@@ -46,7 +47,7 @@ type Loader struct {
 // into batchkit (site-configs/).
 func NewLoader(getenv func(string) string) *Loader {
 	var dirs []string
-	for _, d := range filepath.SplitList(getenv("BATCHKIT_PROFILE_PATH")) {
+	for _, d := range filepath.SplitList(getenv(envvars.ProfilePath)) {
 		if d != "" {
 			dirs = append(dirs, d)
 		}
@@ -217,7 +218,7 @@ func (l *Loader) load(e Entry) (*File, problems) {
 		}
 	}
 	if err != nil {
-		return &File{Name: e.Name, Path: e.Path, keys: map[string]pos{}}, problems{{File: e.Path, Msg: unwrapPathError(err).Error()}}
+		return &File{Name: e.Name, Path: e.Path, keys: map[string]tomlpos.Pos{}}, problems{{File: e.Path, Msg: unwrapPathError(err).Error()}}
 	}
 	return parse(e.Name, e.Path, dir, src)
 }
@@ -251,7 +252,7 @@ func (l *Loader) resolve(e Entry) (*Resolved, error) {
 		if f.Profile.Extends == "" {
 			break
 		}
-		at := f.pos.lookup(extendsKey, false)
+		at := f.pos.Lookup(extendsKey, false)
 		next, err := l.findBase(f.Profile.Extends, e)
 		if err != nil {
 			ps.add(f.Path, at, "extends: %v", err)
@@ -294,6 +295,22 @@ func (l *Loader) List() ([]Entry, error) {
 	return out, nil
 }
 
+// Names lists the names of the profiles on the search path, sorted, each
+// once, without reading them: what shell completion offers for --profile.
+func (l *Loader) Names() ([]string, error) {
+	es, err := l.entries()
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, e := range es {
+		if !e.Shadowed {
+			names = append(names, e.Name)
+		}
+	}
+	return names, nil
+}
+
 // entries lists the profiles of the search path by name, sorted, without
 // reading them (notFound's suggestions need no more).
 func (l *Loader) entries() ([]Entry, error) {
@@ -333,4 +350,24 @@ func (l *Loader) entries() ([]Entry, error) {
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil
+}
+
+// ResolveWith resolves the profile name (a file or a name) and puts sets,
+// KEY=VALUE each as a command-line flag would give it, on top; the result
+// is validated.
+func (l *Loader) ResolveWith(name string, sets []string) (*Resolved, error) {
+	r, err := l.Resolve(name)
+	if err != nil {
+		return nil, err
+	}
+	for _, kv := range sets {
+		k, v, _ := strings.Cut(kv, "=")
+		if err := r.Set(k, v, CommandLine); err != nil {
+			return nil, err
+		}
+	}
+	if err := r.Validate(); err != nil {
+		return nil, err
+	}
+	return r, nil
 }

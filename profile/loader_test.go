@@ -553,6 +553,27 @@ func TestListResolvesChains(t *testing.T) {
 	}
 }
 
+// Names lists each profile of the search path once, a user's file of a
+// built-in name too, sorted, broken ones included (it reads none of them):
+// what TAB offers after --profile.
+func TestNames(t *testing.T) {
+	user, site := t.TempDir(), t.TempDir()
+	write(t, user, "mine.toml", "[slurm\n")
+	write(t, user, "local.toml", "extends = \"mpich\"\n")
+	write(t, site, "mine.toml", "description = \"the site's\"\n")
+	write(t, site, "notes.txt", "not a profile\n")
+	os.Mkdir(filepath.Join(site, "dir.toml"), 0o755)
+	l := &Loader{Dirs: []string{user, site, filepath.Join(site, "nosuch")}, Embedded: siteconfigs.FS}
+	got, err := l.Names()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"generic-openmpi", "intel-oneccl", "intel-pip", "local", "mine", "mpich"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Names (-want +got):\n%s", diff)
+	}
+}
+
 // Profiles checked together that extend one broken base say its problem
 // once: each Resolve lists it, Said passes it on the first time only
 // (issue 24 item 13).

@@ -4,6 +4,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
+
+	"github.com/batchkit/batchkit/profile/internal/tomlpos"
 )
 
 // keyPath is where a value sits in a profile, built a step at a time as
@@ -13,7 +15,7 @@ import (
 //
 // It renders two ways because a variable's name may need quoting in TOML:
 // String is the key as messages and Resolved name it (env.vars.MY VAR),
-// tomlKey as the positions of the file are recorded (env.vars."MY VAR").
+// tomlKey as tomlpos records the positions of the file (env.vars."MY VAR").
 type keyPath struct{ steps []pathStep }
 
 type pathStep struct {
@@ -69,14 +71,14 @@ func printable(key string) string {
 	return key
 }
 
-// tomlKey is the path as positions records it, each key quoted if it must be.
+// tomlKey is the path as tomlpos records it, each key quoted if it must be.
 func (p keyPath) tomlKey() string {
 	out := ""
 	for _, s := range p.steps {
 		if s.isIndex {
-			out = indexPath(out, s.index)
+			out = tomlpos.IndexPath(out, s.index)
 		} else {
-			out = joinPath(out, s.key)
+			out = tomlpos.JoinPath(out, s.key)
 		}
 	}
 	return out

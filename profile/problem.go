@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/hashicorp/go-multierror"
+
+	"github.com/batchkit/batchkit/profile/internal/tomlpos"
 )
 
 // Problem is one thing wrong with a profile, at a place in a file (or on the
@@ -60,8 +62,8 @@ func (s Said) Fresh(err error) []error {
 // message lists one problem a line.
 type problems []*Problem
 
-func (ps *problems) add(file string, at pos, format string, a ...any) {
-	*ps = append(*ps, &Problem{File: file, Line: at.line, Col: at.col, Msg: fmt.Sprintf(format, a...)})
+func (ps *problems) add(file string, at tomlpos.Pos, format string, a ...any) {
+	*ps = append(*ps, &Problem{File: file, Line: at.Line, Col: at.Col, Msg: fmt.Sprintf(format, a...)})
 }
 
 // sorted orders problems by file (in the order files were met), then line

@@ -12,6 +12,7 @@ import (
 	"github.com/batchkit/batchkit/internal/closed"
 
 	"github.com/batchkit/batchkit/mpirun"
+	"github.com/batchkit/batchkit/profile/internal/tomlpos"
 )
 
 // Sources of values that do not come from a profile file.
@@ -73,7 +74,7 @@ func Merge(chain ...*File) *Resolved {
 		r.top++
 		r.apply(f.order, &f.Profile, func(key string) Origin {
 			p := f.keys[key]
-			return Origin{Source: f.Path, Line: p.line, Col: p.col}
+			return Origin{Source: f.Path, Line: p.Line, Col: p.Col}
 		})
 	}
 	r.top++
@@ -337,9 +338,9 @@ func (r *Resolved) WriteTOML(w io.Writer) error {
 		if o, ok := launcherOptions[s.Key]; ok && !mpirun.Takes(r.Profile.MPI.Flavor, o) {
 			continue
 		}
-		t, key := parentPath(s.Key), s.Key[strings.LastIndexByte(s.Key, '.')+1:]
+		t, key := tomlpos.ParentPath(s.Key), s.Key[strings.LastIndexByte(s.Key, '.')+1:]
 		if strings.HasPrefix(s.Key, VarsKey+".") {
-			t, key = VarsKey, seg(strings.TrimPrefix(s.Key, VarsKey+"."))
+			t, key = VarsKey, tomlpos.Seg(strings.TrimPrefix(s.Key, VarsKey+"."))
 		}
 		if t != table {
 			if b.Len() > 0 {

@@ -11,6 +11,7 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"github.com/batchkit/batchkit/mpirun"
+	"github.com/batchkit/batchkit/profile/internal/tomlpos"
 )
 
 // The schema is the Profile type itself: its toml tags name the keys. A leaf
@@ -325,7 +326,7 @@ func formatValue(v reflect.Value) string {
 			if f.IsZero() {
 				continue
 			}
-			parts = append(parts, seg(tomlName(v.Type().Field(i)))+" = "+formatValue(f))
+			parts = append(parts, tomlpos.Seg(tomlName(v.Type().Field(i)))+" = "+formatValue(f))
 		}
 		return "{ " + strings.Join(parts, ", ") + " }"
 	}

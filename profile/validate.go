@@ -356,7 +356,7 @@ func (d *decoder) checkValues() {
 }
 
 func hasKey(f *File, key string) bool {
-	_, ok := f.pos.key[key]
+	_, ok := f.pos.Key[key]
 	return ok
 }
 

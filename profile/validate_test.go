@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/batchkit/batchkit/profile/internal/tomlpos"
 )
 
 // Every key of the schema has a row in checks, and every row names a key: a
@@ -15,7 +17,7 @@ func TestEveryKeyHasACheck(t *testing.T) {
 	rows := map[string]bool{}
 	for section, keys := range checks {
 		for name := range keys {
-			rows[joinPath(section, name)] = true
+			rows[tomlpos.JoinPath(section, name)] = true
 		}
 	}
 	for _, l := range leafSpecs {

@@ -47,6 +47,11 @@ type Script struct {
 	// profile's env.intel_wheels, resolved): the script exports what
 	// envsetup.WheelsChanges sets, after the scripts.
 	Wheels string
+	// ShieldUSR1: the launch line is Intel MPI's Hydra starting its proxies
+	// through srun (mpirun.ShieldUSR1): the script starts it, and srun the
+	// proxies, with SIGUSR1 ignored, so that a preemption signal reaches
+	// the ranks without killing them.
+	ShieldUSR1 bool
 }
 
 // Bindings is how the batch script finds the oneCCL bindings for PyTorch.

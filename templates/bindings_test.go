@@ -34,7 +34,7 @@ func TestBindingsInBatchScript(t *testing.T) {
 			script, err := set.Render(Sbatch, map[string]any{
 				"Profile": "p", "Directives": []map[string]string{}, "Modules": []string{}, "Sources": []map[string]any{},
 				"Env": []map[string]string{}, "Launch": []string{"sh", "-c", "echo CCL_ROOT=$CCL_ROOT"}, "Requeue": false,
-				"Bindings": map[string]string{"Python": "python3", "Probe": tc.probe}, "Wheels": "",
+				"Bindings": map[string]string{"Python": "python3", "Probe": tc.probe}, "Wheels": "", "ShieldUSR1": false,
 			})
 			if err != nil {
 				t.Fatal(err)

@@ -117,7 +117,7 @@ func runJob(t *testing.T, sources []string, env map[string]string, user []string
 	}
 	script, err := set.Render(Sbatch, map[string]any{
 		"Profile": "p", "Directives": []map[string]string{}, "Modules": []string{}, "Sources": srcs,
-		"Env": vars, "Launch": []string{"env", "-0"}, "Requeue": false, "Bindings": nil, "Wheels": "",
+		"Env": vars, "Launch": []string{"env", "-0"}, "Requeue": false, "Bindings": nil, "Wheels": "", "ShieldUSR1": false,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -115,7 +115,7 @@ func TestSbatchScriptSignals(t *testing.T) {
 			}
 			script, err := set.Render(Sbatch, map[string]any{
 				"Profile": "p", "Directives": []map[string]string{}, "Modules": []string{}, "Sources": sources,
-				"Env": []map[string]string{}, "Launch": []string{launcher}, "Requeue": tc.requeue, "Bindings": nil, "Wheels": "",
+				"Env": []map[string]string{}, "Launch": []string{launcher}, "Requeue": tc.requeue, "Bindings": nil, "Wheels": "", "ShieldUSR1": false,
 			})
 			if err != nil {
 				t.Fatal(err)

@@ -48,12 +48,18 @@ var Names = []string{Sbatch}
 // value even after a backslash, an unquoted # starts a comment, and a line
 // break ends the directive. A double-quoted value with \ and \" escaped
 // therefore arrives byte for byte (verified against sbatch 22.05); a line
-// break cannot be carried at all.
+// break cannot be carried at all. An empty value is refused: a flag
+// without one (--exclusive, --requeue) is printed alone, and a template
+// that prints --flag={{directive .Value}} for it would give sbatch
+// --exclusive="" instead.
 func DirectiveValue(s string) (string, error) {
+	if s == "" {
+		return "", errors.New(`an empty #SBATCH value ("" is not the flag alone): print --flag without = when it has no value, as {{if .Value}}={{directive .Value}}{{end}}`)
+	}
 	if strings.ContainsAny(s, "\n\r\x00") {
 		return "", fmt.Errorf("value %q contains a line break or NUL, which an #SBATCH line cannot carry", s)
 	}
-	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.,:/=+@%") == "" {
+	if strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.,:/=+@%") == "" {
 		return s, nil // plainly safe: keep scripts readable
 	}
 	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(s) + `"`, nil

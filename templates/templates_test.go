@@ -81,12 +81,32 @@ func TestDirectiveValue(t *testing.T) {
 		"a b":            `"a b"`,
 		`say "hi" \o/`:   `"say \"hi\" \\o/"`,
 		"#not a comment": `"#not a comment"`,
-		"":               `""`,
 	} {
 		got, err := DirectiveValue(in)
 		if err != nil || got != want {
 			t.Errorf("DirectiveValue(%q) = %q, %v; want %q", in, got, err, want)
 		}
+	}
+}
+
+// A flag without a value never becomes --flag="" (issue 30 item 19: the
+// site-admin guide's template rendered #SBATCH --exclusive=""): directive
+// refuses "", so such a template fails at profile check, whose sample has a
+// flag without a value, and never renders.
+func TestDirectiveWithoutValue(t *testing.T) {
+	if got, err := DirectiveValue(""); err == nil || !strings.Contains(err.Error(), "{{if .Value}}") {
+		t.Errorf(`DirectiveValue("") = %q, %v; want an error saying how to print the flag alone`, got, err)
+	}
+	dir := t.TempDir()
+	tmpl := "#!/bin/bash\n{{range .Directives}}#SBATCH --{{word .Flag}}={{directive .Value}}\n{{end}}exec {{qargs .Launch}}\n"
+	os.WriteFile(filepath.Join(dir, Sbatch), []byte(tmpl), 0o644)
+	s, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := map[string]any{"Directives": []map[string]string{{"Flag": "exclusive", "Value": ""}}, "Launch": []string{"true"}}
+	if out, err := s.Render(Sbatch, data); err == nil {
+		t.Errorf("rendered %q; want an error for --exclusive's empty value", out)
 	}
 }
 
@@ -245,6 +265,7 @@ func TestSbatchTemplateSyntax(t *testing.T) {
 		"Requeue":    true,
 		"Bindings":   map[string]string{"Python": "/opt/conda/bin/python", "Probe": "import sys; print(sys.prefix)"},
 		"Wheels":     "/opt/venv",
+		"ShieldUSR1": false,
 	}
 	out, err := s.Render(Sbatch, data)
 	if err != nil {
@@ -278,7 +299,7 @@ func TestProfileNameStaysInTheComment(t *testing.T) {
 		"Profile":    "./evil\ntouch PWNED\r\x1b.toml",
 		"Directives": []map[string]string{},
 		"Modules":    []string{}, "Sources": []map[string]any{}, "Env": []map[string]string{},
-		"Launch": []string{"true"}, "Requeue": false, "Bindings": nil, "Wheels": "",
+		"Launch": []string{"true"}, "Requeue": false, "Bindings": nil, "Wheels": "", "ShieldUSR1": false,
 	}
 	out, err := s.Render(Sbatch, data)
 	if err != nil {
@@ -327,7 +348,7 @@ func TestProfileVariablesKeepTheUsers(t *testing.T) {
 		"Sources": []map[string]any{{"Path": vendor, "Args": []string{}}},
 		"Env":     []map[string]string{{"Name": "CCL_WORKER_COUNT", "Value": "1"}, {"Name": "FI_PROVIDER", "Value": "psm3"}, {"Name": "I_MPI_PIN_DOMAIN", "Value": "socket"}},
 		"Launch":  []string{"sh", "-c", `echo "$CCL_WORKER_COUNT $FI_PROVIDER $I_MPI_PIN_DOMAIN"`},
-		"Requeue": false, "Bindings": nil, "Wheels": "",
+		"Requeue": false, "Bindings": nil, "Wheels": "", "ShieldUSR1": false,
 	}
 	script, err := s.Render(Sbatch, data)
 	if err != nil {
@@ -363,7 +384,7 @@ func TestSbatchWheelsMatchEnvsetup(t *testing.T) {
 	prefix := "/opt/my venv"
 	out, err := s.Render(Sbatch, map[string]any{
 		"Profile": "p", "Directives": []map[string]string{}, "Modules": []string{}, "Sources": []map[string]any{},
-		"Env": []map[string]string{}, "Launch": []string{"true"}, "Requeue": false, "Bindings": nil, "Wheels": prefix,
+		"Env": []map[string]string{}, "Launch": []string{"true"}, "Requeue": false, "Bindings": nil, "Wheels": prefix, "ShieldUSR1": false,
 	})
 	if err != nil {
 		t.Fatal(err)

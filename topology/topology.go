@@ -14,10 +14,13 @@
 package topology
 
 import (
+	"encoding/json"
 	"fmt"
 	"hash/fnv"
 	"strconv"
 	"strings"
+
+	"github.com/batchkit/batchkit/internal/jsonstr"
 )
 
 // DefaultPort is torchrun's default MASTER_PORT.
@@ -41,9 +44,10 @@ type Topology struct {
 	// consumer reads them again. Not in `batchkit env --format json`,
 	// whose object is the placement above.
 
-	// StepID is the launch's own id inside job JobID: an srun step's
-	// ("" under every other launcher, whose ranks carry a stale daemon
-	// step's). With JobID it names the launch (RendezvousID): its
+	// StepID is the launch's own id inside job JobID: an srun step's,
+	// also under torchrun variables that restate its rank (batchkit
+	// exec's); "" under every other launcher, whose ranks carry a stale
+	// daemon step's. With JobID it names the launch (RendezvousID): its
 	// MASTER_PORT and the TCP backend's job token.
 	StepID string `json:"-"`
 	// PMI is what this process is offered to wire up an MPI library: its
@@ -55,6 +59,21 @@ type Topology struct {
 	// exits non-zero (srun's SLURM_KILL_BAD_EXIT), whatever its
 	// Traits.LeavesRanksRunning says.
 	KillOnBadExit bool `json:"-"`
+}
+
+// MarshalJSON writes the placement (`batchkit env --format json`), the
+// strings read from the environment (hosts, MASTER_ADDR, the job id) in
+// jsonstr's lossless encoding: a byte that is not UTF-8 as \udcXX, not
+// encoding/json's U+FFFD. The keys keep their order.
+func (t Topology) MarshalJSON() ([]byte, error) {
+	type placement Topology // the fields, without this method
+	return json.Marshal(struct {
+		placement
+		Hosts      []jsonstr.String `json:"hosts"`
+		MasterAddr jsonstr.String   `json:"master_addr"`
+		MasterPort int              `json:"master_port"`
+		JobID      jsonstr.String   `json:"job_id"`
+	}{placement(t), jsonstr.Strings(t.Hosts), jsonstr.String(t.MasterAddr), t.MasterPort, jsonstr.String(t.JobID)})
 }
 
 // Getenv looks a variable up; "" means unset. Detection never reads the

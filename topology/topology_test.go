@@ -1,6 +1,7 @@
 package topology
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -103,5 +104,26 @@ func TestRendezvousID(t *testing.T) {
 	// Two steps of a job running at once get different ports.
 	if PortForJob(RendezvousID("8907", "0")) == PortForJob(RendezvousID("8907", "1")) {
 		t.Error("steps 0 and 1 of one job share a port")
+	}
+}
+
+// batchkit env --format json: the same keys in the same order as the
+// struct's tags, and the strings from the environment kept whole (issue
+// 30, item 15: MASTER_ADDR=$'a\xffb' printed "a\ufffdb").
+func TestTopologyJSON(t *testing.T) {
+	top := Topology{Launcher: Slurm, Rank: 1, WorldSize: 4, LocalRank: 1, LocalWorldSize: 2, NodeRank: 0, NumNodes: 2,
+		Hosts: []string{"node1", "node2"}, MasterAddr: "node1", MasterPort: 15042, JobID: "42", StepID: "0"}
+	type plain Topology // encoding/json's own, for valid UTF-8
+	want, _ := json.Marshal(plain(top))
+	got, err := json.Marshal(top)
+	if err != nil || string(got) != string(want) {
+		t.Errorf("Marshal = %s, %v\nwant        %s", got, err, want)
+	}
+	top.MasterAddr, top.JobID, top.Hosts = "a\xffb", "j\xfe", []string{"n\x80"}
+	got, _ = json.Marshal(top)
+	for _, s := range []string{`"hosts":["n\udc80"]`, `"master_addr":"a\udcffb"`, `"job_id":"j\udcfe"`} {
+		if !strings.Contains(string(got), s) {
+			t.Errorf("Marshal = %s: want %s in it", got, s)
+		}
 	}
 }

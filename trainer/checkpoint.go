@@ -89,6 +89,11 @@ func (ck *Checkpoint) Encode() ([]byte, error) {
 	if len(ck.Params) != len(ck.Momentum) {
 		return nil, errors.New("checkpoint: parameters and momentum differ in length")
 	}
+	for _, p := range [][]float32{ck.Params, ck.Momentum} {
+		if slices.ContainsFunc(p, func(v float32) bool { return v-v != 0 }) {
+			return nil, errors.New("checkpoint: the weights are not all finite numbers (a diverged run): not saved")
+		}
+	}
 	hdr, err := json.Marshal(ck.Header)
 	if err != nil {
 		return nil, err
@@ -103,6 +108,13 @@ func (ck *Checkpoint) Encode() ([]byte, error) {
 	b = appendFloats(b, ck.Momentum)
 	sum := sha256.Sum256(b)
 	return append(b, sum[:]...), nil
+}
+
+// checkpointBytes is the size of a checkpoint of h and n parameters, give
+// or take the header's digits (its values change as the run goes on).
+func checkpointBytes(h CheckpointHeader, n int) int64 {
+	hdr, _ := json.Marshal(h)
+	return int64(len(checkpointMagic)+16+len(hdr)+256+sha256.Size) + 8*int64(n)
 }
 
 func appendFloats(b []byte, fs []float32) []byte {

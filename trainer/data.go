@@ -14,6 +14,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/batchkit/batchkit/internal/bytesize"
 	"github.com/batchkit/batchkit/internal/outfile"
 )
 
@@ -27,6 +28,12 @@ var digitsGz []byte
 // MaxDataBytes caps a --data file, compressed or not: a larger one is
 // refused rather than exhausting memory.
 const MaxDataBytes = 1 << 30
+
+// MaxRowBytes caps a row of a data file: a 100,000-feature row of full
+// float32 precision takes ~1.2 MB. A row is read whole before it is
+// parsed, so without a cap one endless line (600 MB in a 2.6 MB gzip) took
+// its length several times over in memory.
+const MaxRowBytes = 4 << 20
 
 // MaxClasses caps the label value: a stray 1e9 would otherwise size an output
 // layer of a billion units.
@@ -112,22 +119,23 @@ func ParseCSV(r io.Reader, name string, gz bool) (*Dataset, error) {
 		defer z.Close()
 		r = z
 	}
-	lr := &limitedReader{r: r, left: MaxDataBytes}
-	br := bufio.NewReaderSize(lr, 1<<16)
+	sc := bufio.NewScanner(&limitedReader{r: r, left: MaxDataBytes})
+	sc.Buffer(make([]byte, 0, 1<<16), MaxRowBytes+2) // the row, \r\n
 	d := &Dataset{}
-	for line := 1; ; line++ {
-		text, err := br.ReadString('\n')
-		if err != nil && err != io.EOF {
-			return nil, &DataError{File: name, Line: line, Err: err}
-		}
-		if s := strings.TrimSpace(text); s != "" {
+	line := 0
+	for sc.Scan() {
+		line++
+		if s := strings.TrimSpace(sc.Text()); s != "" {
 			if perr := d.addRow(s); perr != nil {
 				return nil, &DataError{File: name, Line: line, Err: perr}
 			}
 		}
-		if err == io.EOF {
-			break
-		}
+	}
+	switch err := sc.Err(); {
+	case errors.Is(err, bufio.ErrTooLong):
+		return nil, &DataError{File: name, Line: line + 1, Err: fmt.Errorf("longer than %s: a row may take at most that", bytesize.Format(MaxRowBytes))}
+	case err != nil:
+		return nil, &DataError{File: name, Line: line + 1, Err: err}
 	}
 	if d.Rows() == 0 {
 		return nil, &DataError{File: name, Err: errors.New("no rows")}
@@ -135,18 +143,22 @@ func ParseCSV(r io.Reader, name string, gz bool) (*Dataset, error) {
 	return d, nil
 }
 
-// addRow appends one line's features and label.
+// addRow appends one line's features and label, field by field: no slice
+// of the row's fields is made.
 func (d *Dataset) addRow(s string) error {
-	fields := strings.Split(s, ",")
-	if len(fields) < 2 {
-		return fmt.Errorf("%d field: want at least one feature and the label", len(fields))
+	fields := strings.Count(s, ",") + 1
+	if fields < 2 {
+		return fmt.Errorf("%d field: want at least one feature and the label", fields)
 	}
 	if d.Features == 0 && d.Rows() == 0 {
-		d.Features = len(fields) - 1
-	} else if len(fields)-1 != d.Features {
-		return fmt.Errorf("%d fields, want %d like the rows before", len(fields), d.Features+1)
+		d.Features = fields - 1
+	} else if fields-1 != d.Features {
+		return fmt.Errorf("%d fields, want %d like the rows before", fields, d.Features+1)
 	}
-	for i, f := range fields[:len(fields)-1] {
+	rest := s
+	for i := range fields - 1 {
+		f, after, _ := strings.Cut(rest, ",")
+		rest = after
 		v, err := strconv.ParseFloat(strings.TrimSpace(f), 32)
 		if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
 			hint := ""
@@ -157,7 +169,7 @@ func (d *Dataset) addRow(s string) error {
 		}
 		d.X = append(d.X, float32(v))
 	}
-	lab := strings.TrimSpace(fields[len(fields)-1])
+	lab := strings.TrimSpace(rest)
 	y, err := strconv.Atoi(lab)
 	if err != nil || y < 0 || y >= MaxClasses {
 		return fmt.Errorf("label %q: want an integer from 0 to %d", lab, MaxClasses-1)
@@ -198,8 +210,13 @@ func Split(d *Dataset) (train, test *Dataset, err error) {
 	if d.Rows() < TestEvery {
 		return nil, nil, fmt.Errorf("%d rows: want at least %d (every %dth row is a test row)", d.Rows(), TestEvery, TestEvery)
 	}
-	train = &Dataset{Features: d.Features, Classes: d.Classes}
-	test = &Dataset{Features: d.Features, Classes: d.Classes}
+	// Sized exactly: appending would grow each set to up to twice its size.
+	nTest := d.Rows() / TestEvery
+	nTrain := d.Rows() - nTest
+	train = &Dataset{Features: d.Features, Classes: d.Classes,
+		X: make([]float32, 0, nTrain*d.Features), Y: make([]int32, 0, nTrain)}
+	test = &Dataset{Features: d.Features, Classes: d.Classes,
+		X: make([]float32, 0, nTest*d.Features), Y: make([]int32, 0, nTest)}
 	for i := range d.Rows() {
 		dst := train
 		if i%TestEvery == TestEvery-1 {

@@ -106,3 +106,27 @@ func TestReadDataFile(t *testing.T) {
 		}
 	}
 }
+
+// A row longer than MaxRowBytes is refused as it is read, naming its line:
+// one 600 MB row in a 2.6 MB gzip took 9.9 GB before a Go "out of memory".
+// A row up to the limit is read.
+func TestParseCSVRowLimit(t *testing.T) {
+	wide := func(n int) string { return strings.Repeat("0,", n) + "1\n" } // n features
+	var gz bytes.Buffer
+	z := gzip.NewWriter(&gz)
+	z.Write([]byte(wide(2)))
+	for range 8 {
+		z.Write([]byte(strings.Repeat("0,", 1<<20))) // one 16 MiB row
+	}
+	z.Write([]byte("1\n"))
+	z.Close()
+	_, err := ParseCSV(&gz, "wide.csv.gz", true)
+	if want := "data wide.csv.gz line 2: longer than 4 MiB: a row may take at most that"; err == nil || err.Error() != want {
+		t.Errorf("error %v, want %q", err, want)
+	}
+	n := MaxRowBytes/2 - 1 // 2 bytes a feature and the label: just within the limit
+	d, err := ParseCSV(strings.NewReader(wide(n)), "f.csv", false)
+	if err != nil || d.Rows() != 1 || d.Features != n {
+		t.Errorf("a row of %d bytes: %v", 2*n+2, err)
+	}
+}

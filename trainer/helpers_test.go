@@ -32,6 +32,11 @@ func defaults() Config {
 // trainWorld runs Train on n in-process ranks; cfgFor may adjust each
 // rank's Config. It returns every rank's result and error.
 func trainWorld(n int, train, test *Dataset, cfgFor func(rank int) Config) ([]Result, []error) {
+	return trainWorldData(n, test, func(r int) (Config, *Dataset) { return cfgFor(r), train })
+}
+
+// trainWorldData is trainWorld with each rank's own train set.
+func trainWorldData(n int, test *Dataset, cfgFor func(rank int) (Config, *Dataset)) ([]Result, []error) {
 	w := NewLocalWorld(n)
 	res, errs := make([]Result, n), make([]error, n)
 	var wg sync.WaitGroup
@@ -39,7 +44,8 @@ func trainWorld(n int, train, test *Dataset, cfgFor func(rank int) Config) ([]Re
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			res[r], errs[r] = Train(w.Comms[r], train, test, cfgFor(r))
+			cfg, train := cfgFor(r)
+			res[r], errs[r] = Train(w.Comms[r], train, test, cfg)
 			if errs[r] != nil {
 				w.Abort()
 			}

@@ -77,16 +77,16 @@ func (e *LockedError) Error() string {
 	return fmt.Sprintf("checkpoint directory %s is in use by %s%s: wait for it, or use another --checkpoint-dir", e.Dir, e.Holder, same)
 }
 
-// LockError is a checkpoint directory that cannot be locked for a reason of
-// its own: it cannot be created or written, or its lock file is not a
-// regular file.
+// LockError is a checkpoint directory that cannot be locked or used for a
+// reason of its own: it cannot be created or written, its file system has
+// no room for a checkpoint, or its lock file is not a regular file.
 type LockError struct {
 	Dir string
 	Err error
 }
 
 func (e *LockError) Error() string {
-	return fmt.Sprintf("cannot lock checkpoint directory %s: %v", e.Dir, e.Err)
+	return fmt.Sprintf("cannot use checkpoint directory %s: %v", e.Dir, e.Err)
 }
 func (e *LockError) Unwrap() error { return e.Err }
 
@@ -170,6 +170,7 @@ func LockCheckpointDir(dir string, owner LockOwner, warn func(error)) (*DirLock,
 	}
 	l.reportTakeover(prev)
 	if err := l.write(); err != nil {
+		os.Remove(l.path) // held, and empty or half-written (a full disk): junk to the next run
 		l.f.Close()
 		return nil, &LockError{Dir: dir, Err: err}
 	}
@@ -433,11 +434,13 @@ const (
 )
 
 // openCheckpointDir is a run's checkpoint directory, nil without one. Rank
-// 0, which writes the checkpoints, locks it before any rank reads from it,
-// and every rank learns whether it did (one Allgather, in every run of more
-// than one rank): when rank 0 is refused, every rank returns at once,
-// whatever launched them. Its close releases the lock.
-func openCheckpointDir(c Comm, cfg Config) (*checkpointDir, error) {
+// 0, which writes the checkpoints, locks it before any rank reads from it
+// and checks that a checkpoint of need bytes can be written there
+// (writable); every rank learns whether it could (one Allgather, in every
+// run of more than one rank): when rank 0 is refused, every rank returns
+// at once, before the first step, whatever launched them. Its close
+// releases the lock.
+func openCheckpointDir(c Comm, cfg Config, need int64) (*checkpointDir, error) {
 	var (
 		d      *checkpointDir
 		err    error
@@ -449,6 +452,12 @@ func openCheckpointDir(c Comm, cfg Config) (*checkpointDir, error) {
 	if d != nil && c.Rank() == 0 {
 		owner := LockOwner{Host: hostname(), PID: os.Getpid(), JobID: cfg.JobID, Since: time.Now().Truncate(time.Second)}
 		d.lock, err = LockCheckpointDir(cfg.CheckpointDir, owner, cfg.Warn)
+		if err == nil {
+			if err = writable(cfg.CheckpointDir, need); err != nil {
+				d.lock.Unlock()
+				d.lock = nil
+			}
+		}
 		var (
 			le *LockedError
 			ue *LockError
@@ -486,6 +495,24 @@ func openCheckpointDir(c Comm, cfg Config) (*checkpointDir, error) {
 		return nil, &LockError{Dir: cfg.CheckpointDir, Err: errors.New("rank 0 could not (its error says why)")}
 	}
 	return nil, fmt.Errorf("checkpoint directory %s: rank 0 could not lock it (its error says why)", cfg.CheckpointDir)
+}
+
+// writable refuses, as a *LockError, a checkpoint directory where a
+// checkpoint of need bytes cannot be written: one whose lock file could be
+// opened (left there by an earlier run) but where no file can be created
+// (read-only, another user's), or whose file system has no room for it.
+// Found now, before the first step, not when the first checkpoint or the
+// last is due.
+func writable(dir string, need int64) error {
+	if err := outfile.CheckSpace(dir, need); err != nil {
+		return &LockError{Dir: dir, Err: err}
+	}
+	f, err := os.OpenFile(filepath.Join(dir, tempPrefix()+"probe"), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return &LockError{Dir: dir, Err: fmt.Errorf("cannot create a file in it: %w", unwrapPath(err))}
+	}
+	f.Close()
+	return os.Remove(f.Name())
 }
 
 // close releases the lock d holds, if any.

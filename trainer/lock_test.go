@@ -207,7 +207,7 @@ func TestLockCarelessPaths(t *testing.T) {
 				t.Fatal("LockCheckpointDir still running after 10 s")
 			}
 			var ue *LockError
-			if !errors.As(err, &ue) || !strings.HasPrefix(err.Error(), "cannot lock checkpoint directory "+dir+": ") || !strings.Contains(err.Error(), tc.want) {
+			if !errors.As(err, &ue) || !strings.HasPrefix(err.Error(), "cannot use checkpoint directory "+dir+": ") || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("got %v, want a LockError saying %q", err, tc.want)
 			}
 		})

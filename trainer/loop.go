@@ -45,6 +45,11 @@ type Config struct {
 	OnStart func(Start) error     // once, after any resume
 	OnStep  func(StepInfo) error  // after every step; an error ends the run
 	OnEpoch func(EpochInfo) error // after every epoch
+	// OnEnd gets the result once the run has it, before the final
+	// checkpoint is written: a report made there is not lost when
+	// writing fails (a full disk). Its error ends the run (after that
+	// checkpoint).
+	OnEnd func(Result) error
 }
 
 // Start describes the run about to train.
@@ -82,6 +87,10 @@ type Result struct {
 	ResumedFrom       int
 	TestLoss, TestAcc float64
 	SamplesPerSecond  float64 // over this run's steps (from the first, per-epoch evaluations included)
+	// Diverged: the run stopped where its numbers stopped being finite;
+	// then Epochs are those done, Steps the step it stopped at, and there
+	// are no Params nor test figures (Train returns a *NonFiniteError).
+	Diverged *Divergence
 }
 
 // WeightsSHA256 is the SHA-256 of p's little-endian float32 bytes, hex.
@@ -132,6 +141,38 @@ func (e *PreemptedError) Error() string {
 		return fmt.Sprintf("%s after step %d (no --checkpoint-dir: nothing saved)", e.Reason, e.Step)
 	}
 	return fmt.Sprintf("%s after step %d: checkpoint %s", e.Reason, e.Step, e.Checkpoint)
+}
+
+// Divergence is where a run's numbers stopped being finite: the step (from
+// 1, global) and its epoch (from 1), what became NaN or infinite ("loss",
+// "weights" or "test loss") and its value ("NaN", "+Inf" or "-Inf": JSON
+// has no such numbers).
+type Divergence struct {
+	Step  int    `json:"step"`
+	Epoch int    `json:"epoch"`
+	What  string `json:"what"`
+	Value string `json:"value"`
+}
+
+// NonFiniteError ends a run that diverged: its loss or weights became NaN
+// or infinite at a step (a learning rate too large for the batch, say).
+// Every rank stops at that step, whose numbers nothing reports (OnStep,
+// OnEpoch and OnEnd only ever see finite ones) and no checkpoint keeps:
+// the newest, if any, is from before it. Running again diverges again.
+type NonFiniteError struct{ Divergence }
+
+func (e *NonFiniteError) Error() string {
+	return fmt.Sprintf("training diverged at step %d (epoch %d): the %s became %s; a smaller learning rate or a larger batch may help",
+		e.Step, e.Epoch, e.What, e.Value)
+}
+
+// PeerFailedError is what the other ranks return when rank Rank stopped
+// the run on an error of its own (a checkpoint it could not write) at
+// step Step: its error says what.
+type PeerFailedError struct{ Rank, Step int }
+
+func (e *PeerFailedError) Error() string {
+	return fmt.Sprintf("step %d: rank %d failed (its error says why)", e.Step, e.Rank)
 }
 
 // DivergedError is ranks whose weights differ from rank 0's: a bug or

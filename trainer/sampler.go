@@ -29,7 +29,7 @@ func Permutation(seed uint64, epoch, n int) []int {
 // Every rank gets ⌈len(perm)/world⌉ samples, so every rank runs the same
 // number of steps.
 func Shard(perm []int, rank, world int) []int {
-	per := (len(perm) + world - 1) / world
+	per := ShardSize(len(perm), world)
 	out := make([]int, per)
 	for i := range out {
 		out[i] = perm[(rank+i*world)%len(perm)]
@@ -37,9 +37,16 @@ func Shard(perm []int, rank, world int) []int {
 	return out
 }
 
-// StepsPerEpoch is the number of batches of batch in a shard of per samples
-// (the last may be short, and is on every rank).
+// StepsPerEpoch is the number of batches of batch in a rank's shard of n
+// samples (the last may be short, and is on every rank); with a batch of
+// the whole shard or more (any int), one.
 func StepsPerEpoch(n, world, batch int) int {
-	per := (n + world - 1) / world
-	return (per + batch - 1) / batch
+	per := ShardSize(n, world)
+	if per == 0 {
+		return 0
+	}
+	return (per-1)/batch + 1
 }
+
+// ShardSize is how many of n samples each of world ranks gets (Shard).
+func ShardSize(n, world int) int { return (n + world - 1) / world }

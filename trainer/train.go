@@ -1,6 +1,8 @@
 package trainer
 
 import (
+	"cmp"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -9,7 +11,8 @@ import (
 )
 
 // Train runs the data-parallel loop on this rank: every rank calls it with
-// its Comm, the same data and the same Config. Each step trains on the
+// its Comm, the same data and the same Config, which the ranks compare first
+// (a *DisagreeError on every rank names what differs). Each step trains on the
 // rank's shard of the batch (Shard), averages the fused gradient with one
 // AllreduceAvg and takes the same SGD step, so every rank keeps bit-identical
 // weights (checked every CheckEvery steps).
@@ -28,12 +31,15 @@ func Train(c Comm, train, test *Dataset, cfg Config) (Result, error) {
 	if test.Features != train.Features {
 		return Result{}, fmt.Errorf("test set has %d features, train set %d", test.Features, train.Features)
 	}
+	if err := agree(c, cfg, train, test); err != nil {
+		return Result{}, err
+	}
 	m, err := NewMLP(train.Features, cfg.Hidden, max(train.Classes, test.Classes))
 	if err != nil {
 		return Result{}, err
 	}
 	r := newRun(c, m, train, test, cfg)
-	if r.dir, err = openCheckpointDir(c, r.cfg); err != nil {
+	if r.dir, err = openCheckpointDir(c, r.cfg, checkpointBytes(r.header(), m.NumParams())); err != nil {
 		return Result{}, err
 	}
 	defer r.dir.close()
@@ -54,6 +60,10 @@ func Train(c Comm, train, test *Dataset, cfg Config) (Result, error) {
 	r.began = r.now()
 	for r.epoch < cfg.Epochs {
 		if err := r.runEpoch(); err != nil {
+			var nf *NonFiniteError
+			if errors.As(err, &nf) {
+				return r.diverged(nf)
+			}
 			return Result{}, err
 		}
 	}
@@ -69,8 +79,14 @@ type run struct {
 	now         func() time.Time
 	dir         *checkpointDir // nil without a CheckpointDir; locked on rank 0
 
+	// saveErr is rank 0's failed checkpoint, which every rank learns of
+	// with the next collective (step, preempted, finish) and stops on,
+	// rather than rank 0 leaving the others to find a lost connection.
+	saveErr error
+
 	params []float32
 	opt    *SGD
+	batch  int       // rows of a step: BatchSize, or the whole shard when that is smaller
 	buf    []float32 // gradient, then the piggybacked extras
 	ws     Workspace
 	bx     []float32
@@ -93,6 +109,7 @@ type run struct {
 const (
 	xStop = iota
 	xCancel
+	xSaveFailed // rank 0's last checkpoint failed (saveErr)
 	xLoss
 	xCorrect
 	xCount
@@ -106,11 +123,11 @@ func newRun(c Comm, m MLP, train, test *Dataset, cfg Config) *run {
 	if cfg.Warn == nil {
 		cfg.Warn = func(error) {}
 	}
-	n := m.NumParams()
+	n, b := m.NumParams(), stepRows(train.Rows(), c.Size(), cfg.BatchSize)
 	r := &run{c: c, m: m, train: train, test: test, cfg: cfg, now: cfg.Now,
 		params: make([]float32, n), opt: NewSGD(n, cfg.LR, cfg.Momentum, cfg.WeightDecay),
-		buf: make([]float32, n+nExtra),
-		bx:  make([]float32, cfg.BatchSize*train.Features), by: make([]int32, cfg.BatchSize)}
+		buf: make([]float32, n+nExtra), batch: b,
+		bx: make([]float32, b*train.Features), by: make([]int32, b)}
 	m.InitParams(r.params, cfg.Seed)
 	return r
 }
@@ -134,7 +151,7 @@ func (r *run) runEpoch() error {
 	shard := Shard(Permutation(r.cfg.Seed, r.epoch, r.train.Rows()), r.c.Rank(), r.c.Size())
 	r.epochBegan, r.epochSamples = r.now(), 0
 	for s := r.stepInEpoch; s < r.stepsPerEpoch(); s++ {
-		idx := shard[s*r.cfg.BatchSize : min((s+1)*r.cfg.BatchSize, len(shard))]
+		idx := shard[s*r.batch : min((s+1)*r.batch, len(shard))]
 		stop, err := r.step(idx)
 		if err != nil {
 			return err
@@ -143,9 +160,7 @@ func (r *run) runEpoch() error {
 			return r.preempted(stop)
 		}
 		if r.cfg.CheckpointEvery > 0 && r.globalStep%r.cfg.CheckpointEvery == 0 {
-			if _, err := r.checkpoint(); err != nil {
-				return err
-			}
+			_, r.saveErr = r.checkpoint() // every rank stops on it after the next step
 		}
 	}
 	return r.endEpoch()
@@ -163,7 +178,10 @@ func (r *run) step(idx []int) (StopReason, error) {
 	n := r.m.NumParams()
 	loss, correct := r.m.LossGrad(r.params, r.buf[:n], r.bx[:len(idx)*f], r.by[:len(idx)], &r.ws)
 	extra := r.buf[n:]
-	extra[xStop], extra[xCancel] = 0, 0
+	extra[xStop], extra[xCancel], extra[xSaveFailed] = 0, 0, 0
+	if r.saveErr != nil {
+		extra[xSaveFailed] = 1
+	}
 	switch r.stopReason() {
 	case Preempt:
 		extra[xStop] = 1
@@ -174,9 +192,15 @@ func (r *run) step(idx []int) (StopReason, error) {
 	if err := r.c.AllreduceAvg(r.buf); err != nil {
 		return NoStop, fmt.Errorf("step %d: %w", r.globalStep+1, err)
 	}
+	if extra[xSaveFailed] > 0 {
+		return NoStop, r.rank0Failed()
+	}
 	r.opt.Step(r.params, r.buf[:n])
 	r.globalStep++
 	r.stepInEpoch++
+	if err := r.finite("loss", float64(extra[xLoss])/float64(extra[xCount]), r.params); err != nil {
+		return NoStop, err
+	}
 	w := float64(r.c.Size())
 	count := float64(extra[xCount]) * w
 	r.lossSum += float64(extra[xLoss]) * w
@@ -217,17 +241,21 @@ func (r *run) stopReason() StopReason {
 // a SIGUSR1, as a cancelled job's ranks can get them) makes the stop a
 // cancel on every rank.
 func (r *run) preempted(reason StopReason) error {
-	if _, err := r.checkpoint(); err != nil {
-		return err
-	}
-	cancel := []float32{0}
+	_, r.saveErr = r.checkpoint()
+	flags := []float32{0, 0} // any rank cancelled; rank 0's checkpoint failed
 	if reason == Cancel || r.stopReason() == Cancel {
-		cancel[0] = 1
+		flags[0] = 1
 	}
-	if err := r.c.AllreduceAvg(cancel); err != nil { // every rank's, so rank 0's after its checkpoint
-		return err
+	if r.saveErr != nil {
+		flags[1] = 1
 	}
-	if cancel[0] > 0 {
+	if err := r.c.AllreduceAvg(flags); err != nil { // every rank's, so rank 0's after its checkpoint
+		return cmp.Or(r.saveErr, err)
+	}
+	if flags[1] > 0 {
+		return r.rank0Failed()
+	}
+	if flags[0] > 0 {
 		reason = Cancel
 	}
 	e := &PreemptedError{Step: r.globalStep, Reason: reason}
@@ -244,6 +272,9 @@ func (r *run) endEpoch() error {
 	if err != nil {
 		return err
 	}
+	if err := r.finite("test loss", testLoss, nil); err != nil {
+		return err
+	}
 	info := EpochInfo{Epoch: r.epoch + 1, GlobalStep: r.globalStep,
 		Loss: r.lossSum / max(r.samples, 1), TrainAcc: r.correct / max(r.samples, 1),
 		TestLoss: testLoss, TestAcc: testAcc, Elapsed: r.now().Sub(r.began)}
@@ -258,29 +289,93 @@ func (r *run) endEpoch() error {
 	return nil
 }
 
-// finish checks the weights once more, checkpoints and evaluates.
+// finish checks the weights once more, evaluates, reports the result
+// (OnEnd) and then checkpoints: what can still fail comes after the
+// report. Every rank learns whether rank 0 got through both.
 func (r *run) finish() (Result, error) {
 	if err := r.check(); err != nil {
 		return Result{}, err
 	}
-	if _, err := r.checkpoint(); err != nil {
-		return Result{}, err
-	}
-	if r.cfg.CheckpointDir != "" {
-		if err := r.c.Barrier(); err != nil { // nobody exits before the file is there
-			return Result{}, err
-		}
-	}
 	loss, acc, err := r.m.Evaluate(r.params, r.test)
 	if err != nil {
 		return Result{}, err
+	}
+	if err := r.finite("test loss", loss, nil); err != nil { // a resumed run with every epoch done
+		var nf *NonFiniteError
+		errors.As(err, &nf)
+		nf.Epoch = r.epoch
+		return r.diverged(nf)
 	}
 	res := Result{Model: r.m, Params: slices.Clone(r.params), Epochs: r.epoch, Steps: r.globalStep,
 		ResumedFrom: r.resumedFrom, TestLoss: loss, TestAcc: acc}
 	if d := r.now().Sub(r.began).Seconds(); d > 0 {
 		res.SamplesPerSecond = r.ranSamples / d
 	}
+	var endErr error
+	if r.cfg.OnEnd != nil {
+		endErr = r.cfg.OnEnd(res)
+	}
+	_, r.saveErr = r.checkpoint() // the last one: an earlier one that failed no longer matters
+	if r.cfg.CheckpointDir != "" {
+		// Nobody exits before the file is there, and nobody is left to
+		// find a lost connection when rank 0 could not write it.
+		failed := []float32{0}
+		if r.saveErr != nil || endErr != nil {
+			failed[0] = 1
+		}
+		if err := r.c.AllreduceAvg(failed); err != nil {
+			return Result{}, cmp.Or(endErr, r.saveErr, err)
+		}
+		if failed[0] > 0 && endErr == nil {
+			return Result{}, r.rank0Failed()
+		}
+	}
+	if endErr != nil {
+		return Result{}, endErr
+	}
 	return res, nil
+}
+
+// finite returns a *NonFiniteError for the step just taken when v (what)
+// or a weight of params is NaN or infinite. Every rank has the same v and
+// params, so every rank stops at the same step.
+func (r *run) finite(what string, v float64, params []float32) error {
+	if v-v == 0 { // not NaN nor ±Inf
+		what = "weights"
+		i := slices.IndexFunc(params, func(p float32) bool { return p-p != 0 })
+		if i < 0 {
+			return nil
+		}
+		v = float64(params[i])
+	}
+	return &NonFiniteError{Divergence{Step: r.globalStep, Epoch: r.epoch + 1, What: what,
+		Value: strconv.FormatFloat(v, 'g', -1, 64)}}
+}
+
+// diverged ends a run that diverged: what it got to is reported (OnEnd),
+// without weights or test figures, and nf is returned with it. Nothing is
+// checkpointed: the weights are not numbers any more.
+func (r *run) diverged(nf *NonFiniteError) (Result, error) {
+	res := Result{Model: r.m, Epochs: r.epoch, Steps: r.globalStep, ResumedFrom: r.resumedFrom, Diverged: &nf.Divergence}
+	if d := r.now().Sub(r.began).Seconds(); d > 0 {
+		res.SamplesPerSecond = r.ranSamples / d
+	}
+	if r.cfg.OnEnd != nil {
+		if err := r.cfg.OnEnd(res); err != nil {
+			return res, err
+		}
+	}
+	return res, nf
+}
+
+// rank0Failed is the error of a run whose rank 0 failed to checkpoint
+// (or to report, at the end): rank 0's own error there, on the others one
+// that sends the reader to it.
+func (r *run) rank0Failed() error {
+	if r.c.Rank() == 0 && r.saveErr != nil {
+		return r.saveErr
+	}
+	return &PeerFailedError{Rank: 0, Step: r.globalStep}
 }
 
 // header is the checkpoint metadata of the current state.

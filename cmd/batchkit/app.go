@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/batchkit/batchkit/internal/clitree"
 )
 
 // version is set at build time: -ldflags "-X main.version=...".
@@ -29,6 +31,7 @@ var exitStatuses = []struct{ Status, Meaning, From string }{
 	{"0", "success", "every command"},
 	{"1", "a runtime failure: a `doctor` check failed, a `bench` result was wrong, a sourced script failed or timed out, a launcher or `sbatch` did not answer", "every command"},
 	{"2", "bad usage, configuration or input: an unknown command or flag, a bad flag value, a bad profile or host list, launcher variables that disagree; one `batchkit: ` line on stderr", "every command"},
+	{"65", "diverged: the loss or the weights became NaN or infinite at a step (EX_DATAERR); the step is in the error line and in `--format json`'s `diverged`; the same command diverges again, so `run --max-restarts` does not restart it", "`train`"},
 	{"75", "preempted: stopped by SIGUSR1 after writing a checkpoint (EX_TEMPFAIL): run the same command again to continue; `run --max-restarts` does not restart it, `sbatch --requeue` requeues it", "`train`"},
 	{"126", "the command was found but cannot be run (no permission, a directory, a script without `#!`)", "`exec`, `run`"},
 	{"127", "the command (or the MPI launcher) was not found", "`exec`, `run`, `mpirun`"},
@@ -52,13 +55,17 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			"   batchkit help COMMAND",
 		Writer:    stdout,
 		ErrWriter: stderr,
-		// Completion is answered by Main (complete.go), never by urfave/cli,
+		// Completion is answered by Main (internal/clitree), never by urfave/cli,
 		// which runs the action when the words hold a "--".
 		// Errors are mapped to exit codes in one place, Main; never let
 		// urfave/cli call os.Exit on its own.
 		ExitErrHandler: func(*cli.Context, error) {},
 		OnUsageError:   onUsageError,
-		Action:         unknownCommand,
+		// --version prints the version alone, as the README says; urfave/cli's
+		// own prints "batchkit version V".
+		HideVersion: true,
+		Flags:       []cli.Flag{&cli.BoolFlag{Name: "version", Aliases: []string{"v"}, Usage: "print the version alone ('batchkit version' adds the commit, Go and the backends)"}},
+		Action:      appAction,
 		Commands: []*cli.Command{
 			envCommand(),
 			execCommand(),
@@ -76,6 +83,15 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			manCommand(),
 		},
 	}
+}
+
+// appAction is the app's: --version, else as unknownCommand.
+func appAction(c *cli.Context) error {
+	if c.Bool("version") {
+		_, err := fmt.Fprintln(c.App.Writer, c.App.Version)
+		return err
+	}
+	return unknownCommand(c)
 }
 
 // unknownCommand is the action of the app and of commands that only group
@@ -126,8 +142,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 // node (execCommandAt).
 func runApp(app *cli.App, args []string, stdout, stderr io.Writer) int {
 	oneLineUsageErrors(app.Commands)
-	if words, ok := completionRequest(args); ok {
-		for _, c := range completions(app, words) {
+	if words, ok := clitree.CompletionRequest(args); ok {
+		for _, c := range clitree.Completions(app, words) {
 			fmt.Fprintln(stdout, c)
 		}
 		return exitOK

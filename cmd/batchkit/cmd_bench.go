@@ -1,23 +1,18 @@
 package main
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"os"
-	"path/filepath"
-	"strconv"
 	"strings"
-	"syscall"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/batchkit/batchkit/detect"
 	"github.com/batchkit/batchkit/internal/closed"
-	"github.com/batchkit/batchkit/internal/infile"
-	"github.com/batchkit/batchkit/internal/outfile"
-	"github.com/batchkit/batchkit/topology"
+	"github.com/batchkit/batchkit/internal/flagvalues"
+	"github.com/batchkit/batchkit/internal/nodemem"
+	"github.com/batchkit/batchkit/internal/plotfile"
 	"github.com/batchkit/batchkit/trainer/bench"
 	"github.com/batchkit/batchkit/trainer/collective"
 )
@@ -56,15 +51,15 @@ Examples:
    batchkit bench --baseline gloo.jsonl tcp.jsonl         # size by size: latency and busbw ratio
    batchkit bench --plot busbw.png tcp.jsonl gloo.jsonl`,
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "op", Value: string(bench.Allreduce), Usage: "operation: " + closed.Join(bench.Collectives)},
-			&cli.StringFlag{Name: "backend", Value: string(collective.Auto), Usage: "collective backend: auto (mpi under an MPI launcher when built with MPI, else tcp), " + closed.Join(collective.Kinds[1:])},
-			&cli.StringFlag{Name: "min-bytes", Value: "8", Usage: "smallest message `SIZE`"},
-			&cli.StringFlag{Name: "max-bytes", Value: "64MiB", Usage: "largest message `SIZE`"},
+			&cli.StringFlag{Name: "op", Value: bench.Defaults.Op, Usage: "operation: " + closed.Join(bench.Collectives)},
+			flagvalues.With(&cli.StringFlag{Name: "backend", Value: bench.Defaults.Backend, Usage: "collective backend: auto (mpi under an MPI launcher when built with MPI, else tcp), " + closed.Join(collective.Kinds[1:])}, flagvalues.List(collective.Kinds)),
+			&cli.StringFlag{Name: "min-bytes", Value: bench.Defaults.MinBytes, Usage: "smallest message `SIZE`"},
+			&cli.StringFlag{Name: "max-bytes", Value: bench.Defaults.MaxBytes, Usage: "largest message `SIZE`"},
 			&cli.IntFlag{Name: "iters", Usage: "timed iterations for every size (warm-up max(1, `N`/10))", DefaultText: "by size, see the schedule above"},
-			&cli.StringFlag{Name: "dtype", Value: "float32", Usage: "element type: float32 or float64"},
-			&cli.StringFlag{Name: "format", Aliases: []string{"f"}, Value: string(bench.Text), Usage: "text or json"},
-			&cli.DurationFlag{Name: "timeout", Value: collective.DefaultTimeout, Usage: "how long a collective waits for a silent peer (tcp)"},
-			&cli.DurationFlag{Name: "rendezvous-timeout", Value: collective.DefaultRendezvousTimeout, Usage: "how long the ranks wait for each other at start-up (tcp)"},
+			&cli.StringFlag{Name: "dtype", Value: bench.Defaults.DType, Usage: "element type: float32 or float64"},
+			flagvalues.With(&cli.StringFlag{Name: "format", Aliases: []string{"f"}, Value: string(bench.Text), Usage: "text or json"}, flagvalues.List(bench.Formats)),
+			&cli.DurationFlag{Name: "timeout", Value: bench.Defaults.Timeout, Usage: "how long a collective waits for a silent peer (tcp)"},
+			&cli.DurationFlag{Name: "rendezvous-timeout", Value: bench.Defaults.RendezvousTimeout, Usage: "how long the ranks wait for each other at start-up (tcp)"},
 			&cli.StringFlag{Name: "plot", Usage: "also write bus bandwidth against size to `FILE` (.png, .svg or .pdf; a regular file or a link to one; an existing file is refused without --force)"},
 			&cli.BoolFlag{Name: "force", Usage: "let --plot replace an existing file (its mode and owner are kept)"},
 			&cli.StringFlag{Name: "baseline", Usage: "compare with the results in `FILE`, size by size (same op, dtype and ranks)"},
@@ -90,7 +85,7 @@ func benchAction(c *cli.Context) error {
 	}
 	var baseline []bench.Result
 	if c.IsSet("baseline") {
-		if baseline, err = readResultFile(c.String("baseline"), c.App.Reader); err != nil {
+		if baseline, err = bench.ReadResultFile(c.String("baseline"), c.App.Reader); err != nil {
 			return usagef("invalid --baseline: %v", err)
 		}
 	}
@@ -112,7 +107,10 @@ func checkPlotFlags(c *cli.Context) error {
 	if c.IsSet("baseline") {
 		inputs = append(inputs, c.String("baseline"))
 	}
-	return checkPlotPath(c.String("plot"), inputs, c.Bool("force"))
+	if err := plotfile.Check(c.String("plot"), inputs, c.Bool("force")); err != nil {
+		return usagef("invalid --plot %v", err)
+	}
+	return nil
 }
 
 // benchFiles prints, plots or compares result files: it runs nothing.
@@ -130,7 +128,7 @@ func benchFiles(c *cli.Context, baseline []bench.Result, format bench.Format) er
 	}
 	var results []bench.Result
 	for _, f := range files {
-		rs, err := readResultFile(f, c.App.Reader)
+		rs, err := bench.ReadResultFile(f, c.App.Reader)
 		if err != nil {
 			return badInput(err)
 		}
@@ -139,7 +137,7 @@ func benchFiles(c *cli.Context, baseline []bench.Result, format bench.Format) er
 	if c.Bool("best") {
 		results, baseline = bench.Best(results), bench.Best(baseline)
 	}
-	return report(c, results, baseline, format, c.String("plot"), false)
+	return benchReport(c, results, baseline, format, c.String("plot"), false)
 }
 
 // benchRun measures on this rank's world; rank 0 reports.
@@ -147,11 +145,11 @@ func benchRun(c *cli.Context, baseline []bench.Result, format bench.Format) erro
 	if c.IsSet("best") {
 		return usagef("--best is for result files: it merges runs that were already made")
 	}
-	opts, kind, err := benchOptions(c, format)
+	opts, kind, err := benchConfig(c).Options(format)
 	if err != nil {
-		return err
+		return badInput(err)
 	}
-	if baseline != nil && !hasOpDType(baseline, opts) {
+	if baseline != nil && !bench.HasOpDType(baseline, opts) {
 		return usagef("invalid --baseline %s: no %s %s results to compare with", c.String("baseline"), opts.Op, opts.DType)
 	}
 	topo, err := detect.Detect(os.Getenv, detect.Options{Hostname: hostname()})
@@ -159,8 +157,8 @@ func benchRun(c *cli.Context, baseline []bench.Result, format bench.Format) erro
 		return badInput(err)
 	}
 	// Before Init: no rank allocates until every rank has passed this.
-	if err := checkMemory(c.String("max-bytes"), opts, topo, memAvailable()); err != nil {
-		return err
+	if err := bench.CheckMemory(opts, topo, memAvailable()); err != nil {
+		return usagef("invalid --max-bytes %s: %v", c.String("max-bytes"), err)
 	}
 	comm, err := initComm(c, collective.Config{
 		Topology: topo, Backend: kind, Getenv: os.Getenv,
@@ -180,165 +178,13 @@ func benchRun(c *cli.Context, baseline []bench.Result, format bench.Format) erro
 	if err != nil || comm.Rank() != 0 {
 		return err
 	}
-	return report(c, results, baseline, format, c.String("plot"), true)
+	return benchReport(c, results, baseline, format, c.String("plot"), true)
 }
 
-// benchOptions validates the run's flags: one line naming the flag, exit 2.
-func benchOptions(c *cli.Context, format bench.Format) (bench.Options, collective.Kind, error) {
-	opts := bench.Options{Format: format, Label: c.String("label")}
-	var err error
-	if opts.Op, err = bench.ParseCollective(c.String("op")); err != nil {
-		return opts, "", usagef("invalid --op %q: want one of %s", c.String("op"), closed.Join(bench.Collectives))
-	}
-	kind, err := collective.ParseKind(c.String("backend"))
-	if err != nil {
-		return opts, "", usagef("invalid --backend %q: want one of %s", c.String("backend"), closed.Join(collective.Kinds))
-	}
-	if opts.DType, err = bench.ParseDType(c.String("dtype")); err != nil {
-		return opts, "", usagef("invalid --dtype %q: want float32 or float64", c.String("dtype"))
-	}
-	for _, f := range []struct {
-		name string
-		dst  *int64
-	}{{"min-bytes", &opts.MinBytes}, {"max-bytes", &opts.MaxBytes}} {
-		n, err := bench.ParseSize(c.String(f.name))
-		if err != nil {
-			return opts, "", usagef("invalid --%s: %v", f.name, err)
-		}
-		if n < 1 {
-			return opts, "", usagef("invalid --%s %s: must be at least 1 byte", f.name, c.String(f.name))
-		}
-		*f.dst = n
-	}
-	switch {
-	case opts.MaxBytes > bench.MaxSize:
-		return opts, "", usagef("invalid --max-bytes %s: at most %s", c.String("max-bytes"), bench.FormatSize(bench.MaxSize))
-	case opts.MaxBytes < opts.MinBytes:
-		return opts, "", usagef("invalid --max-bytes %s: smaller than --min-bytes %s", c.String("max-bytes"), c.String("min-bytes"))
-	}
-	if c.IsSet("iters") {
-		if opts.Iters = c.Int("iters"); opts.Iters < 1 {
-			return opts, "", usagef("invalid --iters %d: must be at least 1", opts.Iters)
-		}
-	}
-	for _, f := range []string{"timeout", "rendezvous-timeout"} {
-		if t := c.Duration(f); t <= 0 {
-			return opts, "", usagef("invalid --%s %v: must be positive", f, t)
-		}
-	}
-	return opts, kind, nil
-}
-
-// checkPlotPath refuses, before any run, a plot that could not be written or
-// would replace a file without force (never one of the inputs: that would
-// lose the results it draws), or what is not a regular file (outfile.Check).
-func checkPlotPath(path string, inputs []string, force bool) error {
-	if _, err := bench.PlotFormat(path); err != nil {
-		return usagef("invalid --plot %v", err)
-	}
-	var nre *outfile.NotRegularError
-	if err := outfile.Check(path); errors.As(err, &nre) {
-		return usagef("invalid --plot %q: is %s, not a regular file", path, nre.Kind)
-	}
-	if fi, err := os.Stat(path); err == nil {
-		for _, in := range inputs {
-			if ii, err := os.Stat(in); err == nil && os.SameFile(fi, ii) {
-				return usagef("invalid --plot %q: it is the result file %s, which the plot would replace", path, in)
-			}
-		}
-		if !force {
-			return usagef("invalid --plot %q: file exists (use --force to replace it)", path)
-		}
-	}
-	dir := filepath.Dir(path)
-	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
-		return usagef("invalid --plot %q: no directory %s", path, dir)
-	}
-	if err := syscall.Access(dir, accessWrite); err != nil {
-		return usagef("invalid --plot %q: cannot write in %s: %v", path, dir, err)
-	}
-	return nil
-}
-
-// refused is outfile's refusal of a destination, which is the user's to
-// fix (exit 2) even after a run: checkPlotPath saw the path before the run,
-// but it may have changed since, and an owner cannot be checked ahead.
-func refused(err error) bool {
-	var (
-		nre *outfile.NotRegularError
-		oe  *outfile.OwnerError
-	)
-	return errors.As(err, &nre) || errors.As(err, &oe)
-}
-
-// accessWrite is access(2)'s W_OK.
-const accessWrite = 0x2
-
-// checkMemory refuses a sweep whose buffers do not fit in the node's
-// available memory (avail bytes; 0 when unknown), shared by its ranks: the
-// OOM killer would end them without a word.
-func checkMemory(maxFlag string, opts bench.Options, topo topology.Topology, avail int64) error {
-	need := bench.BufferBytes(opts.Op, opts.DType, topo.WorldSize, opts.MinBytes, opts.MaxBytes)
-	node := need * int64(max(topo.LocalWorldSize, 1))
-	if avail <= 0 || node <= avail {
-		return nil
-	}
-	here := ""
-	if topo.LocalWorldSize > 1 {
-		here = fmt.Sprintf(", %s for the %d ranks on this node", bench.FormatSize(node), topo.LocalWorldSize)
-	}
-	return usagef("invalid --max-bytes %s: the %s buffers take %s per rank%s, and this node has %s available",
-		maxFlag, opts.Op, bench.FormatSize(need), here, bench.FormatSize(avail))
-}
-
-// memAvailable is MemAvailable from /proc/meminfo in bytes, 0 if unknown.
-func memAvailable() int64 {
-	b, err := os.ReadFile("/proc/meminfo")
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "MemAvailable:"); ok {
-			f := strings.Fields(rest)
-			if len(f) == 2 && f[1] == "kB" {
-				if kb, err := strconv.ParseInt(f[0], 10, 64); err == nil {
-					return kb << 10
-				}
-			}
-		}
-	}
-	return 0
-}
-
-// readResultFile reads JSON result lines from path, or from stdin for "-".
-func readResultFile(path string, stdin io.Reader) ([]bench.Result, error) {
-	if path == "-" {
-		return bench.ReadResults(stdin, "stdin")
-	}
-	b, err := infile.Read(path, maxResultFile)
-	if err != nil {
-		return nil, infile.Named(path, err)
-	}
-	return bench.ReadResults(bytes.NewReader(b), path)
-}
-
-// maxResultFile bounds a result file: a sweep of every size and collective
-// is a few hundred kilobytes; /dev/zero or a wrong path would never end.
-const maxResultFile = 64 << 20
-
-func hasOpDType(rs []bench.Result, opts bench.Options) bool {
-	for _, r := range rs {
-		if r.Op == string(opts.Op) && r.DType == opts.DType.String() {
-			return true
-		}
-	}
-	return false
-}
-
-// report prints, plots and compares results on rank 0 (the plot first: a
+// benchReport prints, plots and compares results on rank 0 (the plot first: a
 // comparison that finds nothing in common must not cost it). ran: the results
 // are this run's (already printed), not files'.
-func report(c *cli.Context, results, baseline []bench.Result, format bench.Format, plotPath string, ran bool) error {
+func benchReport(c *cli.Context, results, baseline []bench.Result, format bench.Format, plotPath string, ran bool) error {
 	out := c.App.Writer
 	if !ran && baseline == nil && plotPath == "" {
 		w := bench.NewWriter(out, format)
@@ -351,7 +197,7 @@ func report(c *cli.Context, results, baseline []bench.Result, format bench.Forma
 	}
 	if plotPath != "" {
 		if err := bench.PlotFile(plotPath, append(results, baseline...), c.Bool("force")); err != nil {
-			if !ran || refused(err) {
+			if !ran || plotfile.Refused(err) {
 				return badInput(fmt.Errorf("--plot %s: %w", plotPath, err))
 			}
 			return fmt.Errorf("--plot %s: %w", plotPath, err)
@@ -371,3 +217,7 @@ func report(c *cli.Context, results, baseline []bench.Result, format bench.Forma
 	}
 	return nil
 }
+
+// memAvailable is what this process may still allocate, for bench's and
+// train's memory checks (nodemem.Available); a variable for tests.
+var memAvailable = nodemem.Available

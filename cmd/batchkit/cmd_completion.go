@@ -8,9 +8,10 @@ import (
 
 // The completion scripts ask the binary itself, so they never go stale: the
 // words up to the cursor, the current one last (even when empty), then
-// completionFlag. Main answers without running anything (complete.go). An
-// empty answer means file names: after "--", in a flag's value, in the
-// command's arguments.
+// clitree.CompletionFlag. Main answers without running anything (clitree). An
+// empty answer means file names: after "--", in the command's arguments,
+// in the value of a flag without values of its own (flagvalues.Flag) or when
+// none of them fits.
 const bashCompletion = `_batchkit_complete() {
   local cur=${COMP_WORDS[COMP_CWORD]} out
   out=$("${COMP_WORDS[0]}" "${COMP_WORDS[@]:1:COMP_CWORD}" --generate-bash-completion 2>/dev/null </dev/null)

@@ -7,6 +7,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/batchkit/batchkit/doctor"
+	"github.com/batchkit/batchkit/internal/flagvalues"
 	"github.com/batchkit/batchkit/profile"
 )
 
@@ -31,9 +32,9 @@ Examples:
    batchkit doctor --profile intel-oneccl --python /usr/bin/python3
    batchkit doctor --format json`,
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "profile", Usage: "the profile to check (default $BATCHKIT_PROFILE, else local)"},
+			flagvalues.With(&cli.StringFlag{Name: "profile", Usage: "the profile to check (" + profileOrLocal + ")"}, profileNames),
 			&cli.StringFlag{Name: "python", Usage: "the Python interpreter to probe (default python3 on PATH)"},
-			&cli.StringFlag{Name: "format", Value: "text", Usage: "text or json"},
+			flagvalues.With(&cli.StringFlag{Name: "format", Value: "text", Usage: "text or json"}, flagvalues.List(outputFormats)),
 			&cli.DurationFlag{Name: "timeout", Value: doctor.DefaultTimeout, Usage: "limit for each external command"},
 		},
 		Action: runDoctor,

@@ -2,12 +2,10 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"slices"
 	"strings"
 	"time"
 
@@ -15,7 +13,7 @@ import (
 
 	"github.com/batchkit/batchkit/envsetup"
 	"github.com/batchkit/batchkit/envvars"
-	"github.com/batchkit/batchkit/internal/shquote"
+	"github.com/batchkit/batchkit/internal/flagvalues"
 	"github.com/batchkit/batchkit/profile"
 )
 
@@ -49,10 +47,10 @@ Examples:
    eval "$(batchkit envsetup --profile intel-oneccl)"
    batchkit envsetup --source '/opt/intel/oneapi/setvars.sh --force' --format json`,
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "profile", Usage: "site profile `NAME` or file whose [env] to set up (default: $BATCHKIT_PROFILE; none: only --source)"},
+			flagvalues.With(&cli.StringFlag{Name: "profile", Usage: "site profile `NAME` or file whose [env] to set up (" + profileOrSource + ")"}, profileNames),
 			&cli.GenericFlag{Name: "source", Value: &stringList{}, Usage: "`'FILE [ARGS...]'` to source after the profile's scripts (repeatable, in order)"},
-			&cli.DurationFlag{Name: "timeout", Value: envsetup.DefaultTimeout, Usage: "time for all scripts together"},
-			&cli.StringFlag{Name: "format", Aliases: []string{"f"}, Value: "shell", Usage: "shell or json"},
+			sourceTimeoutFlag("timeout", "time for all scripts together"),
+			flagvalues.With(&cli.StringFlag{Name: "format", Aliases: []string{"f"}, Value: "shell", Usage: "shell or json"}, flagvalues.Keys(changesFormats)),
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
@@ -81,9 +79,17 @@ Examples:
 			if err != nil {
 				return err
 			}
-			return write(c.App.Writer, ch)
+			return write(ch, c.App.Writer)
 		},
 	}
+}
+
+// sourceTimeoutFlag is the time the scripts get, all together (envsetup's
+// --timeout; run's, mpirun's and exec's --source-timeout): a positive
+// duration, or exit 2 before anything runs.
+func sourceTimeoutFlag(name, usage string) *cli.DurationFlag {
+	return &cli.DurationFlag{Name: name, Value: envsetup.DefaultTimeout, Usage: usage,
+		Action: func(_ *cli.Context, d time.Duration) error { return badInput(envsetup.CheckTimeout("--"+name, d)) }}
 }
 
 // sourceFlags parses --source values: a script path and its arguments,
@@ -102,47 +108,30 @@ func sourceFlags(values []string) ([]envsetup.Script, error) {
 
 // setUpEnv is what a rank's environment gets from a profile, relative to
 // environ: its source scripts then extra ones, sourced by real bash, then
-// its variables (the user's exported values winning). Per-rank pinning
-// (issue 20, section 3) will be the next layer here.
+// its variables (the user's exported values winning).
 func setUpEnv(ctx context.Context, environ []string, env profile.Env, extra []envsetup.Script, timeout time.Duration) (envsetup.Changes, error) {
-	sourced, err := sourceScripts(ctx, environ, append(env.Scripts(), extra...), env, timeout)
+	sourced, err := sourceEnv(ctx, environ, env, timeout, extra...)
 	if err != nil {
 		return envsetup.Changes{}, err
 	}
 	return envsetup.WithVars(environ, sourced, env.Vars), nil
 }
 
-// sourceScripts sources scripts in one real bash started with environ (the
-// edge: the rest of a rank's environment is envsetup's pure functions).
-// With env.OneCCLBindings the bindings' setvars.sh follows them; with
-// env.IntelWheels, the wheels' variables (envsetup.WheelsChanges) over
-// what they left.
-func sourceScripts(ctx context.Context, environ []string, scripts []envsetup.Script, env profile.Env, timeout time.Duration) (envsetup.Changes, error) {
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	// Checked first: a prefix without the wheels is the cause to name,
-	// not what a script then fails at.
-	wheels, err := wheelsPrefix(env, environ)
+// sourceEnv sources env's set-up, then extra scripts, in one real bash
+// started with environ (the edge: the rest of a rank's environment is
+// envsetup's pure functions). A wheels prefix without the wheels is bad
+// input, checked first: it is the cause to name, not what a script then
+// fails at.
+func sourceEnv(ctx context.Context, environ []string, env profile.Env, timeout time.Duration, extra ...envsetup.Script) (envsetup.Changes, error) {
+	s, err := env.Setup(environ, extra...)
 	if err != nil {
-		return envsetup.Changes{}, err
+		return envsetup.Changes{}, badInput(err)
 	}
-	changes, err := envsetup.Runner{Timeout: timeout}.SourceWithWheels(ctx, environ, scripts, env.OneCCLBindings, env.Python, wheels)
+	changes, err := s.Source(ctx, environ, timeout)
 	if err != nil {
 		return envsetup.Changes{}, sourceFailure(err)
 	}
 	return changes, nil
-}
-
-// wheelsPrefix is env.intel_wheels' prefix ("$VIRTUAL_ENV" read from
-// environ), checked to hold the Intel MPI wheel; "" when not set. Its
-// errors are bad input (exit 2).
-func wheelsPrefix(env profile.Env, environ []string) (string, error) {
-	p, err := env.Wheels(environ)
-	if err != nil {
-		return "", badInput(err)
-	}
-	return p, nil
 }
 
 // sourceFailure maps a script that cannot be read to bad input (exit 2);
@@ -172,80 +161,16 @@ func applyToProcess(ch envsetup.Changes) error {
 	return nil
 }
 
-var changesFormats = map[string]func(io.Writer, envsetup.Changes) error{
-	"shell": writeChangesShell,
-	"json":  writeChangesJSON,
+var changesFormats = map[string]func(envsetup.Changes, io.Writer) error{
+	"shell": envsetup.Changes.WriteShell,
+	"json":  envsetup.Changes.WriteJSON,
 }
 
-// writeChangesShell prints unset lines, then export lines, each in name
-// order: text for eval in sh, bash or zsh.
-func writeChangesShell(w io.Writer, ch envsetup.Changes) error {
-	var b strings.Builder
-	for _, k := range ch.Unset {
-		fmt.Fprintf(&b, "unset %s\n", k)
-	}
-	for _, k := range sortedNames(ch.Set) {
-		q, err := shquote.Quote(ch.Set[k])
-		if err != nil {
-			return fmt.Errorf("%s: %w", k, err)
-		}
-		fmt.Fprintf(&b, "export %s=%s\n", k, q)
-	}
-	_, err := io.WriteString(w, b.String())
-	return err
-}
-
-func writeChangesJSON(w io.Writer, ch envsetup.Changes) error {
-	if ch.Set == nil {
-		ch.Set = map[string]string{}
-	}
-	if ch.Unset == nil {
-		ch.Unset = []string{}
-	}
-	b, err := json.Marshal(ch)
-	if err != nil {
-		return err
-	}
-	_, err = fmt.Fprintf(w, "%s\n", b)
-	return err
-}
-
-// sourceLines are the shell lines that source scripts, for --dry-run.
+// sourceLines are the shell lines that source env's set-up, for --dry-run.
 func sourceLines(env profile.Env) (string, error) {
-	var b strings.Builder
-	for _, s := range env.Source {
-		line, err := shquote.Join(append([]string{"source", s.Script}, s.Args...))
-		if err != nil {
-			return "", err
-		}
-		b.WriteString(line + "\n")
+	s, err := env.Setup(os.Environ())
+	if err != nil {
+		return "", err
 	}
-	if env.OneCCLBindings {
-		text, err := envsetup.BindingsShell(env.Python)
-		if err != nil {
-			return "", err
-		}
-		b.WriteString(text)
-	}
-	if env.IntelWheels != "" {
-		wheels, err := wheelsPrefix(env, os.Environ())
-		if err != nil {
-			return "", err
-		}
-		text, err := envsetup.WheelsShell(wheels, shquote.Quote)
-		if err != nil {
-			return "", err
-		}
-		b.WriteString(text)
-	}
-	return b.String(), nil
-}
-
-func sortedNames(m map[string]string) []string {
-	names := make([]string, 0, len(m))
-	for k := range m {
-		names = append(names, k)
-	}
-	slices.Sort(names)
-	return names
+	return s.Shell()
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/batchkit/batchkit/envsetup"
 	"github.com/batchkit/batchkit/envsetup/intelgpu"
 	"github.com/batchkit/batchkit/envvars"
+	"github.com/batchkit/batchkit/internal/flagvalues"
 	"github.com/batchkit/batchkit/launch"
 	"github.com/batchkit/batchkit/launch/failfast"
 	"github.com/batchkit/batchkit/topology"
@@ -52,7 +53,9 @@ I_MPI_PIN_DOMAIN, CCL_ATL_TRANSPORT and CCL_PROCESS_LAUNCHER/CCL_LOCAL_RANK/CCL_
 the topology and the node's CPUs, and on a node with Intel GPUs ZE_AFFINITY_MASK: one GPU or
 tile per local rank, within what Slurm bound, the same mask in every rank so that xpu:LOCAL_RANK
 is the rank's own (docs/reference/envsetup.md: "Per-rank pinning").
-A value already in the environment wins; local rank 0 says so on stderr.
+A value already in the environment wins; local rank 0 says so on stderr. With or without --pin,
+local rank 0 warns when OMP_NUM_THREADS is more than the CPUs the rank is bound to (Open MPI's
+--bind-to core: one core for all its threads).
 
 Examples:
    srun -N2 --ntasks-per-node=2 batchkit exec -- python3 train.py
@@ -60,8 +63,8 @@ Examples:
    batchkit exec --profile intel-oneccl -- python3 -c 'import oneccl_bindings_for_pytorch'
    batchkit run -n 2 -- batchkit exec --pin -- python3 train.py`,
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "profile", Usage: "site profile `NAME` or file whose [env] to set up first"},
-			&cli.DurationFlag{Name: "source-timeout", Value: envsetup.DefaultTimeout, Usage: "time for the profile's source scripts"},
+			flagvalues.With(&cli.StringFlag{Name: "profile", Usage: "site profile `NAME` or file whose [env] to set up first (" + profileOnlyFlag + ")"}, profileNames),
+			sourceTimeoutFlag("source-timeout", "time for the profile's source scripts"),
 			&cli.BoolFlag{Name: "pin", EnvVars: []string{envvars.Pin},
 				Usage: "also set per-rank CPU pinning and oneCCL variables (OMP_NUM_THREADS, CCL_WORKER_AFFINITY ...)"},
 		},
@@ -119,6 +122,11 @@ func execAction(c *cli.Context, root string) error {
 	}
 	env := envsetup.Merge(in.Environ, ch)
 	getenv := topology.EnvironEnv(env)
+	if t.LocalRank == 0 { // a rank whose threads share its cores: once a node, as above
+		if w := threadsWarning(in, root, getenv); w != "" {
+			fmt.Fprintln(c.App.ErrWriter, "batchkit exec:", w)
+		}
+	}
 	watch, on, err := failfast.FromEnv(getenv, t, func() (string, error) { return tcp.ResolveToken(getenv, t) })
 	if err != nil {
 		return badInput(err)
@@ -127,6 +135,19 @@ func execAction(c *cli.Context, root string) error {
 		return execWatched(c, watch, args, env)
 	}
 	return execve(args, env)
+}
+
+// threadsWarning is envsetup.ThreadsWarning for this rank's CPUs, read
+// here unless --pin read them; nothing when they cannot be read.
+func threadsWarning(in envsetup.RankInput, root string, getenv topology.Getenv) string {
+	cpus := in.CPUs
+	if !in.Pin {
+		var err error
+		if cpus, err = envsetup.ReadCPUs(root); err != nil {
+			return ""
+		}
+	}
+	return envsetup.ThreadsWarning(getenv, cpus)
 }
 
 // execWatched runs args as a child that the other ranks' batchkit exec
@@ -151,7 +172,7 @@ func execProfile(c *cli.Context, environ []string) (envsetup.Changes, map[string
 	if err != nil {
 		return envsetup.Changes{}, nil, err
 	}
-	sourced, err := sourceScripts(c.Context, environ, r.Profile.Env.Scripts(), r.Profile.Env, c.Duration("source-timeout"))
+	sourced, err := sourceEnv(c.Context, environ, r.Profile.Env, c.Duration("source-timeout"))
 	return sourced, r.Profile.Env.Vars, err
 }
 

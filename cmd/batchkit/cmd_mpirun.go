@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -9,9 +10,10 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/batchkit/batchkit/envsetup"
-	"github.com/batchkit/batchkit/envvars"
+	"github.com/batchkit/batchkit/internal/flagvalues"
 	"github.com/batchkit/batchkit/internal/freeport"
 	"github.com/batchkit/batchkit/launch"
+	"github.com/batchkit/batchkit/launch/failfast"
 	"github.com/batchkit/batchkit/launch/mpilaunch"
 	"github.com/batchkit/batchkit/mpirun"
 	"github.com/batchkit/batchkit/profile"
@@ -77,10 +79,10 @@ Examples:
 			&cli.IntFlag{Name: "ppn", Usage: "ranks per node (wins over per-host slots)"},
 			&cli.StringFlag{Name: "hosts", Usage: "comma-separated hosts or Slurm hostlists (node[1-4]), each optionally with :SLOTS for each of its hosts"},
 			&cli.StringFlag{Name: "hostfile", Usage: "hostfile: `host slots=N`, `host:N` or `host` lines"},
-			&cli.StringFlag{Name: "profile", Usage: "site profile `NAME` or file for the defaults below (default: $BATCHKIT_PROFILE; none: detect the MPI on PATH)"},
-			&cli.StringFlag{Name: "flavor", Usage: "MPI flavor: openmpi, mpich, intelmpi or mvapich"},
+			flagvalues.With(&cli.StringFlag{Name: "profile", Usage: "site profile `NAME` or file for the defaults below (" + profileOrDetect + ")"}, profileNames),
+			flagvalues.With(&cli.StringFlag{Name: "flavor", Usage: "MPI flavor: openmpi, mpich, intelmpi or mvapich"}, flagvalues.List(mpirun.Flavors)),
 			&cli.StringFlag{Name: "mpirun", Usage: "launcher binary (`PATH` or name on PATH)"},
-			&cli.StringFlag{Name: "launcher", Usage: "mpirun, mpiexec or srun (default mpirun)"},
+			flagvalues.With(&cli.StringFlag{Name: "launcher", Usage: "mpirun, mpiexec or srun (default mpirun)"}, flagvalues.List(mpirun.Programs)),
 			&cli.GenericFlag{Name: "env", Value: &stringList{}, Usage: "`K=V` exported to every rank (repeatable; not RANK, WORLD_SIZE ..., which batchkit exec sets per rank)"},
 			&cli.GenericFlag{Name: "mpi-arg", Value: &stringList{}, Usage: "`ARG` passed to the launcher as is (repeatable)"},
 			&cli.BoolFlag{Name: "allow-run-as-root", Usage: "Open MPI: --allow-run-as-root"},
@@ -89,10 +91,10 @@ Examples:
 			&cli.StringFlag{Name: "bootstrap", Usage: "Hydra -bootstrap / Open MPI --mca plm / mpirun_rsh -launcher (default slurm for Hydra in an allocation)"},
 			&cli.StringFlag{Name: "srun-mpi", Usage: "srun --mpi plugin (default: pmix for Open MPI, pmi2 otherwise)"},
 			&cli.IntFlag{Name: "master-port", Usage: "MASTER_PORT for all ranks"},
-			&cli.DurationFlag{Name: "source-timeout", Value: envsetup.DefaultTimeout, Usage: "time for the profile's source scripts"},
+			sourceTimeoutFlag("source-timeout", "time for the profile's source scripts"),
 			&cli.DurationFlag{Name: "probe-timeout", Value: mpilaunch.DefaultProbeTimeout, Usage: "time for a launcher's answer to --version (asked for its flavor)"},
 			&cli.BoolFlag{Name: "dry-run", Usage: "print the command, shell-quoted, instead of running it"},
-			&cli.StringFlag{Name: "format", Aliases: []string{"f"}, Value: "text", Usage: "--dry-run's output: text (shell lines) or json (one line: argv, env, forward_env, hostfile, setup ...)"},
+			flagvalues.With(&cli.StringFlag{Name: "format", Aliases: []string{"f"}, Value: "text", Usage: "--dry-run's output: text (shell lines) or json (one line: argv, env, forward_env, hostfile, setup ...)"}, flagvalues.List(outputFormats)),
 		}, failFastFlags()...),
 		Action: mpirunAction,
 	}
@@ -114,7 +116,7 @@ func mpirunAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	o.ProfileEnv = withSrunLibs(o.ProfileEnv, o.Flavor, o.Launcher, o.SrunMPI)
+	o.ProfileEnv = launch.WithSrunLibs(o.ProfileEnv, o.Flavor, o.Launcher, o.SrunMPI)
 	self, err := os.Executable()
 	if err != nil {
 		return fmt.Errorf("finding the batchkit binary: %w", err)
@@ -133,11 +135,8 @@ func mpirunAction(c *cli.Context) error {
 	if err != nil {
 		return launchExit(1, err)
 	}
-	switch {
-	case asJSON:
-		return printPlanJSON(c.App.Writer, penv, p)
-	case c.Bool("dry-run"):
-		return printPlan(c.App.Writer, penv, p)
+	if c.Bool("dry-run") {
+		return printPlan(c.App.Writer, penv, p, asJSON)
 	}
 	stdin := c.App.Reader
 	if stdin == nil {
@@ -166,179 +165,49 @@ func sourceOnce(c *cli.Context, env profile.Env) (envsetup.Changes, error) {
 	if len(env.Source) == 0 && !env.OneCCLBindings && env.IntelWheels == "" {
 		return envsetup.Changes{}, nil
 	}
-	sourced, err := sourceScripts(c.Context, os.Environ(), env.Scripts(), env, c.Duration("source-timeout"))
+	sourced, err := sourceEnv(c.Context, os.Environ(), env, c.Duration("source-timeout"))
 	if err != nil {
 		return envsetup.Changes{}, err
 	}
 	return sourced, applyToProcess(sourced)
 }
 
-// mpirunOptionsFrom layers the flags over the defaults and checks what
-// is wrong with the flags alone.
-func mpirunOptionsFrom(c *cli.Context, d mpirun.Defaults) (mpilaunch.Options, error) {
-	args, err := programArgs(c, "mpirun")
-	if err != nil {
-		return mpilaunch.Options{}, err
-	}
-	pick := func(name, def string) string {
-		if c.IsSet(name) {
-			return c.String(name)
-		}
-		return def
-	}
-	pickBool := func(name string, def bool) bool {
-		if c.IsSet(name) {
-			return c.Bool(name)
-		}
-		return def
-	}
-	o := mpilaunch.Options{
-		Flavor:         pick("flavor", string(d.Flavor)),
-		Launcher:       mpirun.Program(pick("launcher", string(d.Launcher))),
-		Binary:         pick("mpirun", d.Binary),
-		NP:             c.Int("np"),
-		NPSet:          c.IsSet("np"),
-		PPN:            c.Int("ppn"),
-		Hosts:          c.String("hosts"),
-		Hostfile:       c.String("hostfile"),
-		Env:            *c.Generic("env").(*stringList),
-		MPIArgs:        *c.Generic("mpi-arg").(*stringList),
-		DefaultArgs:    d.Args,
-		AllowRunAsRoot: pickBool("allow-run-as-root", d.AllowRunAsRoot),
-		Oversubscribe:  pickBool("oversubscribe", d.Oversubscribe),
-		NoHostCheck:    c.Bool("no-host-check"),
-		Bootstrap:      pick("bootstrap", d.Bootstrap),
-		BootstrapSet:   c.IsSet("bootstrap"),
-		SrunMPI:        pick("srun-mpi", d.SrunMPI),
-		SrunMPISet:     c.IsSet("srun-mpi"),
-		MasterPort:     c.Int("master-port"),
-		ProfilePort:    d.MasterPort,
-		ProfileEnv:     d.Env,
-		Lookup:         lookupIn(os.Environ()),
-		Program:        args,
-	}
-	if o.FailFast, err = failFastFrom(c, o.Env); err != nil {
-		return o, err
-	}
-	switch {
-	case c.IsSet("hosts") && c.IsSet("hostfile"):
-		return o, usagef("--hosts and --hostfile are exclusive")
-	case c.IsSet("hosts") && o.Hosts == "":
-		return o, usagef("--hosts is empty")
-	case c.IsSet("hostfile") && o.Hostfile == "":
-		return o, usagef("--hostfile is empty")
-	case o.NPSet && o.NP < 1:
-		return o, usagef("invalid --np %d: want at least 1", o.NP)
-	case o.PPN < 0:
-		return o, usagef("invalid --ppn %d: want at least 0", o.PPN)
-	case c.IsSet("master-port") && (o.MasterPort < 1 || o.MasterPort > 65535):
-		return o, usagef("invalid --master-port %d: want 1-65535", o.MasterPort)
-	}
-	return o, nil
-}
-
-// printPlan prints the launch as shell text: the profile's source
-// scripts first, as `source` lines (a dry run does not source them), then
-// the launcher's command line.
-func printPlan(w io.Writer, penv profile.Env, p mpilaunch.Plan) error {
-	out, err := mpirun.DryRun(p.Spec, p.Hostfile)
-	if err != nil {
-		return badInput(err)
-	}
-	lines, err := sourceLines(penv)
-	if err != nil {
-		return badInput(err)
-	}
-	out = lines + out
-	_, err = io.WriteString(w, out)
-	return err
-}
-
-// planJSON is --dry-run --format json: what a script needs to run the
-// launch itself.
-type planJSON struct {
-	Argv []string `json:"argv"`
-	// Env is what every rank gets on argv, by name: the rendezvous,
-	// --env, the profile's variables.
-	Env map[string]string `json:"env"`
-	// ForwardEnv names what the launcher hands the ranks from its own
-	// environment (BATCHKIT_JOB_TOKEN: a run sets one when it is unset).
-	ForwardEnv []string      `json:"forward_env"`
-	Hostfile   *hostfileJSON `json:"hostfile,omitempty"` // a generated hostfile argv names
-	Setup      string        `json:"setup,omitempty"`    // bash lines to source first: the profile's scripts
-	Flavor     string        `json:"flavor"`
-	Launcher   string        `json:"launcher"`
-	NP         int           `json:"np"`
-}
-
-// hostfileJSON is a generated hostfile: write Text to Path before running
-// argv.
-type hostfileJSON struct {
-	Path string `json:"path"`
-	Text string `json:"text"`
-}
-
-// printPlanJSON prints the launch as planJSON, one line.
-func printPlanJSON(w io.Writer, penv profile.Env, p mpilaunch.Plan) error {
-	argv, err := mpirun.Command(p.Spec)
-	if err != nil {
-		return badInput(err)
-	}
+// printPlan prints the dry run: the profile's scripts as 'source' lines,
+// then the launcher's command line; or, asJSON, the launch as one line.
+func printPlan(w io.Writer, penv profile.Env, p mpilaunch.Plan, asJSON bool) error {
 	setup, err := sourceLines(penv)
 	if err != nil {
 		return badInput(err)
 	}
-	out := planJSON{Argv: argv, Env: p.Spec.Env, ForwardEnv: p.Spec.ForwardEnv, Setup: setup,
-		Flavor: string(p.Spec.Flavor), Launcher: string(p.Spec.Launcher), NP: p.Spec.NP}
-	if out.Env == nil {
-		out.Env = map[string]string{}
+	if !asJSON {
+		err = mpilaunch.WriteDryRun(w, p, setup)
+	} else if out, derr := mpilaunch.DryRun(p, setup); derr != nil {
+		err = derr
+	} else {
+		err = writeJSONLine(w, out)
 	}
-	if out.ForwardEnv == nil {
-		out.ForwardEnv = []string{}
+	if errors.Is(err, launch.ErrInvalid) {
+		return badInput(err)
 	}
-	if p.Hostfile != "" {
-		out.Hostfile = &hostfileJSON{Path: p.Spec.Hostfile, Text: p.Hostfile}
-	}
-	return writeJSONLine(w, out)
+	return err
 }
 
-// freePort asks the kernel for a TCP port free on every interface (ranks
-// on other nodes connect to it).
-func freePort() (int, error) { return freeport.On("") }
-
-// failFastRows are the flags that set BATCHKIT_FAIL_FAST on every rank
-// (batchkit mpirun and sbatch), and the value each sets.
-var failFastRows = []struct{ name, value, usage string }{
-	{"no-fail-fast", "0", "let the other ranks run on when one fails, as the launcher would (Hydra does): every rank gets BATCHKIT_FAIL_FAST=0, so batchkit exec does not watch; a launcher that stops the job itself (Open MPI, srun with SLURM_KILL_BAD_EXIT=1) still does"},
-	{"fail-fast", "1", "have batchkit exec watch the other ranks under any launcher: every rank gets BATCHKIT_FAIL_FAST=1 (the ranks need a job token: not mpirun_rsh outside an allocation)"},
-}
+// freePort finds a TCP port free on every interface (ranks on other nodes
+// connect to it), below the ephemeral range where outgoing connections
+// could take it before rank 0 listens.
+func freePort() (int, error) { return freeport.BelowEphemeral("") }
 
 func failFastFlags() []cli.Flag {
-	flags := make([]cli.Flag, len(failFastRows))
-	for i, r := range failFastRows {
-		flags[i] = &cli.BoolFlag{Name: r.name, Usage: r.usage}
+	flags := make([]cli.Flag, len(failfast.Switches))
+	for i, s := range failfast.Switches {
+		flags[i] = &cli.BoolFlag{Name: s.Flag, Usage: s.Usage}
 	}
 	return flags
 }
 
 // failFastFrom is the BATCHKIT_FAIL_FAST value the fail-fast flags give
-// every rank, "" when neither is given. env is --env's entries: setting
-// the variable there too would leave two answers.
+// every rank (failfast.Choose), "" when neither is given.
 func failFastFrom(c *cli.Context, env []string) (string, error) {
-	value, flag := "", ""
-	for _, r := range failFastRows {
-		if !c.Bool(r.name) {
-			continue
-		}
-		if flag != "" {
-			return "", usagef("%s and --%s: choose one", flag, r.name)
-		}
-		value, flag = r.value, "--"+r.name
-	}
-	for _, kv := range env {
-		if k, _, _ := strings.Cut(kv, "="); k == envvars.FailFast && flag != "" {
-			return "", usagef("%s and --env %s: both set %s; give one", flag, kv, envvars.FailFast)
-		}
-	}
-	return value, nil
+	v, err := failfast.Choose(c.Bool, env)
+	return v, badInput(err)
 }

@@ -8,7 +8,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/batchkit/batchkit/envsetup"
+	"github.com/batchkit/batchkit/internal/flagvalues"
 	"github.com/batchkit/batchkit/launch"
 	"github.com/batchkit/batchkit/launch/local"
 )
@@ -36,7 +36,8 @@ killed with SIGKILL, which it cannot catch, each rank gets SIGKILL too (Linux), 
 a rank started in the background is left running.
 
 --max-restarts N (torchrun's): when a rank exits non-zero or is killed, the others are
-stopped and all ranks started again, up to N times, each time with a new MASTER_PORT
+stopped and all ranks started again, up to N times, after a wait of 1 s that doubles for
+each next restart up to 30 s (a signal meanwhile ends the run), each time with a new MASTER_PORT
 (unless --master-port) and a new BATCHKIT_JOB_TOKEN; TORCHELASTIC_RESTART_COUNT and
 TORCHELASTIC_MAX_RESTARTS tell the ranks which attempt this is. Not restarted: a stop you
 asked for (a signal to batchkit), and a first failing rank that exited 75 (stopped on
@@ -54,8 +55,8 @@ Examples:
 			&cli.StringFlag{Name: "tee", Usage: "also write each rank's output, unprefixed, to `DIR`/rank-N.log (never overwritten)"},
 			&cli.DurationFlag{Name: "grace", Value: local.DefaultGrace, Usage: "time between SIGTERM and SIGKILL when stopping ranks"},
 			&cli.IntFlag{Name: "max-restarts", Usage: "start all ranks again up to `N` times after a rank failed"},
-			&cli.StringFlag{Name: "profile", Usage: "site profile `NAME` or file whose [env] scripts are sourced once and whose variables every rank gets (the user's values win)"},
-			&cli.DurationFlag{Name: "source-timeout", Value: envsetup.DefaultTimeout, Usage: "time for the profile's source scripts"},
+			flagvalues.With(&cli.StringFlag{Name: "profile", Usage: "site profile `NAME` or file whose [env] scripts are sourced once and whose variables every rank gets, the user's values winning (" + profileOnlyFlag + ")"}, profileNames),
+			sourceTimeoutFlag("source-timeout", "time for the profile's source scripts"),
 		},
 		Action: runAction,
 	}

@@ -4,17 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
-	"slices"
-	"strings"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/batchkit/batchkit/internal/outfile"
 	"github.com/batchkit/batchkit/launch"
 	"github.com/batchkit/batchkit/launch/sbatch"
-	"github.com/batchkit/batchkit/slurm"
-	"github.com/batchkit/batchkit/templates"
 )
 
 func sbatchCommand() *cli.Command {
@@ -29,7 +24,9 @@ launch line — srun with the flavor's --mpi plugin, or the flavor's mpirun — 
 
 Without --dry-run or --write the script is submitted with 'sbatch --parsable' and the job id
 printed (sbatch is killed if it has not answered within --submit-timeout); --wait waits for the job
-and exits with its exit code (SIGINT, SIGTERM, SIGHUP, SIGQUIT and SIGUSR1 go to sbatch meanwhile). --write writes only a regular
+and exits with its exit code (SIGINT, SIGTERM, SIGHUP, SIGQUIT and SIGUSR1 go to sbatch meanwhile); a
+job that failed gets a line with its state, reason, nodes and output file (scontrol show job), and
+one cancelled before it started exits 1, not sbatch's 0. --write writes only a regular
 file, or through a symbolic link to one: a device, FIFO, socket or directory is refused (exit 2)
 and left alone. A file replaced with --force keeps its mode and owner; one whose owner cannot be
 kept (someone else's, when not root) is refused.
@@ -163,52 +160,6 @@ func sbatchAction(c *cli.Context) error {
 	return launchExit(sbatch.Run(c.Context, p, launch.IO{Stdout: c.App.Writer, Stderr: c.App.ErrWriter}, sigs))
 }
 
-// sbatchRequest is the profile under the flags, the batchkit binary the
-// ranks run and the templates that render the script.
-func sbatchRequest(c *cli.Context, program []string) (sbatch.Request, error) {
-	r, err := loadProfile(c, sbatchOverrides)
-	if err != nil {
-		return sbatch.Request{}, err
-	}
-	failFast, err := failFastFrom(c, nil)
-	if err != nil {
-		return sbatch.Request{}, err
-	}
-	if n := c.Int("torchrun"); c.IsSet("torchrun") && n < 1 { // 0 would silently mean no torchrun
-		return sbatch.Request{}, usagef("--torchrun %d: want the number of workers on each node, at least 1", n)
-	}
-	self := c.String("batchkit")
-	if self == "" {
-		if self, err = os.Executable(); err != nil {
-			return sbatch.Request{}, fmt.Errorf("finding batchkit's own path (give --batchkit): %w", err)
-		}
-	}
-	set, err := templates.Load(r.Profile.Templates)
-	if err != nil {
-		if o, ok := r.Origin("templates"); ok {
-			err = fmt.Errorf("%s: templates: %w", o, err)
-		}
-		return sbatch.Request{}, badInput(err)
-	}
-	job := slurm.JobOptions{
-		JobName: c.String("job-name"), Nodes: c.String("nodes"), NTasks: c.Int("ntasks"),
-		NTasksPerNode: c.Int("ntasks-per-node"), CPUsPerTask: c.Int("cpus-per-task"), GPUs: c.String("gpus"),
-		Output: c.String("output"), Error: c.String("error"), Array: c.String("array"),
-		Exclusive: c.Bool("exclusive"), Signal: c.String("signal"), Dependency: c.String("dependency"),
-		Mem: c.String("mem"), MemPerCPU: c.String("mem-per-cpu"), Gres: c.String("gres"),
-		GPUsPerNode: c.String("gpus-per-node"), GPUsPerTask: c.String("gpus-per-task"),
-		Nodelist: c.String("nodelist"), Exclude: c.String("exclude"), Reservation: c.String("reservation"),
-		Chdir: c.String("chdir"), MailType: c.String("mail-type"), MailUser: c.String("mail-user"),
-		Requeue: r.Profile.Slurm.Requeue, Extra: []string(*c.Generic("sbatch-arg").(*stringList)),
-	}
-	p, err := batchProfile(r, os.Environ())
-	if err != nil {
-		return sbatch.Request{}, err
-	}
-	return sbatch.Request{ProfileName: r.Name, Profile: p, Job: job, Program: program, Batchkit: self,
-		Templates: set, Wait: c.Bool("wait"), SubmitTimeout: c.Duration("submit-timeout"), Torchrun: c.Int("torchrun"), FailFast: failFast}, nil
-}
-
 // writeNew writes a file that must not exist yet, unless force: a user's
 // script is never overwritten by surprise, and a replaced one is swapped in
 // whole, keeping its mode and owner. Only a regular file, or a link to one,
@@ -231,111 +182,4 @@ func writeNew(path, text string, force bool) error {
 		return fmt.Errorf("--write: %w", err)
 	}
 	return nil
-}
-
-// sbatchSpellings rewrites the attached short forms sbatch takes (-N2,
-// -t30, -Jtrain) among batchkit sbatch's flags into -N=2 ..., which the
-// flag parser reads; it would take -N2 for a flag named "N2". Only the
-// words before the program are flags, and a flag's value given as the next
-// word is skipped. Other commands' arguments are returned as they are.
-func sbatchSpellings(app *cli.App, args []string) []string {
-	cmd := findCommand(app.Commands, "sbatch")
-	if len(args) < 2 || cmd == nil || args[1] != cmd.Name {
-		return args
-	}
-	out := slices.Clone(args)
-	for i := 2; i < len(out); i++ {
-		w := out[i]
-		if w == "--" || w == "-" || !strings.HasPrefix(w, "-") {
-			break
-		}
-		if takesValue(cmd.Flags, w) {
-			i++ // its value, whatever it looks like
-			continue
-		}
-		out[i] = attachedShort(cmd.Flags, w)
-	}
-	return out
-}
-
-// attachedShort is -X=rest for a word -Xrest whose X is a one-letter flag
-// taking a value, unless Xrest names a flag itself (-ntasks-per-node).
-func attachedShort(flags []cli.Flag, w string) string {
-	if strings.HasPrefix(w, "--") || len(w) < 3 {
-		return w
-	}
-	name, _, _ := strings.Cut(w[1:], "=")
-	if isFlag(flags, name) || !takesValue(flags, w[:2]) {
-		return w
-	}
-	return w[:2] + "=" + w[2:]
-}
-
-func isFlag(flags []cli.Flag, name string) bool {
-	for _, f := range flags {
-		if slices.Contains(f.Names(), name) {
-			return true
-		}
-	}
-	return false
-}
-
-// sbatchUsageError turns "flag provided but not defined" for an sbatch
-// option batchkit sbatch has no flag for into what to write instead.
-func sbatchUsageError(c *cli.Context, err error, sub bool) error {
-	if name, ok := strings.CutPrefix(err.Error(), "flag provided but not defined: -"); ok {
-		if hint := sbatchOptionHint(c.Command.Flags, writtenAs(c, name)); hint != "" {
-			return usagef("%s", hint)
-		}
-	}
-	return onUsageError(c, err, sub)
-}
-
-// writtenAs is the word of the command line that the flag parser reported
-// as name (it drops the dashes and any "=VALUE"); "--name" if none is.
-func writtenAs(c *cli.Context, name string) string {
-	if lineage := c.Lineage(); len(lineage) > 1 {
-		for _, w := range lineage[1].Args().Slice() {
-			if n, _, _ := strings.Cut(strings.TrimLeft(w, "-"), "="); n == name && strings.HasPrefix(w, "-") {
-				return w
-			}
-		}
-	}
-	return "--" + name
-}
-
-// sbatchOptionHint says how to pass the sbatch option in word w, which
-// batchkit sbatch has no flag for: by the flag it has, spelled in full, or
-// with --sbatch-arg. "" when w is not sbatch's (or abbreviates several).
-// A single-dash word is a long name when sbatch has one (as batchkit's
-// flags may be written), else a short option with its value attached, as
-// sbatch reads it.
-func sbatchOptionHint(flags []cli.Flag, w string) string {
-	name, value, hasValue := strings.Cut(strings.TrimLeft(w, "-"), "=")
-	written := w
-	if hasValue {
-		written = strings.TrimSuffix(w, "="+value)
-	}
-	o, ok := slurm.LookupLong(name)
-	if !ok && !strings.HasPrefix(w, "--") && name != "" {
-		if o, ok = slurm.LookupShort(name[0]); ok && len(name) > 1 {
-			value, hasValue = name[1:], true
-		}
-	}
-	switch {
-	case !ok:
-		return ""
-	case isFlag(flags, o.Long):
-		return fmt.Sprintf("%s: batchkit sbatch spells this option --%s", written, o.Long)
-	}
-	use := "--sbatch-arg=--" + o.Long
-	switch {
-	case hasValue && o.Arg != slurm.NoValue:
-		use += "=" + value
-	case o.Arg == slurm.ValueRequired:
-		use += "=VALUE"
-	case o.Arg == slurm.ValueOptional:
-		use += "[=VALUE]"
-	}
-	return fmt.Sprintf("%s: batchkit sbatch has no flag for this sbatch option: use %s", written, use)
 }

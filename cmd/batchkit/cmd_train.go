@@ -1,28 +1,21 @@
 package main
 
 import (
-	"cmp"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
+	"github.com/batchkit/batchkit/launch/local"
 	"os"
-	"os/signal"
-	"strconv"
-	"strings"
-	"sync/atomic"
 	"syscall"
-	"time"
 
-	"github.com/schollz/progressbar/v3"
 	"github.com/urfave/cli/v2"
 
 	"github.com/batchkit/batchkit/detect"
 	"github.com/batchkit/batchkit/envvars"
 	"github.com/batchkit/batchkit/internal/closed"
-	"github.com/batchkit/batchkit/internal/outfile"
+	"github.com/batchkit/batchkit/internal/flagvalues"
 	"github.com/batchkit/batchkit/trainer"
 	"github.com/batchkit/batchkit/trainer/collective"
+	"github.com/batchkit/batchkit/trainer/job"
 )
 
 // train's exits after a stop asked for by a signal (stopOnSignals). Only
@@ -40,7 +33,22 @@ const (
 	exitPreemptedNothing = 128 + int(syscall.SIGUSR1) // 138
 )
 
+// exitDiverged is train's exit when the loss or the weights became NaN or
+// infinite (trainer.NonFiniteError): EX_DATAERR of sysexits.h. Not 1: the
+// same command diverges again, so nothing should rerun it as it would a
+// crash; not 2: no flag is wrong in itself.
+const exitDiverged = local.ExitDiverged
+
+// divergedExit is an error holding a NonFiniteError (alone, or with a
+// plot that could not be written after it) with its exit code.
+type divergedExit struct{ err error }
+
+func (e *divergedExit) Error() string { return e.err.Error() }
+func (e *divergedExit) Unwrap() error { return e.err }
+func (e *divergedExit) ExitCode() int { return exitDiverged }
+
 func trainCommand() *cli.Command {
+	d := job.Defaults
 	return &cli.Command{
 		Name:  "train",
 		Usage: "train an MLP data-parallel on every rank of the job (the embedded digits by default)",
@@ -69,9 +77,14 @@ batchkit sbatch --requeue requeues the job on it), or 138 without --checkpoint-d
 nothing saved. SIGTERM is a cancel or a time limit: train exits 143 on every rank, also when a
 rank got SIGUSR1 too, and is not requeued. A second SIGTERM, at least 0.5 s after the first,
 ends a rank at once, without a checkpoint. A run that starts says what it resumes from, or
-that it found no checkpoint. Bad flags or data: 2.
+that it found no checkpoint. Bad flags or data: 2; so are ranks given different flags or
+data, which compare them before the first step and name the difference. A loss or weights
+that become NaN or infinite (a learning rate too large for the batch) stop every rank at
+that step: exit 65, the step in the error line and in --format json's "diverged"; nothing
+of it is saved.
 
-Output, on rank 0: a progress bar when stdout is a terminal, one line per epoch otherwise.
+Output, on rank 0: a progress bar when stdout is the user's terminal (the controlling one:
+not the pseudo terminal Open MPI gives a rank), one line per epoch otherwise.
 --format json prints one summary object (epoch lines go to stderr): test_accuracy,
 test_loss, epochs, steps, world_size, backend, samples_per_second, resumed_from_step,
 weights_sha256 (SHA-256 of the final float32 parameters, little-endian), elapsed_seconds.
@@ -89,38 +102,26 @@ Examples:
    batchkit run -n 2 -- batchkit train --plot train.png
    batchkit run -n 4 -- batchkit train --hidden 512,512 --checkpoint-dir ckpt --format json`,
 		Flags: []cli.Flag{
-			&cli.IntFlag{Name: "epochs", Value: 20, Usage: "passes over the train rows"},
-			&cli.IntFlag{Name: "batch-size", Value: 32, Usage: "samples per step on each rank"},
-			&cli.Float64Flag{Name: "lr", Value: 0.05, Usage: "learning rate"},
-			&cli.Float64Flag{Name: "momentum", Value: 0.9, Usage: "SGD momentum, 0 <= m < 1"},
-			&cli.Float64Flag{Name: "weight-decay", Value: 1e-4, Usage: "L2 weight decay"},
-			&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "seed of the initial weights and the sample order"},
-			&cli.StringFlag{Name: "hidden", Value: "64", Usage: "hidden layer sizes, comma-separated (\"\" for none)"},
+			&cli.IntFlag{Name: "epochs", Value: d.Epochs, Usage: "passes over the train rows"},
+			&cli.IntFlag{Name: "batch-size", Value: d.BatchSize, Usage: "samples per step on each rank"},
+			&cli.Float64Flag{Name: "lr", Value: d.LR, Usage: "learning rate"},
+			&cli.Float64Flag{Name: "momentum", Value: d.Momentum, Usage: "SGD momentum, 0 <= m < 1"},
+			&cli.Float64Flag{Name: "weight-decay", Value: d.WeightDecay, Usage: "L2 weight decay"},
+			&cli.Uint64Flag{Name: "seed", Value: d.Seed, Usage: "seed of the initial weights and the sample order"},
+			&cli.StringFlag{Name: "hidden", Value: d.Hidden, Usage: "hidden layer sizes, comma-separated (\"\" for none)"},
 			&cli.StringFlag{Name: "data", Usage: "train on the CSV `FILE` instead of the embedded digits"},
-			&cli.StringFlag{Name: "backend", Value: string(collective.Auto), Usage: "collective backend: " + closed.Join(collective.Kinds)},
+			flagvalues.With(&cli.StringFlag{Name: "backend", Value: d.Backend, Usage: "collective backend: " + closed.Join(collective.Kinds)}, flagvalues.List(collective.Kinds)),
 			&cli.StringFlag{Name: "checkpoint-dir", Usage: "write checkpoints to and resume from `DIR`"},
-			&cli.IntFlag{Name: "checkpoint-every", Value: 100, Usage: "steps between checkpoints (0: only at the end and when stopped)"},
-			&cli.IntFlag{Name: "check-every", Value: 100, Usage: "steps between checks that the ranks' weights agree (0: start and end only)"},
+			&cli.IntFlag{Name: "checkpoint-every", Value: d.CheckpointEvery, Usage: "steps between checkpoints (0: only at the end and when stopped)"},
+			&cli.IntFlag{Name: "check-every", Value: d.CheckEvery, Usage: "steps between checks that the ranks' weights agree (0: start and end only)"},
 			&cli.StringFlag{Name: "metrics", Usage: "write one JSON line per epoch to `FILE` (- for stdout)"},
 			&cli.StringFlag{Name: "plot", Usage: "draw loss and accuracy against step into `FILE` (.png, .svg or .pdf)"},
 			&cli.BoolFlag{Name: "force", Usage: "let --plot and --metrics replace an existing file"},
-			&cli.StringFlag{Name: "format", Aliases: []string{"f"}, Value: "text", Usage: "text or json"},
+			flagvalues.With(&cli.StringFlag{Name: "format", Aliases: []string{"f"}, Value: d.Format, Usage: "text or json"}, flagvalues.List(job.Formats)),
 		},
 		OnUsageError: onUsageError,
 		Action:       trainAction,
 	}
-}
-
-// trainSetup is everything the flags decide, checked before any rank
-// connects.
-type trainSetup struct {
-	cfg         trainer.Config
-	kind        collective.Kind
-	json        bool
-	dataName    string
-	train, test *trainer.Dataset
-	sizes       []int        // the model's layer sizes
-	metrics     *metricsDest // rank 0's --metrics, nil without
 }
 
 func trainAction(c *cli.Context) error {
@@ -129,165 +130,56 @@ func trainAction(c *cli.Context) error {
 	}
 	stop, undo := stopOnSignals(c.App.ErrWriter)
 	defer undo()
-	s, err := trainFlags(c)
+	s, err := trainConfig(c).Setup()
 	if err != nil {
-		return err
+		return trainExit(err)
 	}
 	topo, err := detect.Detect(os.Getenv, detect.Options{Hostname: hostname()})
 	if err != nil {
 		return badInput(err)
 	}
-	if err := checkTrainPaths(c, topo.Rank); err != nil {
-		return err
-	}
-	s.cfg.JobID = topo.JobID // named by the checkpoint directory's lock
-	if topo.Rank == 0 && os.Getenv(envvars.Requeue) == "1" && s.cfg.CheckpointDir == "" {
+	if topo.Rank == 0 && os.Getenv(envvars.Requeue) == "1" && s.Train.CheckpointDir == "" {
 		fmt.Fprintf(c.App.ErrWriter, "batchkit: warning: a requeueable job (%s=1) without --checkpoint-dir: SIGUSR1 stops train with nothing saved (exit %d) and the job is not requeued\n",
 			envvars.Requeue, exitPreemptedNothing)
 	}
-	if plot := c.String("plot"); topo.Rank == 0 && plot != "" {
-		if err := checkPlotPath(plot, nil, c.Bool("force")); err != nil {
-			return err
-		}
-	} else if c.IsSet("force") && plot == "" && c.String("metrics") == "" {
-		return usagef("--force is for --plot and --metrics: it lets them replace an existing file")
+	if err := s.Check(topo, c.App.Writer, c.App.ErrWriter); err != nil {
+		return trainExit(err)
 	}
-	if m := c.String("metrics"); topo.Rank == 0 && m != "" {
-		run := metricsRunID(s.sizes, s.train, topo.WorldSize, s.cfg.BatchSize, s.cfg.Seed)
-		if s.metrics, err = checkMetrics(m, run, c.String("data"), c.Bool("force"), c.App.Writer, c.App.ErrWriter); err != nil {
-			return err
-		}
+	// Before Init: no rank allocates until every rank has passed this.
+	if err := s.CheckMemory(topo, memAvailable()); err != nil {
+		return trainExit(err)
 	}
-	comm, err := initComm(c, collective.Config{Topology: topo, Backend: s.kind, Getenv: os.Getenv})
+	comm, err := initComm(c, collective.Config{Topology: topo, Backend: s.Kind, Getenv: os.Getenv})
 	if err != nil {
 		return err
 	}
 	defer comm.Close()
-	return runTraining(c, s, comm, stop)
+	out := job.Output{Stdout: c.App.Writer, Stderr: c.App.ErrWriter, Terminal: isTerminal(c.App.Writer)}
+	return trainExit(job.Run(trainer.FromCollective(comm), comm.Backend(), s, out, stop))
 }
 
-// trainFlags validates the flags and reads the data: one line, exit 2.
-func trainFlags(c *cli.Context) (*trainSetup, error) {
-	s := &trainSetup{dataName: "digits"}
-	switch c.String("format") {
-	case "text":
-	case "json":
-		s.json = true
-	default:
-		return nil, usagef("invalid --format %q: want text or json", c.String("format"))
+// trainExit is train's exit for err: a stop's own code (preemptedExit), a
+// divergence's (divergedExit); bad flags, data or paths and a checkpoint
+// directory refused exit 2.
+func trainExit(err error) error {
+	var (
+		pe *trainer.PreemptedError
+		ie *trainer.IncompatibleError
+		le *trainer.LockedError
+		ue *trainer.LockError
+		nf *trainer.NonFiniteError
+		de *trainer.DisagreeError
+	)
+	switch {
+	case errors.As(err, &pe):
+		return &preemptedExit{pe}
+	case errors.As(err, &nf):
+		return &divergedExit{err}
+	case errors.Is(err, job.ErrInvalid), errors.As(err, &ie), errors.As(err, &le), errors.As(err, &ue), errors.As(err, &de):
+		return badInput(err)
 	}
-	var err error
-	if s.kind, err = collective.ParseKind(c.String("backend")); err != nil {
-		return nil, usagef("invalid --backend %q: want one of %s", c.String("backend"), closed.Join(collective.Kinds))
-	}
-	hidden, err := parseHidden(c.String("hidden"))
-	if err != nil {
-		return nil, usagef("invalid --hidden %q: %v", c.String("hidden"), err)
-	}
-	s.cfg = trainer.Config{Hidden: hidden, Epochs: c.Int("epochs"), BatchSize: c.Int("batch-size"),
-		LR: float32(c.Float64("lr")), Momentum: float32(c.Float64("momentum")), WeightDecay: float32(c.Float64("weight-decay")),
-		Seed: c.Uint64("seed"), CheckEvery: c.Int("check-every"),
-		CheckpointDir: c.String("checkpoint-dir"), CheckpointEvery: c.Int("checkpoint-every")}
-	if err := s.cfg.Validate(); err != nil {
-		return nil, usagef("invalid flags: %v", err)
-	}
-	var d *trainer.Dataset
-	if path := c.String("data"); path != "" {
-		s.dataName = path
-		d, err = trainer.ReadDataFile(path)
-	} else {
-		d, err = trainer.Digits()
-	}
-	if err != nil {
-		return nil, badInput(err)
-	}
-	if s.train, s.test, err = trainer.Split(d); err != nil {
-		return nil, usagef("invalid --data %s: %v", s.dataName, err)
-	}
-	m, err := trainer.NewMLP(d.Features, hidden, d.Classes)
-	if err != nil {
-		return nil, usagef("invalid --hidden %q: %v", c.String("hidden"), err)
-	}
-	s.sizes = m.Sizes
-	return s, nil
+	return err
 }
-
-// checkTrainPaths refuses, before any rank connects, the paths train would
-// fail on after the training: a checkpoint directory that is a file. Rank
-// 0's --metrics is checkMetrics'.
-func checkTrainPaths(c *cli.Context, rank int) error {
-	if dir := c.String("checkpoint-dir"); dir != "" {
-		if fi, err := os.Stat(dir); err == nil && !fi.IsDir() {
-			return usagef("invalid --checkpoint-dir %q: is %s, not a directory", dir, cmp.Or(outfile.KindOf(fi.Mode()), "a file"))
-		}
-	}
-	return nil
-}
-
-// parseHidden reads "64" or "512,512"; "" is no hidden layer.
-func parseHidden(s string) ([]int, error) {
-	if strings.TrimSpace(s) == "" {
-		return nil, nil
-	}
-	var sizes []int
-	for _, f := range strings.Split(s, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || n < 1 {
-			return nil, fmt.Errorf("%q is not a positive layer size", f)
-		}
-		sizes = append(sizes, n)
-	}
-	return sizes, nil
-}
-
-// stopOnSignals turns SIGUSR1 and SIGTERM into the loop's stop request, at
-// the edge: the library installs no handler. SIGUSR1 asks for a
-// trainer.Preempt, SIGTERM for a trainer.Cancel, which stays once asked:
-// a cancelled job's ranks can get both (Slurm's SIGTERM, then the batch
-// script's SIGUSR1). It is called before the rendezvous, so that a signal
-// Slurm sends while the ranks start up is kept for the first step (it
-// would otherwise kill the rank, and the job would end without a
-// checkpoint). A second SIGTERM ends the rank at once, by that signal: the
-// way out of a rank that hangs (a rendezvous that never completes) — one
-// at least secondTermAfter after the first: Slurm, the launcher and batchkit
-// exec can each pass the same cancel on (four SIGTERMs within 0.1 s were
-// seen under MPICH's Hydra), and those copies must not cost the checkpoint.
-// SIGUSR1 never ends it: with scancel --full a rank gets it from Slurm and
-// again from the batch shell. The returned func undoes it.
-func stopOnSignals(errw io.Writer) (stop func() trainer.StopReason, undo func()) {
-	var requested atomic.Uint32
-	sigs := make(chan os.Signal, 4)
-	done := make(chan struct{})
-	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGUSR1)
-	go func() {
-		var firstTerm time.Time
-		for {
-			select {
-			case s := <-sigs:
-				if s != syscall.SIGTERM {
-					requested.CompareAndSwap(uint32(trainer.NoStop), uint32(trainer.Preempt))
-					continue
-				}
-				requested.Store(uint32(trainer.Cancel))
-				if firstTerm.IsZero() {
-					firstTerm = time.Now()
-				} else if time.Since(firstTerm) >= secondTermAfter {
-					fmt.Fprintln(errw, "batchkit: second SIGTERM: stopping now, without a checkpoint")
-					signal.Reset(syscall.SIGTERM)
-					syscall.Kill(os.Getpid(), syscall.SIGTERM)
-				}
-			case <-done:
-				return
-			}
-		}
-	}()
-	return func() trainer.StopReason { return trainer.StopReason(requested.Load()) },
-		func() { signal.Stop(sigs); close(done) }
-}
-
-// secondTermAfter is how long after the first SIGTERM a second one ends a
-// rank at once; one sooner is a copy of the first.
-const secondTermAfter = 500 * time.Millisecond
 
 // preemptedExit is a PreemptedError with its exit code: exitPreempted only
 // for a preemption that wrote a checkpoint.
@@ -316,198 +208,4 @@ func (e *preemptedExit) ExitCode() int {
 		return exitPreemptedNothing
 	}
 	return exitPreempted
-}
-
-// runTraining trains on this rank; rank 0 reports.
-func runTraining(c *cli.Context, s *trainSetup, comm *collective.Comm, stop func() trainer.StopReason) error {
-	cfg := s.cfg
-	cfg.Stop = stop
-	rep := &trainReport{setup: s, out: c.App.Writer, log: c.App.Writer, backend: comm.Backend(), world: comm.Size(),
-		bar: isTerminal(c.App.Writer) && !s.json}
-	if s.json {
-		rep.log = c.App.ErrWriter
-	}
-	if comm.Rank() == 0 {
-		cfg.OnStart, cfg.OnStep, cfg.OnEpoch = rep.start, rep.step, rep.epoch
-		cfg.Warn = func(err error) { fmt.Fprintf(c.App.ErrWriter, "batchkit: warning: %v\n", err) }
-	}
-	begin := time.Now()
-	res, err := trainer.Train(trainer.FromCollective(comm), s.train, s.test, cfg)
-	if cerr := rep.close(); err == nil {
-		err = cerr
-	}
-	var (
-		pe *trainer.PreemptedError
-		ie *trainer.IncompatibleError
-		le *trainer.LockedError
-		ue *trainer.LockError
-	)
-	switch {
-	case errors.As(err, &pe):
-		return &preemptedExit{pe}
-	case errors.As(err, &ie), errors.As(err, &le), errors.As(err, &ue):
-		return badInput(err)
-	case err != nil:
-		return err
-	}
-	if comm.Rank() != 0 {
-		return nil
-	}
-	if path := c.String("plot"); path != "" {
-		if err := trainer.PlotFile(path, rep.hist, c.Bool("force")); err != nil {
-			return fmt.Errorf("--plot %s: %w", path, err)
-		}
-	}
-	return rep.summary(res, time.Since(begin), c.String("plot"))
-}
-
-// trainReport is rank 0's output: progress, epoch lines, metrics, summary.
-type trainReport struct {
-	setup       *trainSetup
-	out, log    io.Writer // the summary; epoch lines (stderr with --format json)
-	backend     string
-	world       int
-	bar         bool
-	progress    *progressbar.ProgressBar
-	metrics     io.Writer    // --metrics, nil without
-	closeMetric func() error // nil for a stream
-	hist        trainer.History
-	resumedFrom int
-	epochs      int
-}
-
-func (r *trainReport) start(st trainer.Start) error {
-	r.resumedFrom, r.epochs = st.ResumedFrom, r.setup.cfg.Epochs
-	m := st.Model
-	fmt.Fprintf(r.log, "train: MLP %s (%d parameters) on %s: %d train / %d test rows; %d rank(s) over %s, batch %d per rank, %d steps per epoch\n",
-		joinInts(m.Sizes, "-"), m.NumParams(), r.setup.dataName, r.setup.train.Rows(), r.setup.test.Rows(),
-		r.world, r.backend, r.setup.cfg.BatchSize, st.StepsPerEpoch)
-	if st.ResumedFrom > 0 {
-		where := fmt.Sprintf("epoch %d", st.ResumedAtEpoch+1)
-		if st.ResumedAtEpoch >= r.epochs {
-			where = "all epochs done"
-		}
-		fmt.Fprintf(r.log, "train: resumed from %s at step %d (%s)\n", st.ResumedFile, st.ResumedFrom, where)
-	} else if dir := r.setup.cfg.CheckpointDir; dir != "" {
-		fmt.Fprintf(r.log, "train: no checkpoint in %s: starting from step 0\n", dir)
-	}
-	if d := r.setup.metrics; d != nil {
-		// A fresh run starts the file over; a resumed one continues it
-		// from its checkpoint, which may be older than the last epochs
-		// the killed run wrote: the lines of the epochs it will run again
-		// are dropped, or they would be there twice.
-		w, closeFn, err := d.open(st.ResumedAtEpoch)
-		if err != nil {
-			return fmt.Errorf("--metrics: %w", err)
-		}
-		r.metrics, r.closeMetric = w, closeFn
-	}
-	if r.bar && st.TotalSteps > st.ResumedFrom {
-		r.progress = progressbar.NewOptions(st.TotalSteps-st.ResumedFrom,
-			progressbar.OptionSetWriter(r.out), progressbar.OptionSetWidth(30), progressbar.OptionShowCount(),
-			progressbar.OptionSetElapsedTime(true), progressbar.OptionClearOnFinish())
-	}
-	return nil
-}
-
-func (r *trainReport) step(s trainer.StepInfo) error {
-	r.hist.Steps = append(r.hist.Steps, s)
-	if r.progress != nil {
-		r.progress.Describe(fmt.Sprintf("epoch %d/%d loss %.4f", s.Epoch+1, r.epochs, s.Loss))
-		r.progress.Add(1)
-	}
-	return nil
-}
-
-// epochLine is one --metrics line. Run comes first: a file is recognised
-// as the run's by how its lines begin (metricsPrefix).
-type epochLine struct {
-	Run              string  `json:"run"`
-	Epoch            int     `json:"epoch"`
-	Step             int     `json:"step"`
-	Loss             float64 `json:"loss"`
-	TrainAcc         float64 `json:"train_acc"`
-	TestAcc          float64 `json:"test_acc"`
-	TestLoss         float64 `json:"test_loss"`
-	SamplesPerSecond float64 `json:"samples_per_second"`
-	Elapsed          float64 `json:"elapsed"`
-}
-
-func (r *trainReport) epoch(e trainer.EpochInfo) error {
-	r.hist.Epochs = append(r.hist.Epochs, e)
-	if r.progress != nil {
-		r.progress.Clear()
-	}
-	fmt.Fprintf(r.log, "epoch %3d/%d  step %6d  loss %.4f  train_acc %.4f  test_acc %.4f  %.0f samples/s\n",
-		e.Epoch, r.epochs, e.GlobalStep, e.Loss, e.TrainAcc, e.TestAcc, e.SamplesPerSecond)
-	if r.metrics == nil {
-		return nil
-	}
-	b, err := json.Marshal(epochLine{Run: r.setup.metrics.run, Epoch: e.Epoch, Step: e.GlobalStep, Loss: e.Loss, TrainAcc: e.TrainAcc,
-		TestAcc: e.TestAcc, TestLoss: e.TestLoss, SamplesPerSecond: e.SamplesPerSecond, Elapsed: e.Elapsed.Seconds()})
-	if err == nil {
-		_, err = r.metrics.Write(append(b, '\n'))
-	}
-	if err != nil {
-		return fmt.Errorf("--metrics %s: %w", r.setup.metrics.path, err)
-	}
-	return nil
-}
-
-func (r *trainReport) close() error {
-	if r.progress != nil {
-		r.progress.Finish()
-	}
-	if r.closeMetric != nil {
-		if err := r.closeMetric(); err != nil {
-			return fmt.Errorf("--metrics %s: %w", r.setup.metrics.path, err)
-		}
-	}
-	return nil
-}
-
-// trainSummary is --format json's output.
-type trainSummary struct {
-	TestAccuracy     float64 `json:"test_accuracy"`
-	TestLoss         float64 `json:"test_loss"`
-	Epochs           int     `json:"epochs"`
-	Steps            int     `json:"steps"`
-	WorldSize        int     `json:"world_size"`
-	Backend          string  `json:"backend"`
-	SamplesPerSecond float64 `json:"samples_per_second"`
-	ResumedFromStep  int     `json:"resumed_from_step"`
-	WeightsSHA256    string  `json:"weights_sha256"`
-	ElapsedSeconds   float64 `json:"elapsed_seconds"`
-	Model            []int   `json:"model"`
-	Parameters       int     `json:"parameters"`
-	Plot             string  `json:"plot,omitempty"`
-}
-
-func (r *trainReport) summary(res trainer.Result, elapsed time.Duration, plot string) error {
-	s := trainSummary{TestAccuracy: res.TestAcc, TestLoss: res.TestLoss, Epochs: res.Epochs, Steps: res.Steps,
-		WorldSize: r.world, Backend: r.backend, SamplesPerSecond: res.SamplesPerSecond, ResumedFromStep: res.ResumedFrom,
-		WeightsSHA256: trainer.WeightsSHA256(res.Params), ElapsedSeconds: elapsed.Seconds(),
-		Model: res.Model.Sizes, Parameters: res.Model.NumParams(), Plot: plot}
-	if r.setup.json {
-		b, err := json.Marshal(s)
-		if err != nil {
-			return err
-		}
-		_, err = fmt.Fprintf(r.out, "%s\n", b)
-		return err
-	}
-	fmt.Fprintf(r.out, "test accuracy %.4f (loss %.4f) after %d epochs, %d steps on %d rank(s), %.1f s, %.0f samples/s\nweights sha256 %s\n",
-		s.TestAccuracy, s.TestLoss, s.Epochs, s.Steps, s.WorldSize, s.ElapsedSeconds, s.SamplesPerSecond, s.WeightsSHA256)
-	if plot != "" {
-		fmt.Fprintf(r.out, "plot: %s\n", plot)
-	}
-	return nil
-}
-
-func joinInts(xs []int, sep string) string {
-	s := make([]string, len(xs))
-	for i, x := range xs {
-		s[i] = strconv.Itoa(x)
-	}
-	return strings.Join(s, sep)
 }

@@ -1,79 +1,27 @@
 package main
 
 import (
-	"runtime"
-	"runtime/debug"
+	"bytes"
+	"os"
+	"strings"
 	"testing"
-
-	"github.com/google/go-cmp/cmp"
-
-	"github.com/batchkit/batchkit/trainer/collective"
 )
 
-var tcpOnly = []collective.BuiltBackend{{Name: "tcp", Library: "go"}}
-
-func withMPI(lib string) []collective.BuiltBackend {
-	return []collective.BuiltBackend{{Name: "mpi", Library: lib}, {Name: "tcp", Library: "go"}}
-}
-
-func TestBuildVersion(t *testing.T) {
-	stamped := &debug.BuildInfo{GoVersion: "go1.99", Settings: []debug.BuildSetting{{Key: "vcs.revision", Value: "abc123"}}}
-	dirty := &debug.BuildInfo{GoVersion: "go1.99", Settings: []debug.BuildSetting{
-		{Key: "vcs.revision", Value: "abc123"}, {Key: "vcs.modified", Value: "true"}}}
-	unstamped := &debug.BuildInfo{GoVersion: "go1.99"}
-	base := func(v versionInfo) versionInfo {
-		v.OS, v.Arch = runtime.GOOS, runtime.GOARCH
-		return v
+// --version prints what the README says it prints: the version alone
+// (urfave/cli's own printed "batchkit version dev"; issue 30 item 19).
+func TestVersionFlag(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
 	}
-	tests := []struct {
-		name    string
-		version string
-		commit  string
-		bi      *debug.BuildInfo
-		built   []collective.BuiltBackend
-		want    versionInfo
-	}{
-		{"tcp only, commit from the link", "v1.0", "fff", stamped, tcpOnly,
-			base(versionInfo{Version: "v1.0", Commit: "fff", Go: "go1.99", Backends: []string{"tcp"}})},
-		{"commit from the VCS stamp", "dev", "", stamped, tcpOnly,
-			base(versionInfo{Version: "dev", Commit: "abc123", Go: "go1.99", Backends: []string{"tcp"}})},
-		{"modified tree", "dev", "", dirty, tcpOnly,
-			base(versionInfo{Version: "dev", Commit: "abc123-dirty", Go: "go1.99", Backends: []string{"tcp"}})},
-		{"no VCS stamp", "dev", "", unstamped, tcpOnly,
-			base(versionInfo{Version: "dev", Commit: "unknown", Go: "go1.99", Backends: []string{"tcp"}})},
-		{"no build info", "dev", "", nil, tcpOnly,
-			base(versionInfo{Version: "dev", Commit: "unknown", Go: runtime.Version(), Backends: []string{"tcp"}})},
-		{"Open MPI", "v1.0", "fff", stamped, withMPI("openmpi"),
-			base(versionInfo{Version: "v1.0", Commit: "fff", Go: "go1.99", Backends: []string{"tcp", "mpi"}, MPILibrary: "openmpi"})},
-		{"MPICH", "v1.0", "fff", stamped, withMPI("mpich"),
-			base(versionInfo{Version: "v1.0", Commit: "fff", Go: "go1.99", Backends: []string{"tcp", "mpi"}, MPILibrary: "mpich"})},
-		{"oneCCL: the table's order, tcp first", "v1.0", "fff", stamped,
-			[]collective.BuiltBackend{{Name: "ccl", Library: "oneccl"}, {Name: "tcp", Library: "go"}},
-			base(versionInfo{Version: "v1.0", Commit: "fff", Go: "go1.99", Backends: []string{"tcp", "ccl"}, CCLVersion: "2021.16.1"})},
+	const says = "`batchkit --version` prints the version alone"
+	if !strings.Contains(strings.Join(strings.Fields(string(readme)), " "), says) {
+		t.Errorf("README.md does not say %q", says)
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got := buildVersion(tt.version, tt.commit, tt.bi, tt.built, "2021.16.1")
-			if diff := cmp.Diff(tt.want, got); diff != "" {
-				t.Errorf("(-want +got):\n%s", diff)
-			}
-		})
-	}
-}
-
-func TestVersionBackendsText(t *testing.T) {
-	tests := []struct {
-		name string
-		v    versionInfo
-		want string
-	}{
-		{"tcp", versionInfo{Backends: []string{"tcp"}}, "tcp"},
-		{"mpi", versionInfo{Backends: []string{"tcp", "mpi"}, MPILibrary: "mpich"}, "tcp, mpi (mpich)"},
-		{"ccl", versionInfo{Backends: []string{"tcp", "ccl"}, CCLVersion: "2021.16.1"}, "tcp, ccl (oneCCL 2021.16.1)"},
-	}
-	for _, tt := range tests {
-		if got := tt.v.backendsText(); got != tt.want {
-			t.Errorf("%s: got %q, want %q", tt.name, got, tt.want)
+	for _, flag := range []string{"--version", "-v"} {
+		var stdout, stderr bytes.Buffer
+		if code := Main([]string{"batchkit", flag}, &stdout, &stderr); code != 0 || stdout.String() != version+"\n" || stderr.Len() > 0 {
+			t.Errorf("batchkit %s: exit %d, stdout %q, stderr %q; want %q", flag, code, stdout.String(), stderr.String(), version+"\n")
 		}
 	}
 }

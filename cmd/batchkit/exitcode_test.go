@@ -67,6 +67,7 @@ var exitCases = []exitCase{
 	{name: "a sourced script is missing", row: "2", args: []string{"envsetup", "--source", "testdata/exitcode/nosuch.sh"}, code: 2},
 	{name: "a rank's own status", row: "CMD's", args: []string{"run", "-n", "1", "--", "sh", "-c", "exit 7"}, code: 7},
 	{name: "a rank killed by SIGKILL", row: "128+S", args: []string{"run", "-n", "1", "--", "sh", "-c", "kill -KILL $$"}, code: 128 + int(syscall.SIGKILL)},
+	{name: "train diverging", row: "65", args: []string{"train", "--epochs", "1", "--batch-size", "1"}, code: 65},
 	{name: "train stopped by SIGUSR1", row: "75", args: []string{"train", "--epochs", "1000", "--checkpoint-dir", tempDirArg}, code: 75, signal: syscall.SIGUSR1},
 	// Only a preemption that saved something asks for a requeue: a cancel or
 	// time limit (SIGTERM) never does, nor a SIGUSR1 with nothing saved.
@@ -144,6 +145,7 @@ var docExitCodes = map[string]int{
 	"0":   exitOK,
 	"1":   exitFailure,
 	"2":   exitUsage,
+	"65":  exitDiverged,
 	"75":  exitPreempted,
 	"126": launch.StartCode(os.ErrPermission),
 	"127": launch.StartCode(exec.ErrNotFound),

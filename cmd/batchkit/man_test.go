@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/batchkit/batchkit/envvars"
 )
 
 // The man page has a section for every visible command, with its
@@ -36,6 +38,13 @@ func TestManPage(t *testing.T) {
 		}
 		if sec := page[s[0]:end]; !strings.Contains(sec, "Example") {
 			t.Errorf("man page section without examples:\n%s", sec)
+		}
+	}
+	// ENVIRONMENT: every BATCHKIT_* variable batchkit reads (envvars.Read,
+	// which envvars' TestReadIsComplete keeps complete), not 3 of them.
+	for _, v := range envvars.Read {
+		if !strings.Contains(page, "\n\\fB"+v.Name+"\\fP\n") {
+			t.Errorf("the man page's ENVIRONMENT lacks %s", v.Name)
 		}
 	}
 	for _, e := range exitStatuses {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/batchkit/batchkit/trainer"
+	"github.com/batchkit/batchkit/trainer/job"
 )
 
 // runTrain runs batchkit train --epochs 1 in this process (a world of one)
@@ -41,7 +42,7 @@ func digitsRunID(t *testing.T, seed uint64) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return metricsRunID([]int{64, 64, 10}, train, 1, 32, seed)
+	return job.RunID([]int{64, 64, 10}, train, 1, 32, seed)
 }
 
 // metricsEpochs reads a metrics file: its lines' epochs, checking that each

@@ -25,7 +25,8 @@ func On(host string) (int, error) {
 }
 
 // BelowEphemeral returns a port free on host from below the kernel's
-// ephemeral range, for tests that bind it a moment later. A port from On
+// ephemeral range, for a listener bound a moment later (a test's, or
+// MASTER_PORT chosen by batchkit run and batchkit mpirun). A port from On
 // lies in that range, where any process's outgoing connection can take it
 // in between (seen in CI, with other test packages' connections
 // alongside); below it the kernel assigns none by itself. The ports are

@@ -34,6 +34,11 @@ type watcher struct {
 	ln     net.Listener
 	kill   <-chan time.Time // the grace period's end
 	linger *time.Timer      // a peer's last wait to join, its child gone
+	start  time.Time        // when Run began: the hub's join closes JoinTimeout later
+	exited time.Time        // when the child exited: a peer's linger ends ExitWait later
+	status int              // the child's exit status, once it exited
+	say    <-chan time.Time // when to say why it waits (sayWait); nil: not armed
+	waited bool             // the wait for unjoined ranks was armed or said (WaitLine)
 }
 
 // Run runs cmd as this rank's program, watched: see the package comment.
@@ -46,7 +51,7 @@ type watcher struct {
 // unwatched: fail-fast must never be the reason a job fails.
 func Run(ctx context.Context, cfg Config, cmd *exec.Cmd, sigs <-chan os.Signal, stderr io.Writer) (int, error) {
 	w := &watcher{cfg: cfg, st: NewState(cfg.Rank, cfg.Size), cmd: cmd, stderr: stderr,
-		events: make(chan input, 16), done: make(chan struct{}), conns: map[int]net.Conn{}}
+		events: make(chan input, 16), done: make(chan struct{}), conns: map[int]net.Conn{}, start: time.Now()}
 	defer w.close()
 	if cfg.Rank == 0 {
 		// Listen before the child starts, so that no port the child picks
@@ -90,15 +95,28 @@ func (w *watcher) loop(ctx context.Context, sigs <-chan os.Signal) int {
 			if in.conn != nil {
 				w.conns[in.ev.Rank] = in.conn
 			}
+			if in.ev.Kind == ChildExited {
+				w.status, w.exited = in.ev.Status, time.Now()
+			}
 			if code, exit := w.do(w.st.Step(in.ev)); exit {
 				return code
 			}
 			w.lingerOnce()
+			w.armSay()
+		case <-w.say:
+			w.say = nil
+			w.sayWait()
 		case s := <-sigs:
 			w.signal(launch.Signal(s))
+			if code, exit := w.do(w.st.Step(Event{Kind: Interrupted})); exit {
+				return code
+			}
 		case <-ctxDone:
 			ctxDone = nil
 			w.stopChild()
+			if code, exit := w.do(w.st.Step(Event{Kind: Interrupted})); exit {
+				return code
+			}
 		case <-w.kill:
 			w.signal(syscall.SIGKILL)
 		}
@@ -139,6 +157,35 @@ func (w *watcher) lingerOnce() {
 	if w.cfg.Rank != 0 && w.st.Phase == Draining && w.linger == nil {
 		w.linger = time.AfterFunc(w.cfg.ExitWait, func() { w.send(input{ev: Event{Kind: JoinClosed}}) })
 	}
+}
+
+// SayDelay is how long a wrapper whose child has exited waits for ranks
+// that have not joined (State.Unjoined) before it says why it waits: a
+// rank that joins a moment late is no news.
+const SayDelay = time.Second
+
+// armSay starts SayDelay once the wait for unjoined ranks begins.
+func (w *watcher) armSay() {
+	if !w.waited && len(w.st.Unjoined()) > 0 {
+		w.waited = true
+		w.say = time.After(SayDelay)
+	}
+}
+
+// sayWait prints why the wrapper still waits, if it does: rank 0 for the
+// rest of the time to join, a peer for the rest of ExitWait.
+func (w *watcher) sayWait() {
+	unjoined := w.st.Unjoined()
+	if len(unjoined) == 0 {
+		return
+	}
+	end := w.exited.Add(w.cfg.ExitWait)
+	if w.cfg.Rank == 0 {
+		end = w.start.Add(w.cfg.JoinTimeout)
+	}
+	wait := max(time.Until(end), 0).Round(time.Second)
+	addr := net.JoinHostPort(w.cfg.Addr, strconv.Itoa(w.cfg.Port))
+	fmt.Fprintln(w.stderr, WaitLine(w.cfg.Rank, w.status, unjoined, wait, addr))
 }
 
 // stopChild sends SIGTERM now and SIGKILL after the grace period.

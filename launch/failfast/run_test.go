@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"context"
 	"net"
+	"os"
 	"os/exec"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -211,4 +214,43 @@ func TestRunNotStarted(t *testing.T) {
 	if code != 127 || err == nil || res[0].code != 127 {
 		t.Errorf("rank 1: %d, %v; rank 0: %d; want 127, an error, 127", code, err, res[0].code)
 	}
+}
+
+// A wrapper whose child has exited and that waits for ranks that never
+// join says why (issue 30, item 17: a rank under Hydra took 10 s longer
+// with no word), and a signal meanwhile ends the wait at once.
+func TestRunSaysWhyItWaits(t *testing.T) {
+	run := func(cfg Config, sigs <-chan os.Signal) rankResult {
+		var stderr lockedBuffer
+		start := time.Now()
+		code, err := Run(context.Background(), cfg, exec.Command("true"), sigs, &stderr)
+		if err != nil {
+			t.Errorf("rank %d: %v", cfg.Rank, err)
+		}
+		return rankResult{code, time.Since(start), stderr.String()}
+	}
+	port := freePort(t)
+	cfg := Config{Size: 2, Addr: "127.0.0.1", Port: port, Token: "tok", Grace: time.Second, JoinTimeout: 6 * time.Second, ExitWait: 3 * time.Second}
+	t.Run("a peer whose rank 0 never answers", func(t *testing.T) {
+		cfg := cfg
+		cfg.Rank = 1
+		res := run(cfg, nil)
+		// Said after SayDelay: the rest of ExitWait, 2s on an idle machine.
+		want := regexp.MustCompile(`^batchkit exec: rank 1: the program exited with status 0; waiting up to [12]s to tell rank 0's batchkit exec at 127\.0\.0\.1:` +
+			strconv.Itoa(port) + `, which has not answered \(does rank 0 run under batchkit exec\? BATCHKIT_FAIL_FAST=0 turns the watch off\)\n$`)
+		if res.code != 0 || !want.MatchString(res.stderr) || res.took < 3*time.Second {
+			t.Errorf("code %d after %v, stderr %q; want 0 after 3s, %s", res.code, res.took, res.stderr, want)
+		}
+	})
+	t.Run("rank 0 whose peer never joins, signalled", func(t *testing.T) {
+		cfg := cfg
+		cfg.Rank = 0
+		sigs := make(chan os.Signal, 1)
+		time.AfterFunc(2*time.Second, func() { sigs <- syscall.SIGTERM })
+		res := run(cfg, sigs)
+		want := regexp.MustCompile(`^batchkit exec: rank 0: the program exited with status 0; waiting up to [45]s for rank\(s\) 1 to join, to stop them if one fails \(do they run under batchkit exec\? BATCHKIT_FAIL_FAST=0 turns the watch off\)\n$`)
+		if res.code != 0 || !want.MatchString(res.stderr) || res.took > 5*time.Second {
+			t.Errorf("code %d after %v, stderr %q; want 0 at the signal (2s, not the join's end at 6s), %s", res.code, res.took, res.stderr, want)
+		}
+	})
 }

@@ -13,7 +13,12 @@
 // the edge (child process, sockets, signals, timers).
 package failfast
 
-import "fmt"
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
 
 // Phase is where a wrapper is in its life.
 type Phase int
@@ -39,6 +44,9 @@ const (
 	// peer, it could not join the hub. Nobody waits for a rank that never
 	// joined after this.
 	JoinClosed
+	// Interrupted: a signal or the end of the context came. Once the child
+	// has exited, nothing is left to stop: the wait for the others ends.
+	Interrupted
 )
 
 // Event is one input to Step.
@@ -132,8 +140,15 @@ func (s *State) Step(e Event) []Action {
 	if s.Phase == Finished {
 		return nil
 	}
-	if e.Kind == ChildExited {
+	switch e.Kind {
+	case ChildExited:
 		return s.childExited(e.Status)
+	case Interrupted:
+		if s.Phase != Draining {
+			return nil // the edge passes it to the child
+		}
+		s.Phase = Finished
+		return []Action{{Kind: Exit, Status: s.Code}}
 	}
 	if s.hub() {
 		return s.hubStep(e)
@@ -243,6 +258,50 @@ func maxKey(m map[int]peer) int {
 		n = max(n, k)
 	}
 	return n
+}
+
+// Unjoined is who a wrapper whose child has exited waits for without a
+// word from them: at the hub the ranks that have not joined (the time to
+// join is open), at a peer the hub it could not join yet (rank 0). The
+// edge says so, or the wait would look like a hang.
+func (s *State) Unjoined() []int {
+	if s.Phase != Draining || s.closed {
+		return nil
+	}
+	if !s.hub() {
+		if s.peers[0] != joined {
+			return []int{0}
+		}
+		return nil
+	}
+	var ranks []int
+	for r := 1; r < s.Size; r++ {
+		if _, ok := s.peers[r]; !ok {
+			ranks = append(ranks, r)
+		}
+	}
+	return ranks
+}
+
+// WaitLine says why a wrapper whose child exited with status still waits,
+// for how long at most, for whom (Unjoined) and at which address (the
+// hub's).
+func WaitLine(rank, status int, unjoined []int, wait time.Duration, addr string) string {
+	const off = "BATCHKIT_FAIL_FAST=0 turns the watch off"
+	if rank != 0 {
+		return fmt.Sprintf("batchkit exec: rank %d: the program exited with status %d; waiting up to %s to tell rank 0's batchkit exec at %s, which has not answered (does rank 0 run under batchkit exec? %s)",
+			rank, status, wait, addr, off)
+	}
+	return fmt.Sprintf("batchkit exec: rank 0: the program exited with status %d; waiting up to %s for rank(s) %s to join, to stop them if one fails (do they run under batchkit exec? %s)",
+		status, wait, joinInts(unjoined), off)
+}
+
+func joinInts(xs []int) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = strconv.Itoa(x)
+	}
+	return strings.Join(s, ",")
 }
 
 // maybeFinish ends the hub once its child has exited and every peer has

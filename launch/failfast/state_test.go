@@ -2,6 +2,7 @@ package failfast
 
 import (
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -65,6 +66,15 @@ func TestState(t *testing.T) {
 		{"peer: the hub vanishing stops it", 1, 3,
 			[]Event{ev(PeerJoined, 0, 0), ev(PeerLost, 0, 0), ev(ChildExited, 0, 143)},
 			[]Action{act(KillChild, 0, Lost), act(Exit, 0, 1)}, Finished, 1},
+		{"hub: a signal while it waits for the peers ends the wait", 0, 3,
+			[]Event{ev(PeerJoined, 1, 0), ev(ChildExited, 0, 0), ev(Interrupted, 0, 0)},
+			[]Action{act(Exit, 0, 0)}, Finished, 0},
+		{"hub: a signal while its child runs is the child's", 0, 3,
+			[]Event{ev(PeerJoined, 1, 0), ev(Interrupted, 0, 0)},
+			nil, Running, 0},
+		{"peer: a signal while it waits to join ends the wait", 1, 3,
+			[]Event{ev(ChildExited, 0, 3), ev(Interrupted, 0, 0)},
+			[]Action{act(Exit, 0, 3)}, Finished, 3},
 		{"peer: a stop after its own exit changes nothing", 1, 3,
 			[]Event{ev(PeerJoined, 0, 0), ev(ChildExited, 0, 0), ev(Stop, 2, 3)},
 			[]Action{act(Report, 1, 0), act(Exit, 0, 0)}, Finished, 0},
@@ -94,6 +104,45 @@ func TestFailureLine(t *testing.T) {
 		"batchkit: rank 1 exited with status 3; stopping the other ranks",
 		"batchkit: rank 1 exited with status 3; stopping this rank",
 		"batchkit: rank 2's batchkit exec vanished; stopping this rank",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("lines (-want +got):\n%s", diff)
+	}
+}
+
+// Who a wrapper whose child exited waits for without a word from them.
+func TestUnjoined(t *testing.T) {
+	ev := func(k EventKind, rank, status int) Event { return Event{Kind: k, Rank: rank, Status: status} }
+	for _, tt := range []struct {
+		name       string
+		rank, size int
+		events     []Event
+		want       []int
+	}{
+		{"hub, child running", 0, 3, []Event{ev(PeerJoined, 1, 0)}, nil},
+		{"hub, child exited, rank 2 never joined", 0, 3, []Event{ev(PeerJoined, 1, 0), ev(ChildExited, 0, 0)}, []int{2}},
+		{"hub, every peer joined (still running)", 0, 3, []Event{ev(PeerJoined, 1, 0), ev(PeerJoined, 2, 0), ev(ChildExited, 0, 0)}, nil},
+		{"hub, the join closed", 0, 3, []Event{ev(ChildExited, 0, 0), ev(JoinClosed, 0, 0)}, nil},
+		{"peer, not joined", 1, 3, []Event{ev(ChildExited, 0, 0)}, []int{0}},
+		{"peer, running", 1, 3, nil, nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s := NewState(tt.rank, tt.size)
+			for _, e := range tt.events {
+				s.Step(e)
+			}
+			if diff := cmp.Diff(tt.want, s.Unjoined()); diff != "" {
+				t.Errorf("Unjoined (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestWaitLine(t *testing.T) {
+	got := []string{WaitLine(1, 0, []int{0}, 9*time.Second, "node1:4711"), WaitLine(0, 3, []int{2, 3}, 110*time.Second, "node1:4711")}
+	want := []string{
+		"batchkit exec: rank 1: the program exited with status 0; waiting up to 9s to tell rank 0's batchkit exec at node1:4711, which has not answered (does rank 0 run under batchkit exec? BATCHKIT_FAIL_FAST=0 turns the watch off)",
+		"batchkit exec: rank 0: the program exited with status 3; waiting up to 1m50s for rank(s) 2,3 to join, to stop them if one fails (do they run under batchkit exec? BATCHKIT_FAIL_FAST=0 turns the watch off)",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("lines (-want +got):\n%s", diff)

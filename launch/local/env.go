@@ -48,9 +48,11 @@ func (r *runner) envAttempt() envsetup.Attempt {
 	return envsetup.Attempt{Token: r.token, RunID: r.runID, Restart: r.restart, MaxRestarts: r.MaxRestarts}
 }
 
-// freePort asks the kernel for a free TCP port on MasterAddr.
+// freePort finds a free TCP port on MasterAddr below the kernel's
+// ephemeral range: in that range any outgoing connection on the node can
+// take it before rank 0 listens (seen when tests ran beside each other).
 func freePort() (int, error) {
-	port, err := freeport.On(MasterAddr)
+	port, err := freeport.BelowEphemeral(MasterAddr)
 	if err != nil {
 		return 0, fmt.Errorf("choosing MASTER_PORT: %w", err)
 	}

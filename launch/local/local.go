@@ -66,6 +66,9 @@ type Options struct {
 	// rank failed (see Decide for which failures count), each time with a
 	// new MASTER_PORT (unless MasterPort is set) and a new job token.
 	MaxRestarts int
+	// RestartBackoff is the wait before the first restart, doubled for
+	// each next (Backoff); 0: DefaultRestartBackoff.
+	RestartBackoff time.Duration
 }
 
 // Plan is a run decided but not started: the options, checked.
@@ -90,6 +93,8 @@ func NewPlan(o Options) (Plan, error) {
 		return Plan{}, launch.Invalid("master port %d out of range 1-65535", o.MasterPort)
 	case o.MaxRestarts < 0:
 		return Plan{}, launch.Invalid("max restarts %d is negative", o.MaxRestarts)
+	case o.RestartBackoff < 0:
+		return Plan{}, launch.Invalid("restart backoff %v is negative", o.RestartBackoff)
 	}
 	p := Plan{Options: o, Argv: append([]string{o.Cmd}, o.Args...)}
 	if o.TeeDir != "" {
@@ -128,8 +133,9 @@ func NewPlan(o Options) (Plan, error) {
 // that exists, and 1 otherwise.
 //
 // With p.MaxRestarts, a failed attempt may be followed by another, after
-// every rank of the old one and its process group are gone; the result is
-// the last attempt's.
+// every rank of the old one and its process group are gone and a wait
+// (Backoff; a signal meanwhile ends the run with the failed attempt's
+// code); the result is the last attempt's.
 func Run(ctx context.Context, p Plan, io launch.IO, sigs <-chan os.Signal) (exitCode int, err error) {
 	r, code, err := prepare(p, io, sigs)
 	if err != nil {

@@ -2,10 +2,13 @@ package local
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"syscall"
+	"time"
 
 	"github.com/batchkit/batchkit/envsetup"
+	"github.com/batchkit/batchkit/launch"
 )
 
 // Restarts (Options.MaxRestarts, torchrun's --max-restarts): when a rank
@@ -22,6 +25,10 @@ const ExitPreempted = 75
 // ExitUsage is the exit status of a usage error (bad flags or input): the
 // same command would fail the same way, so it is never restarted.
 const ExitUsage = 2
+
+// ExitDiverged is train's exit when the loss became NaN or infinite: the
+// same command from the same checkpoint diverges again at the same step.
+const ExitDiverged = 65
 
 // Outcome is how one attempt ended, as far as restarting is concerned.
 type Outcome struct {
@@ -58,9 +65,30 @@ func outcome(failed *exitEvent, launchSig syscall.Signal) Outcome {
 	return o
 }
 
+// DefaultRestartBackoff is the wait before the first restart; each next
+// one waits twice as long as the one before, up to MaxRestartBackoff. A
+// rank that fails at start would otherwise be restarted thousands of times
+// a second (2,282 in 10 s), using up the restarts before whatever it lacks
+// (a file system, a peer, a licence server) is back.
+const (
+	DefaultRestartBackoff = time.Second
+	MaxRestartBackoff     = 30 * time.Second
+)
+
+// Backoff is the wait before restart n (1 for the first) when the first
+// waits base: base, 2×base, 4×base ... at most MaxRestartBackoff.
+func Backoff(base time.Duration, n int) time.Duration {
+	d := base
+	for i := 1; i < n && d < MaxRestartBackoff; i++ {
+		d *= 2
+	}
+	return min(d, MaxRestartBackoff)
+}
+
 // Decision is what follows an attempt.
 type Decision struct {
 	Restart bool
+	Wait    time.Duration // before the restart
 	// Say is the launcher's line about it ("" for nothing): the restart,
 	// or why a failure is not restarted when restarts were asked for.
 	Say string
@@ -70,10 +98,12 @@ type Decision struct {
 // restarts have been made already and max are allowed. The rule: restart
 // when the first failing rank exited non-zero or was killed by a signal,
 // except for a stop the user asked for, a launcher error, exit 75
-// (ExitPreempted: a deliberate stop) and exit 2 (ExitUsage: it would fail
-// again identically). torchrun restarts on any failure; these two exits are
-// the ones where that is known to be pointless or wrong.
-func Decide(o Outcome, restarts, max int) Decision {
+// (ExitPreempted: a deliberate stop), exit 2 (ExitUsage) and exit 65
+// (ExitDiverged), which would fail again identically. torchrun restarts on
+// any failure; these three exits are
+// the ones where that is known to be pointless or wrong. A restart waits
+// Backoff(base, its number) first.
+func Decide(o Outcome, restarts, max int, base time.Duration) Decision {
 	if o.Rank < 0 || o.Stopped || o.LaunchErr || max == 0 {
 		return Decision{}
 	}
@@ -86,10 +116,13 @@ func Decide(o Outcome, restarts, max int) Decision {
 		return Decision{Say: what + ": it stopped on purpose (75: preempted, rerun later); not restarting"}
 	case o.Signal == 0 && o.Exit == ExitUsage:
 		return Decision{Say: what + ": a usage error would fail again; not restarting"}
+	case o.Signal == 0 && o.Exit == ExitDiverged:
+		return Decision{Say: what + ": the training diverged and would diverge again at the same step; not restarting"}
 	case restarts >= max:
 		return Decision{Say: fmt.Sprintf("%s; no restarts left (%d of %d done)", what, restarts, max)}
 	}
-	return Decision{Restart: true, Say: fmt.Sprintf("%s; restart %d of %d", what, restarts+1, max)}
+	wait := Backoff(base, restarts+1)
+	return Decision{Restart: true, Wait: wait, Say: fmt.Sprintf("%s; restart %d of %d in %s", what, restarts+1, max, wait)}
 }
 
 // runAttempts runs attempts until Decide stops; each restart is a fresh
@@ -100,11 +133,16 @@ func (r *runner) runAttempts(ctx context.Context) (int, error) {
 		if err != nil {
 			o.LaunchErr = true
 		}
-		d := Decide(o, r.restart, r.MaxRestarts)
+		d := Decide(o, r.restart, r.MaxRestarts, r.restartBackoff())
 		if d.Say != "" {
 			r.printf("%s", d.Say)
 		}
 		if !d.Restart {
+			return o.Code, err
+		}
+		if err := r.backOff(ctx, d.Wait); errors.Is(err, errStopped) {
+			return o.Code, nil
+		} else if err != nil {
 			return o.Code, err
 		}
 		if err := r.newWorld(); err != nil {
@@ -112,6 +150,34 @@ func (r *runner) runAttempts(ctx context.Context) (int, error) {
 		}
 	}
 }
+
+func (r *runner) restartBackoff() time.Duration {
+	if r.RestartBackoff == 0 {
+		return DefaultRestartBackoff
+	}
+	return r.RestartBackoff
+}
+
+// backOff waits d before a restart. A signal meanwhile is a stop the user
+// asks for, as during an attempt: no restart (nil error, the failed
+// attempt's code stands); a cancelled ctx returns its error.
+func (r *runner) backOff(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case s := <-r.sigs:
+		r.printf("got %s while waiting to restart; not restarting", launch.SignalName(launch.Signal(s)))
+		return errStopped
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// errStopped is a stop asked for between attempts; runAttempts returns the
+// failed attempt's code without an error.
+var errStopped = errors.New("stopped")
 
 // newWorld prepares the next attempt: a new MASTER_PORT (unless the user
 // chose one) and a new job token, so that a straggler of the old world can

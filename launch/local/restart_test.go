@@ -36,28 +36,46 @@ func TestDecide(t *testing.T) {
 		{"success", Outcome{Rank: -1}, 0, 3, Decision{}},
 		{"killed, restarts off", failed(1, -1, syscall.SIGKILL), 0, 0, Decision{}},
 		{"killed", failed(1, -1, syscall.SIGKILL), 0, 3,
-			Decision{Restart: true, Say: "rank 1 died (signal 9); restart 1 of 3"}},
+			Decision{Restart: true, Wait: time.Second, Say: "rank 1 died (signal 9); restart 1 of 3 in 1s"}},
 		{"exit 1, last restart", failed(2, 1, 0), 2, 3,
-			Decision{Restart: true, Say: "rank 2 failed (exit code 1); restart 3 of 3"}},
+			Decision{Restart: true, Wait: 4 * time.Second, Say: "rank 2 failed (exit code 1); restart 3 of 3 in 4s"}},
 		{"exhausted", failed(1, -1, syscall.SIGKILL), 3, 3,
 			Decision{Say: "rank 1 died (signal 9); no restarts left (3 of 3 done)"}},
 		{"preempted", failed(0, 75, 0), 0, 3,
 			Decision{Say: "rank 0 failed (exit code 75): it stopped on purpose (75: preempted, rerun later); not restarting"}},
 		{"usage error", failed(0, 2, 0), 0, 3,
 			Decision{Say: "rank 0 failed (exit code 2): a usage error would fail again; not restarting"}},
+		{"diverged", failed(1, 65, 0), 0, 3,
+			Decision{Say: "rank 1 failed (exit code 65): the training diverged and would diverge again at the same step; not restarting"}},
 		{"killed by signal 2 is no usage error", failed(0, -1, syscall.SIGINT), 0, 3,
-			Decision{Restart: true, Say: "rank 0 died (signal 2); restart 1 of 3"}},
+			Decision{Restart: true, Wait: time.Second, Say: "rank 0 died (signal 2); restart 1 of 3 in 1s"}},
 		{"exit 143 restarts", failed(0, 143, 0), 1, 3,
-			Decision{Restart: true, Say: "rank 0 failed (exit code 143); restart 2 of 3"}},
+			Decision{Restart: true, Wait: 2 * time.Second, Say: "rank 0 failed (exit code 143); restart 2 of 3 in 2s"}},
 		{"the user stopped it", stopped, 0, 3, Decision{}},
 		{"launcher error", launchErr, 0, 3, Decision{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if diff := cmp.Diff(tt.want, Decide(tt.o, tt.restarts, tt.max)); diff != "" {
+			if diff := cmp.Diff(tt.want, Decide(tt.o, tt.restarts, tt.max, time.Second)); diff != "" {
 				t.Errorf("Decide (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// Restarts back off: each waits twice the one before, up to 30 s.
+func TestBackoff(t *testing.T) {
+	var got []time.Duration
+	for n := 1; n <= 8; n++ {
+		got = append(got, Backoff(time.Second, n))
+	}
+	want := []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 16 * time.Second,
+		30 * time.Second, 30 * time.Second, 30 * time.Second}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Backoff (-want +got):\n%s", diff)
+	}
+	if d := Backoff(time.Second, 1<<20); d != MaxRestartBackoff {
+		t.Errorf("Backoff(1s, 1<<20) = %v, want %v", d, MaxRestartBackoff)
 	}
 }
 
@@ -109,6 +127,7 @@ func restartOpts(dir string, n, max int, script string) Options {
 	o := sh(n, attemptsScript+script)
 	o.Env = []string{"PATH=" + os.Getenv("PATH"), "D=" + dir}
 	o.MaxRestarts = max
+	o.RestartBackoff = 10 * time.Millisecond
 	return o
 }
 
@@ -125,7 +144,7 @@ func TestRunRestartOnce(t *testing.T) {
 	if res.code != 0 || res.err != nil {
 		t.Fatalf("code %d, err %v; stderr %q", res.code, res.err, res.stderr)
 	}
-	want := "batchkit: rank 1 exited with code 1; stopping 1 other rank\nbatchkit: rank 1 failed (exit code 1); restart 1 of 3\n"
+	want := "batchkit: rank 1 exited with code 1; stopping 1 other rank\nbatchkit: rank 1 failed (exit code 1); restart 1 of 3 in 10ms\n"
 	if res.stderr != want {
 		t.Errorf("stderr %q, want %q", res.stderr, want)
 	}
@@ -167,8 +186,8 @@ func TestRunRestartsExhausted(t *testing.T) {
 		}
 	}
 	want := []string{
-		"batchkit: rank 1 died (signal 9); restart 1 of 2",
-		"batchkit: rank 1 failed (exit code 3); restart 2 of 2",
+		"batchkit: rank 1 died (signal 9); restart 1 of 2 in 10ms",
+		"batchkit: rank 1 failed (exit code 3); restart 2 of 2 in 20ms",
 		"batchkit: rank 1 failed (exit code 3); no restarts left (2 of 2 done)",
 	}
 	if diff := cmp.Diff(want, says); diff != "" {
@@ -238,6 +257,62 @@ func TestRunNoRestart(t *testing.T) {
 		res := runLocal(t, ctx, restartOpts(dir, 2, 3, `exec sleep 1000`))
 		if res.code != 143 || res.err == nil {
 			t.Errorf("code %d, err %v; want 143, context.Canceled", res.code, res.err)
+		}
+		if a := attempts(t, dir, 0); len(a) != 1 {
+			t.Errorf("%d attempts, want 1", len(a))
+		}
+	})
+}
+
+// A rank that fails at once is restarted after a wait that doubles (it was
+// restarted 2,282 times in 10 s; issue 30, item 15), and a signal during
+// the wait ends the run there with the failed attempt's code.
+func TestRunRestartWaits(t *testing.T) {
+	t.Parallel()
+	t.Run("backoff", func(t *testing.T) {
+		t.Parallel()
+		dir := t.TempDir()
+		o := restartOpts(dir, 1, 3, `exit 4`)
+		o.RestartBackoff = 100 * time.Millisecond
+		res := runLocal(t, context.Background(), o)
+		if res.code != 4 || res.err != nil {
+			t.Fatalf("code %d, err %v; want 4; stderr %q", res.code, res.err, res.stderr)
+		}
+		if a := attempts(t, dir, 0); len(a) != 4 {
+			t.Errorf("%d attempts, want 4", len(a))
+		}
+		// 100 + 200 + 400 ms between the four attempts.
+		if res.elapsed < 700*time.Millisecond {
+			t.Errorf("4 attempts took %v: the restarts did not wait 100, 200 and 400 ms", res.elapsed)
+		}
+		for _, want := range []string{"restart 1 of 3 in 100ms", "restart 2 of 3 in 200ms", "restart 3 of 3 in 400ms"} {
+			if !strings.Contains(res.stderr, want) {
+				t.Errorf("stderr %q does not say %q", res.stderr, want)
+			}
+		}
+	})
+	t.Run("a signal during the wait", func(t *testing.T) {
+		t.Parallel()
+		dir := t.TempDir()
+		sigs := make(chan os.Signal, 1)
+		o := restartOpts(dir, 1, 3, `exit 4`)
+		o.RestartBackoff = time.Hour
+		done := make(chan result, 1)
+		go func() { done <- runSignals(t, context.Background(), o, sigs) }()
+		waitFiles(t, []string{filepath.Join(dir, "env0")}, 5*time.Second)
+		time.Sleep(100 * time.Millisecond) // into the wait
+		sigs <- syscall.SIGTERM
+		var res result
+		select {
+		case res = <-done:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the signal did not end the wait")
+		}
+		if res.code != 4 || res.err != nil {
+			t.Errorf("code %d, err %v; want the failed attempt's 4", res.code, res.err)
+		}
+		if !strings.HasSuffix(res.stderr, "restart 1 of 3 in 30s\nbatchkit: got SIGTERM while waiting to restart; not restarting\n") {
+			t.Errorf("stderr %q", res.stderr)
 		}
 		if a := attempts(t, dir, 0); len(a) != 1 {
 			t.Errorf("%d attempts, want 1", len(a))

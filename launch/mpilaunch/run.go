@@ -20,7 +20,7 @@ import (
 // its ranks down in its own way.
 func Run(ctx context.Context, p Plan, io launch.IO, sigs <-chan os.Signal) (int, error) {
 	if !p.Found {
-		return 127, &launch.StartError{Code: 127, Err: fmt.Errorf("%s: launcher not found on PATH", p.Spec.Binary)}
+		return 127, &launch.StartError{Code: 127, Err: mpirun.NotFound(p.Spec.Binary, p.Spec.Flavor, p.Spec.Launcher)}
 	}
 	env, err := envsetup.LauncherEnviron(os.Environ(), p.Spec.ForwardEnv, envsetup.NewToken)
 	if err != nil {

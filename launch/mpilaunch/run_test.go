@@ -152,7 +152,7 @@ while [ $# -gt 0 ]; do [ "$1" = -hostfile ] && { cat "$2"; echo "$2" > "$FAKE_DI
 
 	p.Found, p.Spec.Binary = false, "/nonexistent/mpirun"
 	code, err = Run(context.Background(), p, launch.IO{}, nil)
-	if want := "/nonexistent/mpirun: launcher not found on PATH"; code != 127 || err == nil || err.Error() != want {
+	if want := "/nonexistent/mpirun: no such launcher: give the path of an installed one with --mpirun PATH"; code != 127 || err == nil || err.Error() != want {
 		t.Errorf("not found: code %d, err %v; want 127, %q", code, err, want)
 	}
 }

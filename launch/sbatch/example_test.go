@@ -52,7 +52,7 @@ func ExampleNewPlan() {
 	// #SBATCH --nodes=2
 	// #SBATCH --ntasks-per-node=4
 	// #SBATCH --time=1:00:00
-	// mpirun -bootstrap slurm -n 8 -ppn 4 /usr/bin/batchkit exec -- python3 train.py &
+	// (trap '' USR1; exec mpirun -bootstrap slurm -n 8 -ppn 4 -disable-auto-cleanup /usr/bin/batchkit exec -- python3 train.py) &
 }
 
 // Script is the same decision as data, before a template lays it out. A

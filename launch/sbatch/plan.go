@@ -118,7 +118,11 @@ func Script(req Request) (slurm.Script, error) {
 		}
 		rankEnv[envvars.Requeue] = "1"
 	}
-	launchLine, err := LaunchLine(p.MPI, job, rankEnv, append([]string{req.Batchkit, "exec", "--"}, program...))
+	spec, err := launchSpec(p.MPI, job, rankEnv, append([]string{req.Batchkit, "exec", "--"}, program...))
+	if err != nil {
+		return slurm.Script{}, err
+	}
+	launchLine, err := mpirun.Command(spec)
 	if err != nil {
 		return slurm.Script{}, err
 	}
@@ -136,6 +140,7 @@ func Script(req Request) (slurm.Script, error) {
 		Env:        env,
 		Launch:     launchLine,
 		Requeue:    job.Requeue,
+		ShieldUSR1: mpirun.ShieldUSR1(spec),
 	}, nil
 }
 
@@ -175,6 +180,15 @@ func failFastEnv(v string) (map[string]string, error) {
 // job's shape from the allocation. An mpirun needs the rank count, which
 // comes from --ntasks or --nodes × --ntasks-per-node.
 func LaunchLine(m profile.MPI, job slurm.JobOptions, env map[string]string, program []string) ([]string, error) {
+	spec, err := launchSpec(m, job, env, program)
+	if err != nil {
+		return nil, err
+	}
+	return mpirun.Command(spec)
+}
+
+// launchSpec is the mpirun.Spec of LaunchLine.
+func launchSpec(m profile.MPI, job slurm.JobOptions, env map[string]string, program []string) (mpirun.Spec, error) {
 	spec := m.Defaults().Spec()
 	spec.Env, spec.InAllocation, spec.Program, spec.PPN = env, true, program, job.NTasksPerNode
 	if spec.Launcher == "" {
@@ -183,14 +197,14 @@ func LaunchLine(m profile.MPI, job slurm.JobOptions, env map[string]string, prog
 	if spec.Launcher == mpirun.ProgramSrun {
 		// Inside the job srun takes counts and nodes from the allocation.
 		spec.PPN = 0
-		return mpirun.Command(spec)
+		return spec, nil
 	}
 	np, err := ranks(job)
 	if err != nil {
-		return nil, err
+		return mpirun.Spec{}, err
 	}
 	spec.NP = np
-	return mpirun.Command(spec)
+	return spec, nil
 }
 
 // ranks is the total rank count an mpirun line must be given.

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -44,7 +45,8 @@ const DefaultSubmitTimeout = 2 * time.Minute
 // Run pipes the script to `sbatch --parsable` and writes the job id to
 // io.Stdout, a line as soon as sbatch prints it (before --wait blocks).
 // With p.Wait, sbatch waits for the job to end and the code is the job's
-// (sbatch --wait exits with it). Without, sbatch only asks for a job id:
+// (sbatch --wait exits with it); a job that failed gets a line on
+// io.Stderr with its state and output file, from scontrol (FailedLine). Without, sbatch only asks for a job id:
 // it runs in a process group of its own, killed whole when it has not
 // answered within p.SubmitTimeout (a *launch.TimeoutError, code 1).
 // Signals and cancelling ctx follow package launch: they reach sbatch (a
@@ -75,8 +77,25 @@ func Run(ctx context.Context, p Plan, io launch.IO, sigs <-chan os.Signal) (int,
 		return code, &SubmitError{Code: code, Stderr: stderr.String(), Err: err}
 	case err == nil && code != 0 && (jobID == "" || !p.Wait): // sbatch's own failure, not the job's
 		return code, &SubmitError{Code: code, Stderr: stderr.String(), Err: fmt.Errorf("exit status %d", code)}
+	case err == nil && p.Wait && ctx.Err() == nil && io.Stderr != nil:
+		return waited(jobID, code, io.Stderr), nil
 	}
 	return code, err
+}
+
+// waited is the code of job id that sbatch --wait saw end with code. A job
+// that failed keeps its code and gets a line saying what became of it and
+// where its output is; one that ended in a failed state with code 0 (sbatch
+// --wait exits 0 for a job cancelled before it ran) exits 1 with that line:
+// it did not run to completion.
+func waited(id string, code int, stderr io.Writer) int {
+	st, err := jobState(id)
+	failed := err == nil && slices.Contains(failedStates, st.State)
+	if code == 0 && !failed {
+		return 0
+	}
+	fmt.Fprintf(stderr, "batchkit: %s\n", FailedLine(id, code, st, err))
+	return max(code, 1)
 }
 
 // submitCommand is the sbatch to run, whether it was killed for taking

@@ -1,6 +1,12 @@
 package sbatch
 
 import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+
+	"github.com/batchkit/batchkit/profile"
 	"github.com/batchkit/batchkit/slurm"
 	"github.com/batchkit/batchkit/templates"
 )
@@ -23,6 +29,7 @@ func Sample() slurm.Script {
 		Requeue:    true,
 		Bindings:   &slurm.Bindings{Python: "python3", Probe: "print(1)"},
 		Wheels:     "/opt/venv",
+		ShieldUSR1: true,
 	}
 }
 
@@ -34,10 +41,44 @@ func MinimalSample() slurm.Script {
 	return slurm.Script{Profile: full.Profile, Launch: full.Launch}
 }
 
-// Samples are both, as templates.Set.Check takes them.
+// FlagAloneSample is Sample with a directive that has no value
+// (--exclusive): a template must print it alone, never --exclusive="".
+func FlagAloneSample() slurm.Script {
+	s := Sample()
+	s.Directives = append(s.Directives, slurm.Directive{Flag: "exclusive"})
+	return s
+}
+
+// Samples are all three, as templates.Set.Check takes them.
 func Samples() map[string][]templates.Sample {
 	return map[string][]templates.Sample{templates.Sbatch: {
 		{What: "a sample script, every field set", Data: Sample()},
 		{What: "a minimal script, only the profile name and launch line", Data: MinimalSample()},
+		{What: "a sample script with a flag that takes no value, --exclusive", Data: FlagAloneSample()},
 	}}
+}
+
+// CheckTemplates loads the profile's template directory as sbatch would
+// and renders its templates with Samples, which finds what loading cannot:
+// a field the script lacks. The directory need exist only where jobs are
+// submitted: a missing one gets a note that it was not checked; one that is
+// a file or a FIFO is an error, from Load. An error is a *profile.Problem
+// at the profile's templates key.
+func CheckTemplates(r *profile.Resolved) (note string, err error) {
+	dir := r.Profile.Templates
+	if dir == "" {
+		return "", nil
+	}
+	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+		return fmt.Sprintf("templates %s is not on this machine: not checked", dir), nil
+	}
+	set, err := templates.Load(dir)
+	if err == nil {
+		err = set.Check(Samples())
+	}
+	if err != nil {
+		o, _ := r.Origin("templates")
+		return "", &profile.Problem{File: o.Source, Line: o.Line, Col: o.Col, Msg: "templates: " + err.Error()}
+	}
+	return "", nil
 }

@@ -2,7 +2,10 @@ package sbatch
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -54,6 +57,29 @@ func TestEmbeddedTemplatesRenderTheSamples(t *testing.T) {
 	}
 	if err := s.Check(Samples()); err != nil {
 		t.Fatal(err)
+	}
+	out, err := s.Render(templates.Sbatch, FlagAloneSample())
+	if err != nil || !strings.Contains(out, "\n#SBATCH --time=30\n#SBATCH --exclusive\n") {
+		t.Errorf("rendered %v:\n%s\nwant the line #SBATCH --exclusive", err, out)
+	}
+}
+
+// A site template that prints --flag={{directive .Value}} for every
+// directive fails profile check (issue 30 item 19: the site-admin guide's
+// rendered #SBATCH --exclusive="", which sbatch reads as an empty value).
+func TestCheckRefusesFlagEqualsEmpty(t *testing.T) {
+	dir := t.TempDir()
+	tmpl := "#!/bin/bash\n{{range .Directives}}#SBATCH --{{word .Flag}}={{directive .Value}}\n{{end}}exec {{qargs .Launch}}\n"
+	if err := os.WriteFile(filepath.Join(dir, templates.Sbatch), []byte(tmpl), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := templates.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = s.Check(Samples())
+	if err == nil || !strings.Contains(err.Error(), "--exclusive") || !strings.Contains(err.Error(), "{{if .Value}}") {
+		t.Errorf("Check = %v; want the empty value of the sample's --exclusive refused, saying how to print it", err)
 	}
 }
 

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"path/filepath"
 	"slices"
 	"strings"
 
@@ -16,10 +15,8 @@ import (
 	"gonum.org/v1/plot/vg"
 
 	"github.com/batchkit/batchkit/internal/outfile"
+	"github.com/batchkit/batchkit/internal/plotfile"
 )
-
-// PlotFormats are the image formats Plot writes, by file extension.
-var PlotFormats = []string{"png", "svg", "pdf"}
 
 // PlotWidth and PlotHeight are the plot's size (a PNG is 96 dpi: 768×480).
 const (
@@ -27,22 +24,12 @@ const (
 	PlotHeight = 5 * vg.Inch
 )
 
-// PlotFormat is the format of a plot file, from its extension, or an error
-// naming the ones supported.
-func PlotFormat(path string) (string, error) {
-	ext := strings.ToLower(strings.TrimPrefix(filepath.Ext(path), "."))
-	if !slices.Contains(PlotFormats, ext) {
-		return "", fmt.Errorf("%q: want a file name ending in .%s", path, strings.Join(PlotFormats, ", ."))
-	}
-	return ext, nil
-}
-
 // PlotFile writes Plot's image to path, in the format its extension names.
 // An existing file is refused (fs.ErrExist) unless replace; a replaced file
 // is swapped in whole and keeps its mode and owner; what is not a regular
 // file is refused (*outfile.NotRegularError). See outfile.Write.
 func PlotFile(path string, results []Result, replace bool) error {
-	format, err := PlotFormat(path)
+	format, err := plotfile.Format(path)
 	if err != nil {
 		return err
 	}

@@ -4,8 +4,8 @@
 //
 //   - tcp: pure Go, the embedded default. Rank 0 listens at
 //     MASTER_ADDR:MASTER_PORT, peers authenticate with the job token, then
-//     ring / recursive-doubling algorithms run over a full TCP mesh
-//     (package trainer/collective/tcp).
+//     ring / recursive-doubling algorithms run over TCP links to the
+//     O(log n) ranks each rank talks to (package trainer/collective/tcp).
 //   - mpi: cgo bindings to the MPI library the binary was built against
 //     (build tag mpi = Open MPI, mpich = MPICH and ABI-compatible Intel MPI;
 //     package trainer/collective/mpi).

@@ -236,7 +236,7 @@ func rendezvousOptions(cfg Config, token string) tcp.Options {
 		Token:   token,
 		Timeout: cfg.Timeout, RendezvousTimeout: cfg.RendezvousTimeout,
 		Logf:              cfg.Logf,
-		NoShm:             getenvOf(cfg)("BATCHKIT_TCP_SHM") == "0",
+		NoShm:             getenvOf(cfg)(envvars.TCPShm) == "0",
 		NoMasterAddrCheck: getenvOf(cfg)(envvars.MasterAddrCheck) == "0",
 	}
 }

@@ -22,6 +22,7 @@ package ccl
 #cgo nocallback bkccl_version
 #cgo nocallback bkccl_init
 #cgo nocallback bkccl_direct
+#cgo nocallback bkccl_loop
 #include <stdlib.h>
 #include "shim.h"
 */
@@ -97,19 +98,17 @@ type cclBackend struct {
 
 	// The direct path (see call): calls moving fewer than handoffAt bytes
 	// run on the calling thread. abort is C memory the watchdog stores 1
-	// in; abandoned is set when a direct call gave up (its buffers stay
-	// pinned in pin, oneCCL may still write them).
+	// in; msg is C memory for the shim's text, so that a call allocates
+	// nothing (a Go array passed to C escapes: 1 KiB on the heap a call);
+	// abandoned is set when a direct call gave up (its buffers stay pinned
+	// in pin, oneCCL may still write them).
 	handoffAt int
 	abort     *C.int32_t
+	msg       *msgBuf
 	abandoned bool
 	pin       runtime.Pinner
-	lastYield time.Time
+	yield     yielder
 }
-
-// yieldEvery: as the mpi backend's (trainer/collective/mpi/yield.go), a
-// goroutine that only makes direct calls is given to Go's scheduler every
-// 8 ms so that sysmon does not start taking its P away.
-const yieldEvery = 8 * time.Millisecond
 
 // msgBuf is where the shim leaves oneCCL's text.
 type msgBuf [C.BKCCL_MSG_LEN]C.char
@@ -148,8 +147,9 @@ func New(o Options) (backend.Backend, error) {
 		return nil, err
 	}
 	r := o.Rendezvous
-	b := &cclBackend{rank: r.Rank, size: r.Size, worker: w, timeout: r.Timeout, handoffAt: at,
-		abort: (*C.int32_t)(C.calloc(1, 4))} // never freed: the watchdog may store to it after Close
+	b := &cclBackend{rank: r.Rank, size: r.Size, worker: w, timeout: r.Timeout, handoffAt: at, yield: yielder{now: time.Now},
+		abort: (*C.int32_t)(C.calloc(1, 4)), // never freed: the watchdog may store to it after Close
+		msg:   (*msgBuf)(C.calloc(1, C.BKCCL_MSG_LEN))}
 	if b.timeout <= 0 {
 		b.timeout = tcp.DefaultTimeout
 	}
@@ -181,6 +181,7 @@ func New(o Options) (backend.Backend, error) {
 	if b.star, err = tcp.JoinStar(r, "ccl", payload, step); err != nil {
 		w.Stop()
 		C.free(unsafe.Pointer(b.abort))
+		C.free(unsafe.Pointer(b.msg))
 		return nil, err
 	}
 	b.star.Watch(func(e *tcp.LostError) {
@@ -234,6 +235,8 @@ func (b *cclBackend) Close() error {
 		}
 	}
 	b.worker.Stop()
+	C.free(unsafe.Pointer(b.msg)) // a direct call uses it under b.mu, and none follows b.closed
+	b.msg = nil
 	errs = append(errs, b.star.Close())
 	return errors.Join(errs...)
 }
@@ -301,8 +304,8 @@ func (b *cclBackend) call(k kind, send, recv unsafe.Pointer, count int, t backen
 	if b.abandoned {
 		return &TimeoutError{Call: callNames[k], Timeout: b.timeout.String()}
 	}
-	if callBytes(k, count, t, b.size) < b.handoffAt {
-		return b.direct(k, send, recv, count, t, op, arg)
+	if bytes := callBytes(k, count, t, b.size); bytes < b.handoffAt {
+		return b.direct(k, send, recv, count, t, op, arg, bytes)
 	}
 	req := handoff.Request{Kind: int(k), DType: int(t), Op: int(op), Arg: arg, Handle: uintptr(b.comm),
 		Send: send, Recv: recv, Count: int64(count)}
@@ -341,14 +344,17 @@ func (b *cclBackend) cause(err error) error {
 }
 
 // direct makes the call on this thread (b.mu held).
-func (b *cclBackend) direct(k kind, send, recv unsafe.Pointer, count int, t backend.DType, op backend.Op, arg int) error {
-	var m msgBuf
-	rc := C.bkccl_direct(C.int(k), C.int(t), C.int(op), C.int(arg), b.comm, send, recv, C.int64_t(count),
-		b.abort, C.int64_t(b.timeout), &m[0], C.size_t(len(m)))
+//
+// The buffers go as *C.char, as in the mpi backend: cgo checks what an
+// unsafe.Pointer argument points to for Go pointers on every call, and
+// cannot hold any behind a *C.char.
+func (b *cclBackend) direct(k kind, send, recv unsafe.Pointer, count int, t backend.DType, op backend.Op, arg, bytes int) error {
+	m := b.msg
+	rc := C.bkccl_direct(C.int(k), C.int(t), C.int(op), C.int(arg), b.comm, (*C.char)(send), (*C.char)(recv),
+		C.int64_t(count), b.abort, C.int64_t(b.timeout), &m[0], C.size_t(len(m)))
 	switch rc {
 	case C.BKCCL_OK:
-		if now := time.Now(); now.Sub(b.lastYield) >= yieldEvery {
-			b.lastYield = now
+		if b.yield.after(bytes) {
 			runtime.Gosched()
 		}
 		return nil
@@ -367,6 +373,29 @@ func (b *cclBackend) direct(k kind, send, recv unsafe.Pointer, count int, t back
 		return &TimeoutError{Call: callNames[k], Timeout: b.timeout.String()}
 	}
 	return b.cause(m.err(callNames[k], rc))
+}
+
+// The paths of cLoop.
+const (
+	loopRef  = C.BKCCL_LOOP_REF  // as the C++ reference program calls oneCCL
+	loopShim = C.BKCCL_LOOP_SHIM // through the shim's direct path
+)
+
+// cLoop makes iters float allreduces (sum, out of place) in one cgo call,
+// looped in C++ on this thread the way path says, and returns how long
+// they took: BenchmarkCCLOverhead's baselines.
+func (b *cclBackend) cLoop(path int, send, recv backend.Buffer, iters int) (time.Duration, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var m msgBuf
+	t0 := time.Now()
+	rc := C.bkccl_loop(C.int(path), b.comm, C.int(send.Type), send.Ptr, recv.Ptr, C.int64_t(send.Len), C.int64_t(iters),
+		b.abort, C.int64_t(b.timeout), &m[0], C.size_t(len(m)))
+	d := time.Since(t0)
+	if rc != C.BKCCL_OK {
+		return d, m.err("allreduce loop", rc)
+	}
+	return d, nil
 }
 
 // callBytes is what a call moves on this rank: the whole buffer, for

@@ -56,8 +56,18 @@ int bkccl_call(const bk_request *req, char *msg, size_t len);
 // event, and returns BKCCL_ABORTED as soon as *abort (C memory the
 // watchdog stores 1 in) is set, BKCCL_TIMEDOUT after timeout_ns (0: none).
 // The collective is then left in flight: its buffers must stay valid.
-int bkccl_direct(int kind, int t, int op, int arg, uintptr_t comm, void *send, void *recv, int64_t count,
+// send and recv are char * so that cgo does not check them for Go pointers.
+int bkccl_direct(int kind, int t, int op, int arg, uintptr_t comm, char *send, char *recv, int64_t count,
                  const int32_t *abort, int64_t timeout_ns, char *msg, size_t len);
+
+// bkccl_loop makes iters float allreduces (sum, out of place) in a loop on
+// the caller's thread, for BenchmarkCCLOverhead: path BKCCL_LOOP_REF as the
+// C++ reference does (trainer/bench/reference/ccl_bench.cpp:
+// ccl::allreduce(...).wait()), BKCCL_LOOP_SHIM through what bkccl_direct
+// runs, with its abort flag and timeout.
+enum { BKCCL_LOOP_REF = 1, BKCCL_LOOP_SHIM = 2 };
+int bkccl_loop(int path, uintptr_t comm, int t, void *send, void *recv, int64_t count, int64_t iters,
+               const int32_t *abort, int64_t timeout_ns, char *msg, size_t len);
 
 #ifdef __cplusplus
 }

@@ -6,6 +6,7 @@ import (
 	"math"
 	"strconv"
 
+	"github.com/batchkit/batchkit/envvars"
 	"github.com/batchkit/batchkit/topology"
 )
 
@@ -30,7 +31,7 @@ const mpiHandoffNever = math.MaxInt
 func mpiHandoffAt(getenv topology.Getenv) (int, error) {
 	v := ""
 	if getenv != nil {
-		v = getenv("BATCHKIT_MPI_HANDOFF")
+		v = getenv(envvars.MPIHandoff)
 	}
 	if v == "" {
 		return HandoffDefault, nil

@@ -92,57 +92,45 @@ func (b *tcpBackend) exchange(p *tcpPeer, out, in []byte) error {
 	return b.waitSent(p, t)
 }
 
-// allreduceRD is recursive doubling. For n not a power of two, the first
-// 2·rem ranks fold in pairs first: the even one hands its data to the odd
-// one and gets the result back at the end. At every step both partners
-// compute (lower-rank partial) op (higher-rank partial).
+// allreduceRD is recursive doubling, as b.rd plans it for this rank (see
+// rdPlan: the pairs that fold first when n is not a power of two). At every
+// step both partners compute (lower-rank partial) op (higher-rank partial).
 func (b *tcpBackend) allreduceRD(send, recv backend.Buffer, op backend.Op) error {
-	n, r := b.o.Size, b.o.Rank
-	pow := 1
-	for pow*2 <= n {
-		pow *= 2
-	}
-	rem := n - pow
+	pl := &b.rd
 	nb := send.Len * send.Type.Size()
 	tmp := bufferIn(grow(&b.scratch, nb), send.Len, send.Type)
 	cur := send // where our partial is; never written while it is send
-	vr := r - rem
-	if r < 2*rem {
-		if r%2 == 0 {
-			p := b.peers[r+1]
-			t, err := b.send(p, cur.Bytes())
-			if err == nil {
-				err = b.waitSent(p, t) // in place, the result lands on it
-			}
-			if err != nil {
-				return err
-			}
-			return b.recv(p, recv.Bytes())
+	if pl.handsOff {
+		p := b.peers[pl.fold]
+		t, err := b.send(p, cur.Bytes())
+		if err == nil {
+			err = b.waitSent(p, t) // in place, the result lands on it
 		}
-		if err := b.recv(b.peers[r-1], tmp.Bytes()); err != nil {
+		if err != nil {
+			return err
+		}
+		return b.recv(p, recv.Bytes())
+	}
+	if pl.fold >= 0 {
+		if err := b.recv(b.peers[pl.fold], tmp.Bytes()); err != nil {
 			return err
 		}
 		backend.Reduce(recv, tmp, cur, op)
-		cur, vr = recv, r/2
+		cur = recv
 	}
-	for mask := 1; mask < pow; mask <<= 1 {
-		vp := vr ^ mask
-		pr := vp + rem
-		if vp < rem {
-			pr = 2*vp + 1
-		}
-		if err := b.exchange(b.peers[pr], cur.Bytes(), tmp.Bytes()); err != nil {
+	for _, s := range pl.steps {
+		if err := b.exchange(b.peers[s.peer], cur.Bytes(), tmp.Bytes()); err != nil {
 			return err
 		}
-		if vr < vp {
+		if s.mineFirst {
 			backend.Reduce(recv, cur, tmp, op)
 		} else {
 			backend.Reduce(recv, tmp, cur, op)
 		}
 		cur = recv
 	}
-	if r < 2*rem {
-		_, err := b.send(b.peers[r-1], recv.Bytes())
+	if pl.fold >= 0 {
+		_, err := b.send(b.peers[pl.fold], recv.Bytes())
 		return err
 	}
 	return nil

@@ -3,6 +3,7 @@ package tcp
 import (
 	"fmt"
 	"github.com/batchkit/batchkit/trainer/collective/backend"
+	"github.com/batchkit/batchkit/trainer/collective/tcp/internal/tcptest"
 	"io"
 	"os"
 	"os/exec"
@@ -136,7 +137,7 @@ func tcpBenchWorkerFromEnv(getenv func(string) string) (tcpBenchWorkerConf, bool
 // tcpTwoProcess runs both ranks for b.N calls of size bytes and reports
 // rank 0's timing.
 func tcpTwoProcess(b *testing.B, size int) {
-	port := tcpFreePort(b)
+	port := tcptest.FreePort(b)
 	outs := make([]strings.Builder, 2)
 	cmds := make([]*exec.Cmd, 2)
 	for r := range 2 {

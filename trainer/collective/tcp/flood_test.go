@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/batchkit/batchkit/trainer/collective/tcp/internal/rendezvous"
+	"github.com/batchkit/batchkit/trainer/collective/tcp/internal/tcptest"
 )
 
 // A flood of connections during the rendezvous, enough to run rank 0's
@@ -35,12 +36,12 @@ func TestTCPAcceptOutOfFiles(t *testing.T) {
 	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
 		t.Skip("cannot lower RLIMIT_NOFILE:", err)
 	}
-	port := tcpFreePort(t)
+	port := tcptest.FreePort(t)
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	var logs tcpLog
+	var logs tcptest.Log
 	tweak := func(o *Options) {
 		o.RendezvousTimeout = 20 * time.Second
-		o.Logf = logs.logf
+		o.Logf = logs.Logf
 	}
 	root := tcpStartRoot(port, tweak)
 	// Flood until this process has no descriptor left (both ends of every
@@ -72,7 +73,7 @@ func TestTCPAcceptOutOfFiles(t *testing.T) {
 	// the limit (seen once in CI: 27 connections, no error logged). Free
 	// one descriptor at a time and dial again: each new connection waits in
 	// the backlog while every descriptor is taken.
-	for len(spare) > 0 && len(logs.grep("too many open files")) == 0 {
+	for len(spare) > 0 && len(logs.Grep("too many open files")) == 0 {
 		spare[0].Close()
 		spare = spare[1:]
 		if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
@@ -87,12 +88,12 @@ func TestTCPAcceptOutOfFiles(t *testing.T) {
 	for _, c := range flood {
 		c.Close()
 	}
-	if len(logs.grep("too many open files")) == 0 {
-		t.Fatalf("the flood of %d connections never ran rank 0 out of descriptors; logs %q", len(flood), logs.lines)
+	if len(logs.Grep("too many open files")) == 0 {
+		t.Fatalf("the flood of %d connections never ran rank 0 out of descriptors; logs %q", len(flood), logs.Lines())
 	}
 	start := time.Now()
 	if err := tcpJoinRoot(t, root, port, tweak); err != nil {
-		t.Fatalf("after the flood: %v; logs %q", err, logs.lines)
+		t.Fatalf("after the flood: %v; logs %q", err, logs.Lines())
 	}
 	t.Logf("%d flood connections; rank 1 joined %v after the flood", len(flood), time.Since(start).Round(time.Millisecond))
 }
@@ -135,7 +136,7 @@ func TestTCPAcceptCap(t *testing.T) {
 	old := rendezvous.MaxPendingSpare
 	rendezvous.MaxPendingSpare = 2 // 2 + world size 2 = 4 handshakes
 	defer func() { rendezvous.MaxPendingSpare = old }()
-	port := tcpFreePort(t)
+	port := tcptest.FreePort(t)
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	tweak := func(o *Options) { o.RendezvousTimeout = 20 * time.Second }
 	root := tcpStartRoot(port, tweak)

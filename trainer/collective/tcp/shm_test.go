@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"fmt"
 	"github.com/batchkit/batchkit/trainer/collective/backend"
+	"github.com/batchkit/batchkit/trainer/collective/tcp/internal/tcptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -36,8 +37,8 @@ func shmPattern(bs []*tcpBackend) string {
 // while the others still use it, and collectives over the mixed links are
 // right. No link file is left behind.
 func TestShmLinks(t *testing.T) {
-	var logs [5]tcpLog
-	logTo := func(o *Options) { o.Logf = logs[o.Rank].logf }
+	var logs [5]tcptest.Log
+	logTo := func(o *Options) { o.Logf = logs[o.Rank].Logf }
 	for _, c := range []struct {
 		name  string
 		n     int
@@ -53,7 +54,7 @@ func TestShmLinks(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			for i := range logs {
-				logs[i] = tcpLog{}
+				logs[i] = tcptest.Log{}
 			}
 			bs := tcpWorld(t, c.n, withTweaks(c.tweak, logTo))
 			if got := shmPattern(bs); got != c.want {
@@ -63,8 +64,8 @@ func TestShmLinks(t *testing.T) {
 				t.Errorf("link files left behind: %v", left)
 			}
 			if c.name == "rank 1 says no" {
-				if got := logs[1].grep("stays on TCP: shared memory is off here"); len(got) != 1 {
-					t.Errorf("rank 1 logged %q, want one line saying its link to rank 0 stays on TCP", logs[1].lines)
+				if got := logs[1].Grep("stays on TCP: shared memory is off here"); len(got) != 1 {
+					t.Errorf("rank 1 logged %q, want one line saying its link to rank 0 stays on TCP", logs[1].Lines())
 				}
 			}
 			// A ring allreduce and a ring allgather across the mix.
@@ -185,14 +186,14 @@ func TestShmFull(t *testing.T) {
 	shmDir = dir
 	defer func() { shmDir = old }()
 
-	var log tcpLog
-	bs := tcpWorld(t, 2, func(o *Options) { o.Logf = log.logf })
+	var log tcptest.Log
+	bs := tcpWorld(t, 2, func(o *Options) { o.Logf = log.Logf })
 	if got := shmPattern(bs); got != "0: 1:" {
 		t.Errorf("shared memory links %q, want none", got)
 	}
-	if got := log.grep("no shared memory for rank 1, staying on TCP: allocate " + dir + "/batchkit-"); len(got) != 1 ||
+	if got := log.Grep("no shared memory for rank 1, staying on TCP: allocate " + dir + "/batchkit-"); len(got) != 1 ||
 		!strings.HasSuffix(got[0], ": no space left on device") {
-		t.Errorf("log %q, want one line saying the allocation found no space", log.lines)
+		t.Errorf("log %q, want one line saying the allocation found no space", log.Lines())
 	}
 	if left, _ := os.ReadDir(dir); len(left) > 0 {
 		t.Errorf("left in %s: %v", dir, left)

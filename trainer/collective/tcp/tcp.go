@@ -18,8 +18,9 @@ import (
 	"github.com/batchkit/batchkit/trainer/collective/tcp/internal/rendezvous"
 )
 
-// The pure-Go TCP backend. internal/rendezvous builds the authenticated
-// full mesh, algos.go runs the collectives over it.
+// The pure-Go TCP backend. internal/rendezvous links each rank to the ranks
+// its algorithms talk to (peers.go), authenticated; algos.go runs the
+// collectives over those links.
 //
 // Data plane: every link carries raw native-endian element bytes, with no
 // framing beyond one 24-byte header per call and direction, sent before the
@@ -167,7 +168,8 @@ func (p *tcpPeer) tryWrite(buf []byte) (int, error) {
 
 type tcpBackend struct {
 	o     Options
-	peers []*tcpPeer // by rank; nil at our own
+	peers []*tcpPeer // by rank; nil at our own and where meshPeers has no link
+	rd    rdPlan     // allreduceRD's partners
 	quit  chan struct{}
 
 	closeOnce sync.Once
@@ -192,11 +194,11 @@ func New(opts Options) (backend.Backend, error) {
 		return nil, err
 	}
 	b := &tcpBackend{o: o, quit: make(chan struct{}), peers: make([]*tcpPeer, o.Size),
-		rsmall: make([]byte, hdrLen+inlineMax)}
+		rd: newRDPlan(o.Rank, o.Size), rsmall: make([]byte, hdrLen+inlineMax)}
 	if o.Size == 1 {
 		return b, nil
 	}
-	conns, err := rendezvous.Connect(&b.o)
+	conns, err := rendezvous.ConnectLinks(&b.o, meshPeers(o.Rank, o.Size))
 	if err != nil {
 		return nil, err
 	}

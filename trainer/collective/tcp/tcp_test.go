@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"github.com/batchkit/batchkit/trainer/collective/backend"
 	"io"
 	"math"
 	"net"
@@ -17,49 +16,14 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/batchkit/batchkit/internal/freeport"
+	"github.com/batchkit/batchkit/trainer/collective/backend"
 	"github.com/batchkit/batchkit/trainer/collective/tcp/internal/rendezvous"
+	"github.com/batchkit/batchkit/trainer/collective/tcp/internal/tcptest"
 )
 
-const tcpTestToken = "job-token-for-tests"
-
-// tcpLog collects a backend's Logf lines.
-type tcpLog struct {
-	mu    sync.Mutex
-	lines []string
-}
-
-func (l *tcpLog) logf(format string, args ...any) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.lines = append(l.lines, fmt.Sprintf(format, args...))
-}
-
-func (l *tcpLog) grep(substr string) []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var out []string
-	for _, s := range l.lines {
-		if strings.Contains(s, substr) {
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
-// tcpFreePort returns a free port for an in-process world's rank 0.
-func tcpFreePort(t testing.TB) int {
-	t.Helper()
-	port, err := freeport.BelowEphemeral("127.0.0.1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return port
-}
-
 func tcpTestOptions(rank, size, port int) Options {
-	return Options{Rank: rank, Size: size, MasterAddr: "127.0.0.1", MasterPort: port, Token: tcpTestToken,
-		Timeout: time.Minute, RendezvousTimeout: 20 * time.Second}
+	return Options{Rank: rank, Size: size, MasterAddr: tcptest.MasterAddr, MasterPort: port, Token: tcptest.Token,
+		Timeout: tcptest.Timeout, RendezvousTimeout: tcptest.RendezvousTimeout}
 }
 
 // tcpStartRanks runs New for the given ranks concurrently and returns the
@@ -98,7 +62,7 @@ func tcpAllRanks(n int) []int {
 // tcpWorld forms a world of size ranks in this process.
 func tcpWorld(t testing.TB, size int, tweak func(o *Options)) []*tcpBackend {
 	t.Helper()
-	bs, errs := tcpStartRanks(size, tcpFreePort(t), tcpAllRanks(size), tweak)
+	bs, errs := tcpStartRanks(size, tcptest.FreePort(t), tcpAllRanks(size), tweak)
 	t.Cleanup(func() {
 		for _, b := range bs {
 			if b != nil {
@@ -644,7 +608,7 @@ func tcpSilentPeer(t *testing.T, tweak func(o *Options)) {
 }
 
 func TestTCPRendezvousTimeout(t *testing.T) {
-	port := tcpFreePort(t)
+	port := tcptest.FreePort(t)
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	short := func(o *Options) { o.RendezvousTimeout = 500 * time.Millisecond }
 
@@ -715,10 +679,10 @@ func tcpNotFound(err error) bool {
 }
 
 func TestTCPWrongTokenRank(t *testing.T) {
-	var logs tcpLog
-	bs, errs := tcpStartRanks(2, tcpFreePort(t), tcpAllRanks(2), func(o *Options) {
+	var logs tcptest.Log
+	bs, errs := tcpStartRanks(2, tcptest.FreePort(t), tcpAllRanks(2), func(o *Options) {
 		o.RendezvousTimeout = time.Second
-		o.Logf = logs.logf
+		o.Logf = logs.Logf
 		if o.Rank == 1 {
 			o.Token = "some other job"
 		}
@@ -735,8 +699,8 @@ func TestTCPWrongTokenRank(t *testing.T) {
 	if errs[0] == nil || !strings.Contains(errs[0].Error(), "rank 1 of 2 never connected (1 connection(s) refused meanwhile: a wrong job token") {
 		t.Errorf("rank 0: got %v, want rank 1 missing and the refusal counted", errs[0])
 	}
-	if len(logs.grep("bad job token")) == 0 {
-		t.Errorf("rank 0 did not log the refusal; logs: %q", logs.lines)
+	if len(logs.Grep("bad job token")) == 0 {
+		t.Errorf("rank 0 did not log the refusal; logs: %q", logs.Lines())
 	}
 }
 
@@ -766,13 +730,13 @@ func tcpRogue(addr string, claim int, mesh bool) error {
 // and logged, and the world still forms promptly.
 func TestTCPRogueConnections(t *testing.T) {
 	const n = 3
-	port := tcpFreePort(t)
+	port := tcptest.FreePort(t)
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	logs := make([]*tcpLog, n)
+	logs := make([]*tcptest.Log, n)
 	for r := range logs {
-		logs[r] = &tcpLog{}
+		logs[r] = &tcptest.Log{}
 	}
-	tweak := func(o *Options) { o.Logf = logs[o.Rank].logf }
+	tweak := func(o *Options) { o.Logf = logs[o.Rank].Logf }
 
 	// Rank 0 first, alone, with rogues knocking.
 	var bs0 []*tcpBackend
@@ -846,8 +810,8 @@ func TestTCPRogueConnections(t *testing.T) {
 		{2, "bad job token"},
 	} {
 		prefix := fmt.Sprintf("collective: rank %d refused a connection from 127.0.0.1:", c.rank)
-		if got := logs[c.rank].grep(c.want); len(got) == 0 || !strings.HasPrefix(got[0], prefix) {
-			t.Errorf("rank %d: no %q refusal logged; logs: %q", c.rank, c.want, logs[c.rank].lines)
+		if got := logs[c.rank].Grep(c.want); len(got) == 0 || !strings.HasPrefix(got[0], prefix) {
+			t.Errorf("rank %d: no %q refusal logged; logs: %q", c.rank, c.want, logs[c.rank].Lines())
 		}
 	}
 	// And the world works.
@@ -945,7 +909,7 @@ func TestTCPMisconfiguredWorld(t *testing.T) {
 		{"world size", []Options{{Rank: 0, Size: 3}, {Rank: 1, Size: 2}}, "world size mismatch"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			port := tcpFreePort(t)
+			port := tcptest.FreePort(t)
 			errs := make([]error, len(c.ranks))
 			var wg sync.WaitGroup
 			start := time.Now()

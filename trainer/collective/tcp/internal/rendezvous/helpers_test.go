@@ -1,55 +1,16 @@
 package rendezvous
 
 import (
-	"fmt"
 	"net"
-	"strings"
 	"sync"
 	"testing"
-	"time"
 
-	"github.com/batchkit/batchkit/internal/freeport"
+	"github.com/batchkit/batchkit/trainer/collective/tcp/internal/tcptest"
 )
 
-const tcpTestToken = "job-token-for-tests"
-
-// tcpLog collects a rank's Logf lines.
-type tcpLog struct {
-	mu    sync.Mutex
-	lines []string
-}
-
-func (l *tcpLog) logf(format string, args ...any) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.lines = append(l.lines, fmt.Sprintf(format, args...))
-}
-
-func (l *tcpLog) grep(substr string) []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var out []string
-	for _, s := range l.lines {
-		if strings.Contains(s, substr) {
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
-// tcpFreePort returns a free port for an in-process world's rank 0.
-func tcpFreePort(t testing.TB) int {
-	t.Helper()
-	port, err := freeport.BelowEphemeral("127.0.0.1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return port
-}
-
 func tcpTestOptions(rank, size, port int) Options {
-	return Options{Rank: rank, Size: size, MasterAddr: "127.0.0.1", MasterPort: port, Token: tcpTestToken,
-		Timeout: time.Minute, RendezvousTimeout: 20 * time.Second}
+	return Options{Rank: rank, Size: size, MasterAddr: tcptest.MasterAddr, MasterPort: port, Token: tcptest.Token,
+		Timeout: tcptest.Timeout, RendezvousTimeout: tcptest.RendezvousTimeout}
 }
 
 // connectRanks runs the rendezvous for the given ranks concurrently, as
@@ -85,7 +46,7 @@ func connectWorld(t testing.TB, size int, tweak func(o *Options)) {
 	for i := range ranks {
 		ranks[i] = i
 	}
-	conns, errs := connectRanks(size, tcpFreePort(t), ranks, tweak)
+	conns, errs := connectRanks(size, tcptest.FreePort(t), ranks, tweak)
 	t.Cleanup(func() {
 		for _, cs := range conns {
 			for _, c := range cs {

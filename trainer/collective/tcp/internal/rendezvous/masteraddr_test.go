@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/batchkit/batchkit/trainer/collective/tcp/internal/tcptest"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -125,7 +126,7 @@ func TestTCPRootBadMasterAddr(t *testing.T) {
 	if _, err := net.LookupHost("no-such-host.invalid"); notFound(err) == nil {
 		t.Skipf("the resolver does not say no-such-host.invalid does not exist: %v", err)
 	}
-	port := tcpFreePort(t)
+	port := tcptest.FreePort(t)
 	for _, c := range []struct {
 		name, addr string
 		noCheck    bool

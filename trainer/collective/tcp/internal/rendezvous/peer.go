@@ -13,11 +13,12 @@ import (
 // peerRendezvous is the side of every rank but 0, in the order run takes
 // its steps: listen (the mesh listener), joinRoot, readTable, startMesh
 // (dial up, accept down, listen to rank 0), awaitLinks, then report to rank
-// 0 and wait for its verdict. rendezvousPeer releases what it holds in one
-// place: the listener always (release), the links when a step failed
-// (closeConns).
+// 0, wait for its verdict and keep only the connections that are links.
+// rendezvousPeer releases what it holds in one place: the listener always
+// (release), the links when a step failed (closeConns).
 type peerRendezvous struct {
 	o        *Options
+	isLink   []bool // by rank: the ranks this one links to
 	hostport string
 	ln       *net.TCPListener
 	late     time.Time      // rank 0's verdict is due by then (see rendezvousGrace)
@@ -42,7 +43,7 @@ type meshError struct{ err error }
 func (e *meshError) Error() string { return e.err.Error() }
 func (e *meshError) Unwrap() error { return e.err }
 
-func rendezvousPeer(o *Options, deadline time.Time) ([]*net.TCPConn, error) {
+func rendezvousPeer(o *Options, isLink []bool, deadline time.Time) ([]*net.TCPConn, error) {
 	if o.star != nil {
 		return starPeer(o, deadline)
 	}
@@ -50,6 +51,7 @@ func rendezvousPeer(o *Options, deadline time.Time) ([]*net.TCPConn, error) {
 	if err != nil {
 		return nil, err
 	}
+	p.isLink = isLink
 	defer p.release()
 	if err := p.run(deadline); err != nil {
 		p.closeConns()
@@ -185,7 +187,9 @@ func (p *peerRendezvous) startMesh(addrs []string) {
 		TestHookMeshListener(p.o.Rank, p.ln.Addr())
 	}
 	for r := p.o.Rank + 1; r < p.o.Size; r++ {
-		go p.dial(r, addrs[r])
+		if p.isLink[r] {
+			go p.dial(r, addrs[r])
+		}
 	}
 	go func() {
 		_, err := p.fromRoot(tcpMsgReady)
@@ -210,12 +214,19 @@ func (p *peerRendezvous) dial(r int, addr string) {
 	}
 }
 
-// awaitLinks waits until this rank has a link to every other rank. Its
-// own failures are *meshError; rank 0's verdict ends it early too.
+// awaitLinks waits until this rank has its links to every rank it links to
+// but 0. Its own failures are *meshError; rank 0's verdict ends it early
+// too.
 func (p *peerRendezvous) awaitLinks() error {
 	timer := time.NewTimer(time.Until(p.late))
 	defer timer.Stop()
-	for need := p.o.Size - 2; need > 0; {
+	need := 0
+	for r := 1; r < p.o.Size; r++ {
+		if p.isLink[r] {
+			need++
+		}
+	}
+	for need > 0 {
 		select {
 		case h := <-p.acc.out:
 			linked, err := p.admit(h)
@@ -248,7 +259,11 @@ func (p *peerRendezvous) awaitLinks() error {
 func (p *peerRendezvous) admit(h *peerHello) (linked bool, err error) {
 	r := int(h.rank)
 	reason := checkPeer(&h.hello, p.o, purposeMesh)
-	if reason == "" && (r >= p.o.Rank || p.conns[r] != nil) {
+	switch {
+	case reason != "":
+	case r >= p.o.Rank || !p.isLink[r]:
+		reason = fmt.Sprintf("rank %d takes no link from rank %d", p.o.Rank, r)
+	case p.conns[r] != nil:
 		reason = fmt.Sprintf("rank %d already has a link from rank %d", p.o.Rank, r)
 	}
 	if reason != "" {
@@ -266,11 +281,11 @@ func (p *peerRendezvous) admit(h *peerHello) (linked bool, err error) {
 	return true, nil
 }
 
-// missingLinks names the ranks this one has no link to.
+// missingLinks names the ranks this one has no link to yet.
 func (p *peerRendezvous) missingLinks() error {
 	var missing []string
 	for r := 1; r < p.o.Size; r++ {
-		if r != p.o.Rank && p.conns[r] == nil {
+		if p.isLink[r] && p.conns[r] == nil {
 			missing = append(missing, strconv.Itoa(r))
 		}
 	}
@@ -287,6 +302,10 @@ func (p *peerRendezvous) reportReady() error {
 	}
 	if err := <-p.verdict; err != nil {
 		return err
+	}
+	if !p.isLink[0] { // rank 0 closes its end too
+		p.conns[0].Close()
+		p.conns[0] = nil
 	}
 	for _, c := range p.conns {
 		if c != nil {

@@ -17,11 +17,13 @@ import (
 // ephemeral port, dials rank 0 (retrying: rank 0 may start later), and after
 // the handshake announces where its listener is (the local IP of its
 // connection to rank 0 plus the listener's port). When all have joined, rank
-// 0 sends everyone the table; each rank k dials ranks k+1.. and accepts
-// ranks 1..k-1. The rendezvous connections double as the mesh links to rank
-// 0. Each rank reports its links up to rank 0, which answers ready (or
-// abort, with the reason, to everyone), so New fails or succeeds on all
-// ranks together. Then every listener is closed.
+// 0 sends everyone the table; each rank k dials the ranks above it that it
+// links to and accepts those below (ConnectLinks: package tcp says which, the
+// same on both sides of a link). The rendezvous connections double as the
+// links to rank 0. Each rank reports its links up to rank 0, which answers
+// ready (or abort, with the reason, to everyone), so New fails or succeeds on
+// all ranks together. Then every listener is closed, and the connections to
+// rank 0 that are not links with it.
 //
 // Rank 0's steps are rootRendezvous's (root.go), the other ranks'
 // peerRendezvous's (peer.go); this file holds what
@@ -81,13 +83,37 @@ func nameOf(extra []byte) string {
 	return strings.TrimRight(string(extra[joinLen:joinLen+nameLen]), "\x00")
 }
 
-// Connect runs the rendezvous and returns one authenticated connection per
-// rank (nil at o.Rank), or the error every rank gets.
+// Connect runs the rendezvous of a full mesh (and of a star, which has its
+// own links): ConnectLinks to every other rank.
 func Connect(o *Options) ([]*net.TCPConn, error) {
-	if o.Rank == 0 {
-		return rendezvousRoot(o, time.Now().Add(o.RendezvousTimeout))
+	every := make([]int, 0, o.Size)
+	for r := range o.Size {
+		if r != o.Rank {
+			every = append(every, r)
+		}
 	}
-	return rendezvousPeer(o, time.Now().Add(o.RendezvousTimeout))
+	return ConnectLinks(o, every)
+}
+
+// ConnectLinks runs the rendezvous and returns one authenticated connection
+// per rank in links (nil elsewhere), or the error every rank gets. links
+// must be symmetric across the world: rank r lists s exactly when s lists r.
+func ConnectLinks(o *Options, links []int) ([]*net.TCPConn, error) {
+	isLink := make([]bool, o.Size)
+	for _, r := range links {
+		if r < 0 || r >= o.Size || r == o.Rank {
+			return nil, fmt.Errorf("rendezvous: rank %d cannot link to rank %d in a world of %d", o.Rank, r, o.Size)
+		}
+		isLink[r] = true
+	}
+	if err := checkFileLimit(o, isLink); err != nil {
+		return nil, err
+	}
+	deadline := time.Now().Add(o.RendezvousTimeout)
+	if o.Rank == 0 {
+		return rendezvousRoot(o, isLink, deadline)
+	}
+	return rendezvousPeer(o, isLink, deadline)
 }
 
 func setupConn(c *net.TCPConn) {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/batchkit/batchkit/trainer/collective/tcp/internal/tcptest"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -221,18 +222,20 @@ func TestRootAdmit(t *testing.T) {
 }
 
 func TestPeerAdmit(t *testing.T) {
-	var logs tcpLog
-	o := &Options{Rank: 2, Size: 4, Logf: logs.logf}
-	p := &peerRendezvous{o: o, late: time.Now().Add(time.Minute), conns: make([]*net.TCPConn, o.Size)}
+	var logs tcptest.Log
+	o := &Options{Rank: 3, Size: 6, Logf: logs.Logf}
+	p := &peerRendezvous{o: o, late: time.Now().Add(time.Minute), conns: make([]*net.TCPConn, o.Size),
+		isLink: []bool{true, false, true, false, true, false}}
 	for _, c := range []struct {
 		name   string
 		rank   int
 		linked bool
 		far    string // what the dialer hears
 	}{
-		{"lower rank", 1, true, "accept"},
-		{"again", 1, false, "abort: rank 2 already has a link from rank 1"},
-		{"a rank that should be dialed", 3, false, "abort: rank 2 already has a link from rank 3"},
+		{"lower rank", 2, true, "accept"},
+		{"again", 2, false, "abort: rank 3 already has a link from rank 2"},
+		{"a rank that should be dialed", 4, false, "abort: rank 3 takes no link from rank 4"},
+		{"a rank it does not link to", 1, false, "abort: rank 3 takes no link from rank 1"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			h, far := tcpJoiner(t, c.rank, o.Size, purposeMesh)
@@ -245,10 +248,10 @@ func TestPeerAdmit(t *testing.T) {
 			}
 		})
 	}
-	if n := len(logs.grep("collective: rank 2 refused a connection from 127.0.0.1:")); n != 2 {
-		t.Errorf("%d refusals logged, want 2; logs %q", n, logs.lines)
+	if n := len(logs.Grep("collective: rank 3 refused a connection from 127.0.0.1:")); n != 3 {
+		t.Errorf("%d refusals logged, want 3; logs %q", n, logs.Lines())
 	}
-	if diff := cmp.Diff("rank 2: no link to ranks 3 after 0s", p.missingLinks().Error()); diff != "" {
+	if diff := cmp.Diff("rank 3: no link to ranks 4 after 0s", p.missingLinks().Error()); diff != "" {
 		t.Errorf("missing links (-want +got):\n%s", diff)
 	}
 }

@@ -11,11 +11,13 @@ import (
 
 // rootRendezvous is rank 0's side of the rendezvous, in the order run takes
 // its steps: gather (every rank joins and says where its mesh listener is),
-// sendTable, awaitMeshReports (every rank's links are up), sendReady. A step
-// that fails returns the reason; run's caller then aborts, telling every
-// joined rank that reason, in one place.
+// sendTable, awaitMeshReports (every rank's links are up), sendReady, then
+// it keeps only the connections that are links. A step that fails returns
+// the reason; run's caller then aborts, telling every joined rank that
+// reason, in one place.
 type rootRendezvous struct {
 	o        *Options
+	isLink   []bool // by rank: a connection kept after the rendezvous
 	deadline time.Time
 	hostport string
 	acc      *acceptor
@@ -24,7 +26,7 @@ type rootRendezvous struct {
 	joined   int            // non-nil conns
 }
 
-func rendezvousRoot(o *Options, deadline time.Time) ([]*net.TCPConn, error) {
+func rendezvousRoot(o *Options, isLink []bool, deadline time.Time) ([]*net.TCPConn, error) {
 	if err := checkRootAddr(o, deadline); err != nil {
 		return nil, err
 	}
@@ -32,6 +34,7 @@ func rendezvousRoot(o *Options, deadline time.Time) ([]*net.TCPConn, error) {
 	if err != nil {
 		return nil, err
 	}
+	r.isLink = isLink
 	defer r.acc.close()
 	if err := r.run(); err != nil {
 		r.abort(err.Error())
@@ -78,10 +81,24 @@ func (r *rootRendezvous) run() error {
 	if err != nil {
 		return err
 	}
-	for _, c := range r.conns[1:] {
-		c.SetDeadline(time.Time{})
-	}
+	r.keepLinks()
 	return nil
+}
+
+// keepLinks closes the connections of the ranks that rank 0 does not link
+// to (they close theirs too once they have read ready) and lifts the
+// deadlines of the others.
+func (r *rootRendezvous) keepLinks() {
+	for rank, c := range r.conns {
+		switch {
+		case c == nil:
+		case r.isLink[rank]:
+			c.SetDeadline(time.Time{})
+		default:
+			c.Close()
+			r.conns[rank] = nil
+		}
+	}
 }
 
 // abort tells every joined rank why the rendezvous failed, and closes

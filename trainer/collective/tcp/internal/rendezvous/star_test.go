@@ -3,6 +3,7 @@ package rendezvous
 import (
 	"errors"
 	"fmt"
+	"github.com/batchkit/batchkit/trainer/collective/tcp/internal/tcptest"
 	"net"
 	"strings"
 	"sync"
@@ -14,7 +15,7 @@ import (
 // ranks in failing.
 func starWorld(t *testing.T, n int, failing map[int]bool) ([]*Star, []error, [][]byte) {
 	t.Helper()
-	port := tcpFreePort(t)
+	port := tcptest.FreePort(t)
 	stars, errs, got := make([]*Star, n), make([]error, n), make([][]byte, n)
 	var wg sync.WaitGroup
 	for r := range n {
@@ -96,7 +97,7 @@ func TestStar(t *testing.T) {
 		}
 	})
 	t.Run("ranks with another backend are named", func(t *testing.T) {
-		port := tcpFreePort(t)
+		port := tcptest.FreePort(t)
 		errs := make([]error, 2)
 		var wg sync.WaitGroup
 		wg.Add(2)

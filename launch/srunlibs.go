@@ -1,4 +1,4 @@
-package main
+package launch
 
 import (
 	"maps"
@@ -8,12 +8,12 @@ import (
 	"github.com/batchkit/batchkit/mpirun"
 )
 
-// withSrunLibs is vars (a profile's [env.vars]) with what ranks of flavor
+// WithSrunLibs is vars (a profile's [env.vars]) with what ranks of flavor
 // need when srun starts them directly through plugin: Intel MPI's
 // I_MPI_PMI_LIBRARY naming Slurm's libpmi2 (mpirun.SrunLibEnv), found on
 // this machine. A variable vars already has stays; as one of the profile's,
 // the user's exported value or --env wins over it.
-func withSrunLibs(vars map[string]string, flavor string, launcher mpirun.Program, plugin string) map[string]string {
+func WithSrunLibs(vars map[string]string, flavor string, launcher mpirun.Program, plugin string) map[string]string {
 	if launcher != mpirun.ProgramSrun || flavor == "" {
 		return vars
 	}

@@ -1,4 +1,4 @@
-package main
+package job
 
 import (
 	"bytes"
@@ -18,7 +18,7 @@ import (
 
 // train --metrics: where rank 0 writes its JSON lines, and what it may
 // write over. The file is this run's own when it is empty or every line
-// carries this run's "run" id (metricsRunID): a run started again (a
+// carries this run's "run" id (RunID): a run started again (a
 // requeued job, resumed from its checkpoint or not) continues it. Anything
 // else that exists (a CSV, another run's metrics) is refused before the
 // ranks connect, unless --force, which replaces it. stdout and stderr
@@ -26,19 +26,20 @@ import (
 // written to as streams, never truncated nor reopened; other files that are
 // not regular (a FIFO, a device, a directory) are refused (outfile).
 
-// metricsDest is rank 0's --metrics, decided before the ranks connect.
-type metricsDest struct {
+// metricsFile is rank 0's --metrics, decided before the ranks connect (Check).
+type metricsFile struct {
 	path   string
-	run    string    // every line's "run": metricsRunID
+	run    string    // every line's "run": RunID
 	stream io.Writer // stdout or stderr, when path is one of them
 	force  bool
 }
 
-// metricsRunID names a run by what a checkpoint must match to be resumed
+// RunID is the run's id in its --metrics lines ("run"): it names a run by
+// what a checkpoint must match to be resumed
 // (trainer's compatible): model sizes, train rows, features, world size,
 // batch size, seed. Learning rate, momentum, weight decay and epochs may
 // change on resume, so they are not part of it. 16 hex digits of SHA-256.
-func metricsRunID(sizes []int, train *trainer.Dataset, world, batch int, seed uint64) string {
+func RunID(sizes []int, train *trainer.Dataset, world, batch int, seed uint64) string {
 	h := sha256.Sum256(fmt.Appendf(nil, "batchkit train metrics\nmodel %v\ntrain rows %d features %d\nworld %d\nbatch %d\nseed %d\n",
 		sizes, train.Rows(), train.Features, world, batch, seed))
 	return hex.EncodeToString(h[:8])
@@ -76,37 +77,37 @@ func metricsStream(path string, stdout, stderr io.Writer) io.Writer {
 // connection. With force, a file that is not this run's metrics is replaced
 // (by an empty one) here; never the --data file (data), which is read by
 // then but surely not meant to go.
-func checkMetrics(path, run, data string, force bool, stdout, stderr io.Writer) (*metricsDest, error) {
-	d := &metricsDest{path: path, run: run, force: force}
+func checkMetrics(path, run, data string, force bool, stdout, stderr io.Writer) (*metricsFile, error) {
+	d := &metricsFile{path: path, run: run, force: force}
 	if d.stream = metricsStream(path, stdout, stderr); d.stream != nil {
 		return d, nil
 	}
 	var nre *outfile.NotRegularError
 	if err := outfile.Check(path); errors.As(err, &nre) {
-		return nil, usagef("invalid --metrics %q: is %s, not a regular file", path, nre.Kind)
+		return nil, invalid("invalid --metrics %q: is %s, not a regular file", path, nre.Kind)
 	}
 	_, whose, err := readMetrics(path, run)
 	if err != nil {
-		return nil, usagef("invalid --metrics: %v", err)
+		return nil, invalid("invalid --metrics: %v", err)
 	}
 	if whose != metricsOurs {
 		if fi, err := os.Stat(path); err == nil && data != "" {
 			if di, err := os.Stat(data); err == nil && os.SameFile(fi, di) {
-				return nil, usagef("invalid --metrics %q: it is the --data file %s", path, data)
+				return nil, invalid("invalid --metrics %q: it is the --data file %s", path, data)
 			}
 		}
 		if !force {
 			return nil, metricsRefusal(path, whose)
 		}
 		if err := outfile.Write(path, nil, 0o644, true); err != nil {
-			return nil, usagef("invalid --metrics: %v", err)
+			return nil, invalid("invalid --metrics: %v", err)
 		}
 	}
 	// Opened once here (created if missing): a directory that is not there
 	// or not writable fails now, not after the ranks connected.
 	f, err := outfile.Append(path, 0o644)
 	if err != nil {
-		return nil, usagef("invalid --metrics: %v", err)
+		return nil, invalid("invalid --metrics: %v", err)
 	}
 	f.Close()
 	return d, nil
@@ -115,9 +116,9 @@ func checkMetrics(path, run, data string, force bool, stdout, stderr io.Writer) 
 // metricsRefusal is the one line for a file that is not this run's.
 func metricsRefusal(path string, whose metricsOwner) error {
 	if whose == metricsOtherRun {
-		return usagef("invalid --metrics %q: holds another run's metrics (another model, data, world size, batch size or seed; use --force to replace it)", path)
+		return invalid("invalid --metrics %q: holds another run's metrics (another model, data, world size, batch size or seed; use --force to replace it)", path)
 	}
-	return usagef("invalid --metrics %q: file exists and is not this run's metrics (use --force to replace it)", path)
+	return invalid("invalid --metrics %q: file exists and is not this run's metrics (use --force to replace it)", path)
 }
 
 // metricsOwner is whose lines a file holds.
@@ -214,7 +215,7 @@ func parseMetricsLine(line []byte) (metricsKey, bool) {
 // run may have got further than its checkpoint), rewritten whole through
 // outfile.Write when anything goes; then it is appended to. A stream is
 // written to as it is. close is nil for a stream.
-func (d *metricsDest) open(epochs int) (w io.Writer, close func() error, err error) {
+func (d *metricsFile) open(epochs int) (w io.Writer, close func() error, err error) {
 	if d.stream != nil {
 		return d.stream, nil, nil
 	}

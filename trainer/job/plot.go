@@ -1,12 +1,11 @@
-package trainer
+package job
 
 import (
 	"bytes"
 	"fmt"
+	"github.com/batchkit/batchkit/trainer"
 	"io"
 	"io/fs"
-	"path/filepath"
-	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -15,20 +14,38 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 
 	"github.com/batchkit/batchkit/internal/outfile"
+	"github.com/batchkit/batchkit/internal/plotfile"
 )
 
 // History is what a run reports, for a plot: every step's loss and every
 // epoch's figures (those of this run: a resumed run starts at its
 // checkpoint).
 type History struct {
-	Steps  []StepInfo
-	Epochs []EpochInfo
+	Steps  []trainer.StepInfo
+	Epochs []trainer.EpochInfo
 }
 
-// PlotFile draws h into path (.png, .svg or .pdf) through outfile.Write: an
-// existing file is refused (fs.ErrExist) unless replace, and replaced whole.
+// PlotBytes is about the most a plot of a run of epochs × stepsPerEpoch
+// steps takes on disk, to check for room before the run: measured, a PNG
+// takes ~45 KiB whatever the steps, a PDF ~220 KiB (its fonts), an SVG
+// 13 KiB and ~12 bytes a step.
+func PlotBytes(epochs, stepsPerEpoch int) int64 {
+	steps := min(int64(epochs), 1<<30) * min(int64(stepsPerEpoch), 1<<30)
+	return 256<<10 + 32*min(steps, 1<<40)
+}
+
+// MetricsBytes is about the most the --metrics lines of a run of epochs
+// take: a line is ~250 bytes.
+func MetricsBytes(epochs int) int64 { return 512 * min(int64(epochs), 1<<40) }
+
+// PlotFile draws h into path (plotfile.Formats: .png, .svg or .pdf) through
+// outfile.Write: an existing file is refused (fs.ErrExist) unless replace,
+// and replaced whole.
 func PlotFile(path string, h History, replace bool) error {
-	format := strings.ToLower(strings.TrimPrefix(filepath.Ext(path), "."))
+	format, err := plotfile.Format(path)
+	if err != nil {
+		return err
+	}
 	var img bytes.Buffer
 	if err := Plot(&img, format, h); err != nil {
 		return err

@@ -1,8 +1,9 @@
-package trainer
+package job
 
 import (
 	"bytes"
 	"errors"
+	"github.com/batchkit/batchkit/trainer"
 	"io/fs"
 	"path/filepath"
 	"testing"
@@ -10,8 +11,8 @@ import (
 
 func TestPlotFile(t *testing.T) {
 	h := History{
-		Steps:  []StepInfo{{GlobalStep: 1, Loss: 2.3}, {GlobalStep: 2, Loss: 1.9}},
-		Epochs: []EpochInfo{{Epoch: 1, GlobalStep: 2, Loss: 2.1, TrainAcc: 0.5, TestAcc: 0.6}},
+		Steps:  []trainer.StepInfo{{GlobalStep: 1, Loss: 2.3}, {GlobalStep: 2, Loss: 1.9}},
+		Epochs: []trainer.EpochInfo{{Epoch: 1, GlobalStep: 2, Loss: 2.1, TrainAcc: 0.5, TestAcc: 0.6}},
 	}
 	path := filepath.Join(t.TempDir(), "train.png")
 	if err := PlotFile(path, h, false); err != nil {

@@ -1,23 +1,29 @@
-package profile
+// Package tomlpos finds where each key and value of a TOML document
+// starts, under its full path with array indices ("env.source[1].script"),
+// for profile's problems and provenance; and writes such paths.
+package tomlpos
 
 import (
+	"regexp"
 	"strconv"
 	"strings"
 )
 
 // BurntSushi/toml v1.6 keeps key positions private (MetaData has no
 // Position accessor), and inside arrays of tables it keys them without the
-// element index, so the last [[env.source]] would win. scanPositions
+// element index, so the last [[env.source]] would win. Scan
 // therefore re-reads the document, which the toml parser has already
 // accepted, and records where every key and value starts, under its full
 // path with array indices: "env.source[1].script".
 
-// pos is a 1-based line and byte column.
-type pos struct{ line, col int }
+// Pos is a 1-based line and byte column.
+type Pos struct{ Line, Col int }
 
-type positions struct {
-	key map[string]pos // where the key is written
-	val map[string]pos // where its value starts
+// Positions are where a document's keys and values start, by path with
+// array indices.
+type Positions struct {
+	Key map[string]Pos // where the key is written
+	Val map[string]Pos // where its value starts
 
 	// defs is every place a key or table is written, in document order,
 	// repeats and the implicit tables of dotted keys included: the first
@@ -27,48 +33,48 @@ type positions struct {
 
 type def struct {
 	path string // with array indices
-	at   pos
+	at   Pos
 }
 
-// redefinition returns where key (a path without array indices, as the toml
+// Redefinition returns where key (a path without array indices, as the toml
 // package names it) is written last at or before the position at which the
 // parser gave up on it: the definition being parsed then.
-func (p positions) redefinition(key string, before pos) (pos, bool) {
-	var at pos
+func (p Positions) Redefinition(key string, before Pos) (Pos, bool) {
+	var at Pos
 	found := false
 	for _, d := range p.defs {
-		if d.at.line > before.line || d.at.line == before.line && d.at.col > before.col {
+		if d.at.Line > before.Line || d.at.Line == before.Line && d.at.Col > before.Col {
 			break
 		}
-		if indexRE.ReplaceAllString(d.path, "") == key {
+		if StripIndices(d.path) == key {
 			at, found = d.at, true
 		}
 	}
 	return at, found
 }
 
-// lookup returns the position of path's value (or key), falling back to the
+// Lookup returns the position of path's value (or key), falling back to the
 // nearest enclosing key that has one.
-func (p positions) lookup(path string, key bool) pos {
+func (p Positions) Lookup(path string, key bool) Pos {
 	for path != "" {
 		if key {
-			if q, ok := p.key[path]; ok {
+			if q, ok := p.Key[path]; ok {
 				return q
 			}
 		}
-		if q, ok := p.val[path]; ok {
+		if q, ok := p.Val[path]; ok {
 			return q
 		}
-		if q, ok := p.key[path]; ok {
+		if q, ok := p.Key[path]; ok {
 			return q
 		}
-		path = parentPath(path)
+		path = ParentPath(path)
 	}
-	return pos{1, 1}
+	return Pos{1, 1}
 }
 
-// parentPath strips the last segment or index of a path.
-func parentPath(path string) string {
+// ParentPath strips the last segment or index of a path.
+func ParentPath(path string) string {
 	if strings.HasSuffix(path, "]") {
 		if i := strings.LastIndexByte(path, '['); i >= 0 {
 			return path[:i]
@@ -97,9 +103,9 @@ func parentPath(path string) string {
 	return path[:last]
 }
 
-// seg writes one key segment the way toml.Key.String does: bare when it can
+// Seg writes one key segment the way toml.Key.String does: bare when it can
 // be, quoted otherwise.
-func seg(s string) string {
+func Seg(s string) string {
 	if s == "" {
 		return `""`
 	}
@@ -111,18 +117,20 @@ func seg(s string) string {
 	return s
 }
 
-func joinPath(base string, segs ...string) string {
+// JoinPath appends segs to base, each written as Seg writes it.
+func JoinPath(base string, segs ...string) string {
 	for _, s := range segs {
 		if base == "" {
-			base = seg(s)
+			base = Seg(s)
 		} else {
-			base += "." + seg(s)
+			base += "." + Seg(s)
 		}
 	}
 	return base
 }
 
-func indexPath(base string, i int) string { return base + "[" + strconv.Itoa(i) + "]" }
+// IndexPath is element i of the array at base.
+func IndexPath(base string, i int) string { return base + "[" + strconv.Itoa(i) + "]" }
 
 // withoutBOM is src as the toml package lexes it: without a byte order
 // mark, which editors do not show either (columns count from after it).
@@ -135,30 +143,31 @@ func withoutBOM(src string) string {
 	return src
 }
 
-// offsetPos is the line and column of byte offset off into the document
+// OffsetPos is the line and column of byte offset off into the document
 // the toml package lexes.
-func offsetPos(src string, off int) (pos, bool) {
+func OffsetPos(src string, off int) (Pos, bool) {
 	src = withoutBOM(src)
 	if off < 0 || off > len(src) {
-		return pos{}, false
+		return Pos{}, false
 	}
 	line := 1 + strings.Count(src[:off], "\n")
-	return pos{line, off - strings.LastIndexByte(src[:off], '\n')}, true
+	return Pos{line, off - strings.LastIndexByte(src[:off], '\n')}, true
 }
 
 type posScanner struct {
 	src       string
 	i         int
 	line, col int
-	p         positions
+	p         Positions
 	table     string         // the current [table] or [[array]] element path
 	arrayNext map[string]int // array-of-tables path → number of elements so far
 }
 
-func scanPositions(src string) positions {
+// Scan records the positions of src, a document the toml parser accepts.
+func Scan(src string) Positions {
 	s := &posScanner{
 		src: withoutBOM(src), line: 1, col: 1,
-		p:         positions{key: map[string]pos{}, val: map[string]pos{}},
+		p:         Positions{Key: map[string]Pos{}, Val: map[string]Pos{}},
 		arrayNext: map[string]int{},
 	}
 	s.document()
@@ -194,7 +203,7 @@ func (s *posScanner) adv() {
 	s.i++
 }
 
-func (s *posScanner) here() pos { return pos{s.line, s.col} }
+func (s *posScanner) here() Pos { return Pos{s.line, s.col} }
 
 func (s *posScanner) skipSpace() {
 	for c := s.peek(); c == ' ' || c == '\t'; c = s.peek() {
@@ -222,18 +231,18 @@ func (s *posScanner) skipBlank() {
 	}
 }
 
-func (s *posScanner) record(path string, key, val pos) {
-	if _, ok := s.p.key[path]; !ok {
-		s.p.key[path] = key
+func (s *posScanner) record(path string, key, val Pos) {
+	if _, ok := s.p.Key[path]; !ok {
+		s.p.Key[path] = key
 	}
-	if _, ok := s.p.val[path]; !ok {
-		s.p.val[path] = val
+	if _, ok := s.p.Val[path]; !ok {
+		s.p.Val[path] = val
 	}
 }
 
 // define notes that a key or table header writes path at at (array
 // elements are values, not definitions).
-func (s *posScanner) define(path string, at pos) {
+func (s *posScanner) define(path string, at Pos) {
 	s.p.defs = append(s.p.defs, def{path, at})
 }
 
@@ -275,7 +284,7 @@ func (s *posScanner) header() {
 	// Resolve the path: a prefix naming an array of tables means its latest element.
 	path := ""
 	for j, k := range segs {
-		path = joinPath(path, k)
+		path = JoinPath(path, k)
 		s.define(path, at)
 		n, isArray := s.arrayNext[path]
 		switch {
@@ -284,9 +293,9 @@ func (s *posScanner) header() {
 				s.record(path, at, at) // the array as a whole: its first header
 			}
 			s.arrayNext[path] = n + 1
-			path = indexPath(path, n)
+			path = IndexPath(path, n)
 		case isArray && n > 0:
-			path = indexPath(path, n-1)
+			path = IndexPath(path, n-1)
 		}
 	}
 	s.record(path, at, at)
@@ -308,11 +317,11 @@ func (s *posScanner) keyValue(table string) {
 	s.skipSpace()
 	path := table
 	for _, k := range segs[:len(segs)-1] {
-		path = joinPath(path, k)
+		path = JoinPath(path, k)
 		s.record(path, at, at) // implicit tables of a dotted key
 		s.define(path, at)
 	}
-	path = joinPath(path, segs[len(segs)-1])
+	path = JoinPath(path, segs[len(segs)-1])
 	s.record(path, at, s.here())
 	s.define(path, at)
 	s.value(path)
@@ -366,7 +375,7 @@ func (s *posScanner) value(path string) {
 				return
 			}
 			start := s.i
-			el := indexPath(path, n)
+			el := IndexPath(path, n)
 			s.record(el, s.here(), s.here())
 			s.value(el)
 			s.skipBlank()
@@ -470,3 +479,10 @@ func unquoteBasic(q string) string {
 	}
 	return strings.Trim(q, `"`)
 }
+
+// indexRE matches a path's array indices.
+var indexRE = regexp.MustCompile(`\[\d+\]`)
+
+// StripIndices is path without its array indices, as the toml package
+// names a key: "env.source.script".
+func StripIndices(path string) string { return indexRE.ReplaceAllString(path, "") }

@@ -1,0 +1,149 @@
+// Package job is batchkit train as a library: one rank's run of the
+// trainer from the command's flags, in three calls, so that the command
+// only parses flags, calls them and turns the result into an exit code.
+//
+//   - Config.Setup (job.go): the flags checked and the data read, before
+//     anything else; Defaults holds the flags' default values.
+//   - Setup.Check (check.go): what needs the rank and world: the
+//     checkpoint directory, rank 0's --plot and --metrics, refused before
+//     any rank connects.
+//   - Run (run.go): the training on a trainer.Comm, and rank 0's report
+//     (report.go: progress, epoch lines, the summary), the --metrics file
+//     (metrics.go: resumed runs continue their own file) and the plot.
+//
+// An error that is the user's to fix (a flag, the data, a path) is
+// errors.Is(err, ErrInvalid); the trainer's own error types pass through.
+// The package changes no process-wide state: signals are the caller's,
+// which hands in their stop request.
+package job
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/batchkit/batchkit/internal/closed"
+	"github.com/batchkit/batchkit/trainer"
+	"github.com/batchkit/batchkit/trainer/collective"
+)
+
+// Config is a run of batchkit train as its flags give it, before any check.
+type Config struct {
+	Epochs, BatchSize         int
+	LR, Momentum, WeightDecay float64
+	Seed                      uint64
+	Hidden                    string // layer sizes, comma-separated; "" for none
+	Data                      string // a CSV file; "" for the embedded digits
+	Backend                   string // a collective.Kind
+	CheckpointDir             string
+	CheckpointEvery           int
+	CheckEvery                int
+	Metrics                   string // JSON lines, one per epoch; "-" for stdout
+	Plot                      string // .png, .svg or .pdf
+	Force                     bool   // Metrics and Plot may replace a file
+	Format                    string // text or json
+}
+
+// Defaults are the values of the flags not given.
+var Defaults = Config{Epochs: 20, BatchSize: 32, LR: 0.05, Momentum: 0.9, WeightDecay: 1e-4, Seed: 1,
+	Hidden: "64", Backend: string(collective.Auto), CheckpointEvery: 100, CheckEvery: 100, Format: "text"}
+
+// Formats are --format's values: text for people, json one summary
+// object (shell completion offers them).
+var Formats = []string{"text", "json"}
+
+// ErrInvalid marks an error that is the user's to fix: a flag, the data, a
+// path refused.
+var ErrInvalid = errors.New("invalid input")
+
+type invalidError struct{ err error }
+
+func (e *invalidError) Error() string   { return e.err.Error() }
+func (e *invalidError) Unwrap() error   { return e.err }
+func (e *invalidError) Is(t error) bool { return t == ErrInvalid }
+
+func invalid(format string, a ...any) error { return &invalidError{fmt.Errorf(format, a...)} }
+
+// Setup is a Config checked, with its data read: everything the flags
+// decide, known before any rank connects.
+type Setup struct {
+	Config      Config
+	Train       trainer.Config // the loop's, without its callbacks
+	Kind        collective.Kind
+	JSON        bool
+	DataName    string
+	TrainSet    *trainer.Dataset
+	TestSet     *trainer.Dataset
+	Sizes       []int        // the model's layer sizes
+	metricsFile *metricsFile // rank 0's --metrics (Check), nil without
+}
+
+// Setup checks c and reads the data: an error is one line naming the
+// flag, and ErrInvalid.
+func (c Config) Setup() (*Setup, error) {
+	s := &Setup{Config: c, DataName: "digits"}
+	if !slices.Contains(Formats, c.Format) {
+		return nil, invalid("invalid --format %q: want %s", c.Format, strings.Join(Formats, " or "))
+	}
+	s.JSON = c.Format == "json"
+	var err error
+	if s.Kind, err = collective.ParseKind(c.Backend); err != nil {
+		return nil, invalid("invalid --backend %q: want one of %s", c.Backend, closed.Join(collective.Kinds))
+	}
+	hidden, err := parseHidden(c.Hidden)
+	if err != nil {
+		return nil, invalid("invalid --hidden %q: %v", c.Hidden, err)
+	}
+	var hyper [3]float32 // as given, or refused: float32 would change them
+	for i, h := range []struct {
+		name string
+		v    float64
+	}{{"lr", c.LR}, {"momentum", c.Momentum}, {"weight-decay", c.WeightDecay}} {
+		if hyper[i], err = trainer.Float32(h.v); err != nil {
+			return nil, invalid("invalid --%s %v: %v", h.name, h.v, err)
+		}
+	}
+	s.Train = trainer.Config{Hidden: hidden, Epochs: c.Epochs, BatchSize: c.BatchSize,
+		LR: hyper[0], Momentum: hyper[1], WeightDecay: hyper[2],
+		Seed: c.Seed, CheckEvery: c.CheckEvery, CheckpointDir: c.CheckpointDir, CheckpointEvery: c.CheckpointEvery}
+	if err := s.Train.Validate(); err != nil {
+		return nil, invalid("invalid flags: %v", err)
+	}
+	var d *trainer.Dataset
+	if c.Data != "" {
+		s.DataName = c.Data
+		d, err = trainer.ReadDataFile(c.Data)
+	} else {
+		d, err = trainer.Digits()
+	}
+	if err != nil {
+		return nil, &invalidError{err}
+	}
+	if s.TrainSet, s.TestSet, err = trainer.Split(d); err != nil {
+		return nil, invalid("invalid --data %s: %v", s.DataName, err)
+	}
+	m, err := trainer.NewMLP(d.Features, hidden, d.Classes)
+	if err != nil {
+		return nil, invalid("invalid --hidden %q: %v", c.Hidden, err)
+	}
+	s.Sizes = m.Sizes
+	return s, nil
+}
+
+// parseHidden reads "64" or "512,512"; "" is no hidden layer.
+func parseHidden(s string) ([]int, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	var sizes []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("%q is not a positive layer size", f)
+		}
+		sizes = append(sizes, n)
+	}
+	return sizes, nil
+}
