@@ -97,7 +97,10 @@ func TestGuides(t *testing.T) {
 // (who, where, language, terminal) and PATH without any directory that
 // holds a batchkit, so that a guide that never builds it fails here
 // rather than finding one installed on this machine. Nothing else: no
-// BATCHKIT_* variable, nothing that `make test` or `go test` set.
+// BATCHKIT_* variable, nothing that `make test` or `go test` set, but
+// SLURM_CONF: the tests' (useFastWait), the cluster's own with MinJobAge=2,
+// which changes no output, only how soon sbatch --wait sees a job end (the
+// migrating guide's four jobs waited up to 32 s each without it).
 func readerEnv(environ []string) []string {
 	var env []string
 	for _, kv := range environ {
@@ -105,7 +108,7 @@ func readerEnv(environ []string) []string {
 		switch {
 		case k == "PATH":
 			env = append(env, "PATH="+withoutBatchkit(v))
-		case slices.Contains(loginVars, k) || strings.HasPrefix(k, "LC_"):
+		case slices.Contains(loginVars, k) || strings.HasPrefix(k, "LC_") || k == "SLURM_CONF":
 			env = append(env, kv)
 		}
 	}
@@ -129,8 +132,9 @@ func TestReaderEnv(t *testing.T) {
 	withBK := t.TempDir()
 	os.WriteFile(filepath.Join(withBK, "batchkit"), nil, 0o755)
 	got := readerEnv([]string{"HOME=/home/u", "PATH=" + withBK + ":/usr/bin", "BATCHKIT_PROFILE=mpich",
-		"BATCHKIT_REQUIRE_CLUSTER=1", "GUIDE_DIR=/src/docs/guides", "LC_ALL=C", "GOFLAGS=-count=1", "USER=u"})
-	want := []string{"HOME=/home/u", "PATH=/usr/bin", "LC_ALL=C", "USER=u"}
+		"BATCHKIT_REQUIRE_CLUSTER=1", "GUIDE_DIR=/src/docs/guides", "LC_ALL=C", "GOFLAGS=-count=1", "USER=u",
+		"SLURM_CONF=/tmp/batchkit-it-1/slurm.conf"})
+	want := []string{"HOME=/home/u", "PATH=/usr/bin", "LC_ALL=C", "USER=u", "SLURM_CONF=/tmp/batchkit-it-1/slurm.conf"}
 	if diff := gocmp.Diff(want, got); diff != "" {
 		t.Errorf("readerEnv (-want +got):\n%s", diff)
 	}
