@@ -19,6 +19,7 @@ import (
 // runs batchkit bench on 4 ranks over 2 nodes with the TCP backend. No token
 // is handed down: every rank derives it from the Slurm job id.
 func TestSbatchBenchTCP(t *testing.T) {
+	mostlyWaits(t)
 	needCluster(t)
 	for _, tc := range []struct {
 		name  string
@@ -34,17 +35,19 @@ func TestSbatchBenchTCP(t *testing.T) {
 }
 
 // sbatchBench submits `batchkit sbatch -N 2 --ntasks-per-node 2 [flags] --
-// bk bench --backend backend` with --wait and checks rank 0's 14 JSON lines
-// (8 B .. 64 KiB, 20 iterations each, 4 ranks). busbw may round to 0 in
-// the JSON: MPICH across the two one-host "nodes" takes ~50 ms at 8 B here.
-func sbatchBench(t *testing.T, flags []string, bk, backend string) {
+// bk bench --backend backend` with --wait, env set in the submitting
+// environment (which sbatch exports to the job), and checks rank 0's 14
+// JSON lines (8 B .. 64 KiB, 20 iterations each, 4 ranks). busbw may round
+// to 0 in the JSON: MPICH across the two one-host "nodes" takes ~50 ms at 8
+// B here.
+func sbatchBench(t *testing.T, flags []string, bk, backend string, env ...string) {
 	t.Helper()
 	dir := t.TempDir()
 	os.Chmod(dir, 0o777)
 	out := filepath.Join(dir, "job.out")
 	args := append([]string{"sbatch", "--wait", "-N", "2", "--ntasks-per-node", "2", "-o", out}, flags...)
 	args = append(args, "--", bk, "bench", "--backend", backend, "--max-bytes", "64KiB", "--iters", "20", "--format", "json")
-	run(t, 3*time.Minute, bin, args...)
+	runEnvTimeout(t, 3*time.Minute, append(os.Environ(), env...), bin, args...)
 	b, err := os.ReadFile(out)
 	if err != nil {
 		t.Fatal(err)
@@ -169,23 +172,20 @@ func TestSbatchBenchMPI(t *testing.T) {
 	for _, tc := range []struct {
 		name, tag, tool string
 		flags           []string
-		env             map[string]string
+		env             []string // for the job
 	}{
 		// Both "nodes" of the local cluster are this one host, with one
 		// hostname: Open MPI's shared-memory BTL (vader) then maps the same
 		// segment names for ranks it believes are on different nodes and
 		// crashes in the first collective — the C reference program too.
 		// Real nodes do not share /dev/shm; here vader is left out.
-		{"openmpi mpirun", "mpi", "mpirun.openmpi", nil, map[string]string{"OMPI_MCA_btl": "^vader"}},
+		{"openmpi mpirun", "mpi", "mpirun.openmpi", nil, []string{"OMPI_MCA_btl=^vader"}},
 		{"mpich srun", "mpich", "srun", []string{"--launcher", "srun", "--flavor", "mpich"}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			needTool(t, tc.tool)
-			for k, v := range tc.env {
-				t.Setenv(k, v) // sbatch exports the submitting environment to the job
-			}
 			bk := batchkitMPI(t, tc.tag)
-			sbatchBench(t, tc.flags, bk, "mpi")
+			sbatchBench(t, tc.flags, bk, "mpi", tc.env...)
 		})
 	}
 }
@@ -197,6 +197,7 @@ func TestSbatchBenchMPI(t *testing.T) {
 // when the two rendezvous overlap; TestRendezvousID and TestResolveToken
 // check the difference itself.)
 func TestConcurrentStepsTCP(t *testing.T) {
+	mostlyWaits(t)
 	needCluster(t)
 	dir := t.TempDir()
 	os.Chmod(dir, 0o777)

@@ -56,7 +56,10 @@ func TestCollectiveCCL(t *testing.T) {
 	needIntel(t)
 	coll := collectiveTest(t, "ccl")
 	env := append(localEnv(), "BATCHKIT_TEST_BACKEND=ccl")
-	for _, n := range []string{"1", "2", "3", "4"} {
+	// 1 rank, and 2 and 3: a power of two and not, where oneCCL's
+	// algorithms part. 4 ranks (20 to 80 s on two cores, its ranks polling)
+	// add no case the binding handles differently.
+	for _, n := range []string{"1", "2", "3"} {
 		t.Run("batchkit run -n "+n, func(t *testing.T) {
 			runWorld(t, atoi(n), env, "ccl", []string{bin, "run", "-n", n, "--"}, coll)
 		})

@@ -63,6 +63,7 @@ true # string replace's status is 1 when no candidate had a description`},
 // 0), in real bash and zsh, and checks that no action ran: no file was
 // written, no Slurm or MPI tool was called, no socket reached rank 0.
 func TestCompletionRunsNothing(t *testing.T) {
+	cpu.enter(t)
 	var lines [][]string
 	for _, cmd := range [][]string{{"env"}, {"exec"}, {"run", "-n", "1"}, {"sbatch", "-N", "1"},
 		{"hostlist", "expand"}, {"hostlist", "compress"}, {"hostlist", "tasks-per-node"},

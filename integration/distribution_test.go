@@ -47,6 +47,7 @@ func writeHostfile(t *testing.T, content string) string {
 // MASTER_ADDR is the host of rank 0 under every srun distribution (issue
 // 24 item 7): with a host file listing node2 first, rank 0 runs on node2.
 func TestDistributionMasterAddr(t *testing.T) {
+	mostlyWaits(t)
 	needCluster(t)
 	tests := []struct {
 		name     string
@@ -78,6 +79,7 @@ func TestDistributionMasterAddr(t *testing.T) {
 // tasks' environment: every rank says so rather than guess, and
 // MASTER_ADDR set by the user is taken.
 func TestArbitraryWithoutHostfile(t *testing.T) {
+	mostlyWaits(t)
 	needCluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -97,6 +99,7 @@ func TestArbitraryWithoutHostfile(t *testing.T) {
 // which takes the file from sbatch's own environment), so rank 0 is on
 // node2.
 func TestAllocationHostfile(t *testing.T) {
+	mostlyWaits(t)
 	needCluster(t)
 	hf := writeHostfile(t, "node2\nnode1\nnode1\n")
 	out := sbatchWait(t, fmt.Sprintf("export SLURM_HOSTFILE=%s\n%s env --format json --allocation\nsrun %[2]s env --format json\n", hf, bin),
@@ -116,6 +119,7 @@ func TestAllocationHostfile(t *testing.T) {
 // numbers nodes group by group (issue 24 item 11), and every rank is told
 // rank 0's host; --allocation in its salloc shell names the variable.
 func TestHetJob(t *testing.T) {
+	mostlyWaits(t)
 	needCluster(t)
 	script := fmt.Sprintf("srun --het-group=0,1 %[1]s env --format json; %[1]s env --allocation 2>&1 || true", bin)
 	out := run(t, 2*time.Minute, "salloc", "-N1", "-w", "node2", "-n1", ":", "-N1", "-w", "node1", "-n2", "bash", "-c", script)

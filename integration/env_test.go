@@ -51,6 +51,7 @@ func checkJob(t *testing.T, tops []topology.Topology, launcher topology.Launcher
 
 // srun -N2 -n4: Slurm is the launcher; its tasks-per-node decides the layout.
 func TestSrunEnv(t *testing.T) {
+	mostlyWaits(t)
 	needCluster(t)
 	out := run(t, 2*time.Minute, "srun", "-N2", "-n4", "sh", "-c",
 		`echo "tpn=$SLURM_STEP_TASKS_PER_NODE"; exec "$0" env --format json`, bin)
@@ -68,6 +69,7 @@ func TestSrunEnv(t *testing.T) {
 }
 
 func TestSrunTasksPerNode(t *testing.T) {
+	mostlyWaits(t)
 	needCluster(t)
 	out := run(t, 2*time.Minute, "srun", "-N2", "--ntasks-per-node=2", bin, "env", "--format", "json")
 	checkJob(t, parseTopologies(t, out), topology.Slurm, []int{2, 2}, []string{"node1", "node2"})
@@ -76,6 +78,7 @@ func TestSrunTasksPerNode(t *testing.T) {
 // In the batch script itself the process is not a task: rank 0 of 1, unless
 // asked for the allocation's shape.
 func TestBatchScriptEnv(t *testing.T) {
+	mostlyWaits(t)
 	needCluster(t)
 	out := sbatchWait(t, fmt.Sprintf("%[1]s env --format json\n%[1]s env --format json --allocation\n", bin), "-N2", "--ntasks-per-node=2")
 	var tops []topology.Topology
@@ -116,6 +119,7 @@ var mpiLaunchers = []struct {
 // the launcher's stale Slurm step (SLURM_PROCID = node index); the MPI
 // variables must win.
 func TestMPIInsideSbatch(t *testing.T) {
+	mostlyWaits(t)
 	needCluster(t)
 	for _, l := range mpiLaunchers {
 		t.Run(l.name, func(t *testing.T) {
@@ -130,6 +134,7 @@ func TestMPIInsideSbatch(t *testing.T) {
 // mpirun.mpich -n 3 -ppn 2 in a 4-task allocation: PMI_SIZE=3 wins over
 // SLURM_NTASKS=4, and rank 2 is alone on the second node.
 func TestMPICHPartialAllocation(t *testing.T) {
+	mostlyWaits(t)
 	needCluster(t)
 	needTool(t, "mpirun.mpich")
 	out := sbatchWait(t, fmt.Sprintf("mpirun.mpich -n 3 -ppn 2 %s env --format json\n", bin), "-N2", "--ntasks-per-node=2")
@@ -190,6 +195,7 @@ func checkExported(t *testing.T, out string, perNode []int, host string) {
 }
 
 func TestExecUnderMPI(t *testing.T) {
+	mostlyWaits(t)
 	needCluster(t)
 	needTool(t, "python3")
 	for _, l := range mpiLaunchers {
@@ -205,6 +211,7 @@ func TestExecUnderMPI(t *testing.T) {
 // A Python program started through batchkit exec under srun sees the
 // torchrun contract.
 func TestExecUnderSrunPython(t *testing.T) {
+	mostlyWaits(t)
 	needCluster(t)
 	needTool(t, "python3")
 	out := run(t, 2*time.Minute, "srun", "-N2", "--ntasks-per-node=2", bin, "exec", "--", "python3", "-c", torchVars)

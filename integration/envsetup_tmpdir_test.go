@@ -15,6 +15,7 @@ import (
 // item 15): full before sourcing, and filled by a script's output. The
 // full file system is a real one, a 1 MiB tmpfs (mounting needs root).
 func TestEnvsetupFullTmpdir(t *testing.T) {
+	mostlyWaits(t)
 	if os.Geteuid() != 0 {
 		requireOrSkip(t, "mounting a small tmpfs needs root")
 	}

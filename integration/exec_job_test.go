@@ -14,6 +14,7 @@ import (
 // argv `batchkit mpirun --dry-run --format json` prints runs as printed:
 // it names the token without its value, so by hand the ranks derive it.
 func TestExecThenTrainUnderOpenMPI(t *testing.T) {
+	cpu.enter(t)
 	if testing.Short() {
 		t.Skip("runs Open MPI's mpirun")
 	}

@@ -13,6 +13,9 @@ import (
 // waits up to 10 s to tell rank 0's watcher; when rank 0 is not run by
 // batchkit exec nothing answers, and the wait once passed without a word
 // (issue 30, item 17). It now says why it waits, and how to turn it off.
+// It runs alone: rank 1 dials rank 0's watch port, which under plain Hydra
+// (no job id) derives from torchrun's default MASTER_PORT, the same for any
+// such world alongside, whose rank 0 would answer (share_test.go).
 func TestExecSaysWhyItWaitsUnderHydra(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs MPICH's Hydra")

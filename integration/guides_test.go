@@ -70,6 +70,7 @@ func guideBlocks(t *testing.T, path string) []guideBlock {
 // tells the reader to do: build batchkit and put it on PATH, cd into the
 // clone, name its files by paths the reader has.
 func TestGuides(t *testing.T) {
+	cpu.enter(t)
 	guides, err := filepath.Glob("../docs/guides/*.md")
 	if err != nil || len(guides) == 0 {
 		t.Fatalf("no guides in docs/guides: %v", err)
@@ -80,6 +81,7 @@ func TestGuides(t *testing.T) {
 			continue // the index
 		}
 		t.Run(filepath.Base(g), func(t *testing.T) {
+			mostlyWaits(t) // the guides side by side
 			blocks := guideBlocks(t, g)
 			if len(blocks) == 0 {
 				t.Fatalf("%s has no ```sh tested block: every guide's commands are tested", g)
@@ -95,7 +97,10 @@ func TestGuides(t *testing.T) {
 // (who, where, language, terminal) and PATH without any directory that
 // holds a batchkit, so that a guide that never builds it fails here
 // rather than finding one installed on this machine. Nothing else: no
-// BATCHKIT_* variable, nothing that `make test` or `go test` set.
+// BATCHKIT_* variable, nothing that `make test` or `go test` set, but
+// SLURM_CONF: the tests' (useFastWait), the cluster's own with MinJobAge=2,
+// which changes no output, only how soon sbatch --wait sees a job end (the
+// migrating guide's four jobs waited up to 32 s each without it).
 func readerEnv(environ []string) []string {
 	var env []string
 	for _, kv := range environ {
@@ -103,7 +108,7 @@ func readerEnv(environ []string) []string {
 		switch {
 		case k == "PATH":
 			env = append(env, "PATH="+withoutBatchkit(v))
-		case slices.Contains(loginVars, k) || strings.HasPrefix(k, "LC_"):
+		case slices.Contains(loginVars, k) || strings.HasPrefix(k, "LC_") || k == "SLURM_CONF":
 			env = append(env, kv)
 		}
 	}
@@ -127,8 +132,9 @@ func TestReaderEnv(t *testing.T) {
 	withBK := t.TempDir()
 	os.WriteFile(filepath.Join(withBK, "batchkit"), nil, 0o755)
 	got := readerEnv([]string{"HOME=/home/u", "PATH=" + withBK + ":/usr/bin", "BATCHKIT_PROFILE=mpich",
-		"BATCHKIT_REQUIRE_CLUSTER=1", "GUIDE_DIR=/src/docs/guides", "LC_ALL=C", "GOFLAGS=-count=1", "USER=u"})
-	want := []string{"HOME=/home/u", "PATH=/usr/bin", "LC_ALL=C", "USER=u"}
+		"BATCHKIT_REQUIRE_CLUSTER=1", "GUIDE_DIR=/src/docs/guides", "LC_ALL=C", "GOFLAGS=-count=1", "USER=u",
+		"SLURM_CONF=/tmp/batchkit-it-1/slurm.conf"})
+	want := []string{"HOME=/home/u", "PATH=/usr/bin", "LC_ALL=C", "USER=u", "SLURM_CONF=/tmp/batchkit-it-1/slurm.conf"}
 	if diff := gocmp.Diff(want, got); diff != "" {
 		t.Errorf("readerEnv (-want +got):\n%s", diff)
 	}
@@ -196,14 +202,15 @@ const blockEnd = "@@ batchkit guide: end of block @@"
 
 // runGuide runs blocks in one bash session (-e, pipefail) in dir with
 // env, and matches each block's output against its expectations. A block
-// gets 3 minutes; the session, their sum.
+// gets 5 minutes, the session their sum: the guides run side by side, each
+// building batchkit in its own copy, beside other tests.
 func runGuide(t *testing.T, guide string, blocks []guideBlock, dir string, env []string) {
 	t.Helper()
 	var script strings.Builder
 	for _, b := range blocks {
 		fmt.Fprintf(&script, "%sprintf '\\n%%s\\n' '%s'\n", b.script, blockEnd)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(len(blocks))*3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(len(blocks))*5*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "bash", "-e", "-o", "pipefail", "-c", script.String())
 	cmd.Dir, cmd.Env = dir, env

@@ -4,14 +4,18 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/batchkit/batchkit/topology"
 )
@@ -21,12 +25,21 @@ import (
 var bin string
 
 func TestMain(m *testing.M) {
+	flag.Parse()
+	if err := raiseParallel(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
 	dir, err := os.MkdirTemp("", "batchkit-it-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 	os.Chmod(dir, 0o755)
+	if err := useFastWait(dir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 	bin = filepath.Join(dir, "batchkit")
 	build := exec.Command("go", "build", "-o", bin, "../cmd/batchkit")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
@@ -37,6 +50,79 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
+}
+
+// useFastWait points the tests' Slurm commands, and the jobs they submit,
+// at a configuration in dir that includes the cluster's and sets
+// MinJobAge=2 (fastWaitConf). sbatch --wait looks at its job 2 s after the
+// submission, 8 s later, then every 32 s (a job of 12 s returned after 42),
+// backing off only while the interval is below MinJobAge/2 as the command
+// reads it; with 2 it looks every 2 s. The controller keeps its own
+// MinJobAge, so no job is forgotten sooner. Without a cluster
+// configuration it does nothing.
+func useFastWait(dir string) error {
+	conf := os.Getenv("SLURM_CONF")
+	if conf == "" {
+		conf = "/etc/slurm/slurm.conf"
+	}
+	b, err := os.ReadFile(conf)
+	if err != nil {
+		return nil // no cluster here: its tests skip, or fail saying so
+	}
+	// Slurm's commands look for plugstack.conf next to the configuration
+	// they read, unless it says where.
+	plugstack := filepath.Join(filepath.Dir(conf), "plugstack.conf")
+	if _, err := os.Stat(plugstack); err != nil {
+		plugstack = ""
+	}
+	path := filepath.Join(dir, "slurm.conf")
+	if err := os.WriteFile(path, []byte(fastWaitConf(conf, b, plugstack)), 0o644); err != nil {
+		return err
+	}
+	return os.Setenv("SLURM_CONF", path)
+}
+
+// fastWaitConf is the configuration useFastWait writes for the cluster's
+// conf, whose text is text: conf included, MinJobAge=2, and the plugstack
+// file next to conf ("" none) named unless text names one.
+func fastWaitConf(conf string, text []byte, plugstack string) string {
+	out := "# " + conf + " for the integration tests' Slurm commands (integration/main_test.go)\n" +
+		"Include " + conf + "\nMinJobAge=2\n"
+	if plugstack != "" && !regexp.MustCompile(`(?im)^\s*PlugStackConfig\s*=`).Match(text) {
+		out += "PlugStackConfig=" + plugstack + "\n"
+	}
+	return out
+}
+
+func TestFastWaitConf(t *testing.T) {
+	const conf = "/etc/slurm/slurm.conf"
+	head := "# " + conf + " for the integration tests' Slurm commands (integration/main_test.go)\nInclude " + conf + "\nMinJobAge=2\n"
+	for _, tc := range []struct {
+		name, text, plugstack, want string
+	}{
+		{"plugstack.conf next to it", "ClusterName=local\n", "/etc/slurm/plugstack.conf", head + "PlugStackConfig=/etc/slurm/plugstack.conf\n"},
+		{"none next to it", "ClusterName=local\n", "", head},
+		{"it names its own", "ClusterName=local\n  plugstackconfig = /opt/p.conf\n", "/etc/slurm/plugstack.conf", head},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, fastWaitConf(conf, []byte(tc.text), tc.plugstack)); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// sbatch --wait returns within 2 s or so of a job's end: a job of 3 s, so
+// that the backoff would have looked at it 2 and 10 s after its submission.
+// It runs alone: its bound counts the job's time in the queue.
+func TestFastWait(t *testing.T) {
+	needCluster(t)
+	start := time.Now()
+	sbatchWait(t, "sleep 3\n", "-n1")
+	if took := time.Since(start); took >= 10*time.Second {
+		t.Errorf("sbatch --wait of a job of 3 s took %v, want it back within about 2 s of the job's end, before the 10 s of its backoff (SLURM_CONF=%s)",
+			took.Round(100*time.Millisecond), os.Getenv("SLURM_CONF"))
+	}
 }
 
 // requireOrSkip skips a test whose real dependency is missing, or fails it

@@ -12,6 +12,7 @@ import (
 // finds on this machine, where make test installed Slurm and the MPIs
 // (issue 30 item 19: it named torchrun(1), which no package installs).
 func TestManSeeAlso(t *testing.T) {
+	mostlyWaits(t)
 	needTool(t, "man")
 	page := run(t, 10*time.Second, bin, "man")
 	_, see, ok := strings.Cut(page, "\n.SH SEE ALSO\n")

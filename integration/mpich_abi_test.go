@@ -17,6 +17,7 @@ import (
 // libmpi.so.12 and nothing else, and that it runs as an MPI job when that
 // name leads to an MPICH-ABI library (Debian's MPICH, through a link).
 func TestMPICHABIBuild(t *testing.T) {
+	cpu.enter(t)
 	if testing.Short() {
 		t.Skip("builds an MPI binary and runs mpirun")
 	}

@@ -28,11 +28,12 @@ var mpirunFlavors = []struct {
 }
 
 // localEnv is this process's environment without Slurm's variables, so a
-// local run stays local even when the tests run inside a job.
+// local run stays local even when the tests run inside a job. SLURM_CONF,
+// which says no job is there, stays (see useFastWait).
 func localEnv() []string {
 	var env []string
 	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "SLURM_") {
+		if !strings.HasPrefix(kv, "SLURM_") || strings.HasPrefix(kv, "SLURM_CONF=") {
 			env = append(env, kv)
 		}
 	}
@@ -80,6 +81,7 @@ func TestMpirunLocal(t *testing.T) {
 // hosts from the allocation: 4 ranks, 2 per node, MASTER_ADDR the first
 // node and MASTER_PORT derived from the job id — for each flavor and srun.
 func TestMpirunInsideSbatch(t *testing.T) {
+	mostlyWaits(t)
 	needCluster(t)
 	needTool(t, "python3")
 	type launch struct {

@@ -123,9 +123,13 @@ func pythonProfile(t *testing.T) string {
 // mpirun.mpich. The cluster's
 // launches run in parallel.
 func TestPyTorchDDPEveryLauncher(t *testing.T) {
+	cpu.enter(t)
 	needTorch(t)
 	script := ddpScript(t)
 	ompiFlags := []string{"--allow-run-as-root", "--oversubscribe"}
+	// Two cluster launches at a time: two jobs of 4 ranks fill the
+	// cluster, and one queued longer than its minutes would fail.
+	twoJobs := make(gate, 2)
 	for _, tc := range []struct {
 		name    string
 		tool    string // needed on PATH
@@ -188,7 +192,7 @@ func TestPyTorchDDPEveryLauncher(t *testing.T) {
 				needCluster(t)
 				// sbatch --wait polls: a job of 10-20 s returns after ~40.
 				// Slurm queues what does not fit on the two nodes.
-				t.Parallel()
+				twoJobs.enter(t)
 			}
 			if tc.tool != "" {
 				needTool(t, tc.tool)

@@ -49,7 +49,11 @@ func TestSbatchRequeueCCL(t *testing.T) {
 			id := strings.TrimSpace(runEnv(t, intelEnv(os.Environ(), "VIRTUAL_ENV="+prefix), bin, args...))
 			t.Cleanup(func() { exec.Command("scancel", id).Run() }) // a no-op once it is done
 
-			waitCheckpoint(t, ckpt, 50)
+			// Its time in the queue, behind the other cases' jobs and any
+			// other user's, counts.
+			if err := waitCheckpointErr(ckpt, 50, 3*time.Minute); err != nil {
+				t.Fatal(err)
+			}
 			run(t, time.Minute, "scancel", append(tc.signal, id)...)
 			state, restarts := waitJobRequeued(t, id)
 			b, _ := os.ReadFile(out)

@@ -21,6 +21,7 @@ import (
 // the scripts set, the profile's variables over them (CCL_CONFIGURATION),
 // and the user's exported value over the profile's (CCL_WORKER_COUNT).
 func TestSbatchSourcesProfile(t *testing.T) {
+	mostlyWaits(t)
 	needCluster(t)
 	dir := t.TempDir()
 	os.Chmod(dir, 0o777)
@@ -68,6 +69,7 @@ func TestSbatchSourcesProfile(t *testing.T) {
 // A job whose environment script fails stops before the launch line, and
 // its output says which script.
 func TestSbatchSourceFails(t *testing.T) {
+	mostlyWaits(t)
 	needCluster(t)
 	dir := t.TempDir()
 	os.Chmod(dir, 0o777)

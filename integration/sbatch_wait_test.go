@@ -19,6 +19,7 @@ import (
 // (sbatch --wait itself exits 0 for a job cancelled before it started:
 // batchkit exits 1 then, never 0).
 func TestSbatchWaitNamesFailedJob(t *testing.T) {
+	mostlyWaits(t)
 	needCluster(t)
 	dir := t.TempDir()
 	os.Chmod(dir, 0o777)

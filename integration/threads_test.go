@@ -14,6 +14,7 @@ import (
 // CPUs, it says nothing (issue 30 item 19: the site-admin guide's example
 // bound each rank to one core and set 8 threads, and nothing warned).
 func TestThreadsWarningUnderOpenMPI(t *testing.T) {
+	mostlyWaits(t)
 	if testing.Short() {
 		t.Skip("runs Open MPI's mpirun")
 	}

@@ -36,15 +36,16 @@ func trainSummaryIn(t *testing.T, out string) trainSummary {
 }
 
 // sbatchTrain runs `batchkit sbatch --wait -N 2 --ntasks-per-node 1 [flags]
-// -- bk train ...` and returns the job's output.
-func sbatchTrain(t *testing.T, bk string, flags []string) string {
+// -- bk train ...`, env set in the submitting environment (which sbatch
+// exports to the job), and returns the job's output.
+func sbatchTrain(t *testing.T, bk string, flags []string, env ...string) string {
 	t.Helper()
 	dir := t.TempDir()
 	os.Chmod(dir, 0o777)
 	out := filepath.Join(dir, "job.out")
 	args := append([]string{"sbatch", "--wait", "-N", "2", "--ntasks-per-node", "1", "-o", out}, flags...)
 	args = append(append(args, "--", bk), trainFlags...)
-	run(t, 3*time.Minute, bin, args...)
+	runEnvTimeout(t, 3*time.Minute, append(os.Environ(), env...), bin, args...)
 	b, err := os.ReadFile(out)
 	if err != nil {
 		t.Fatal(err)
@@ -62,6 +63,7 @@ func sbatchTrain(t *testing.T, bk string, flags []string) string {
 // srun); the MPI builds run the MPI backend under batchkit mpirun, srun
 // --mpi=pmi2 (MPICH) and batchkit sbatch.
 func TestTrainEveryLauncher(t *testing.T) {
+	mostlyWaits(t)
 	if testing.Short() {
 		t.Skip("runs real launchers")
 	}
@@ -76,7 +78,6 @@ func TestTrainEveryLauncher(t *testing.T) {
 		backend string // --backend and the summary's
 		tool    string // needed on PATH
 		cluster bool
-		env     map[string]string // the launcher's environment (sbatch passes it on)
 		launch  func(t *testing.T, bk string) string
 	}{
 		{name: "tcp/batchkit run", backend: "tcp", launch: func(t *testing.T, bk string) string {
@@ -105,8 +106,8 @@ func TestTrainEveryLauncher(t *testing.T) {
 		// on different nodes (see TestSbatchBenchMPI); real nodes do not
 		// share /dev/shm.
 		{name: "openmpi/batchkit sbatch (mpirun.openmpi)", build: "mpi", backend: "mpi", tool: "mpirun.openmpi", cluster: true,
-			env: map[string]string{"OMPI_MCA_btl": "^vader"}, launch: func(t *testing.T, bk string) string {
-				return sbatchTrain(t, bk, nil)
+			launch: func(t *testing.T, bk string) string {
+				return sbatchTrain(t, bk, nil, "OMPI_MCA_btl=^vader")
 			}},
 		{name: "mpich/batchkit mpirun", build: "mpich", backend: "mpi", tool: "mpirun.mpich", launch: func(t *testing.T, bk string) string {
 			return runLocal(t, bin, append([]string{"mpirun", "--flavor", "mpich", "-n", "2", "--", bk}, append(trainFlags, "--backend", "mpi")...)...)
@@ -124,9 +125,6 @@ func TestTrainEveryLauncher(t *testing.T) {
 			}
 			if tc.tool != "" {
 				needTool(t, tc.tool)
-			}
-			for k, v := range tc.env {
-				t.Setenv(k, v)
 			}
 			bk := bin
 			if tc.build != "" {

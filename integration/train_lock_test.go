@@ -19,6 +19,7 @@ import (
 // other is refused before its first step, every rank of it at once, with
 // one line naming the host and PID that hold the directory, exit 2.
 func TestTrainCheckpointDirInUse(t *testing.T) {
+	cpu.enter(t)
 	if testing.Short() {
 		t.Skip("integration test in -short mode")
 	}
@@ -98,6 +99,7 @@ func TestTrainCheckpointDirInUse(t *testing.T) {
 // SIGKILLed leaves its lock file, which the next run takes over, saying
 // whose it was, and then removes.
 func TestTrainLockAfterSignals(t *testing.T) {
+	cpu.enter(t)
 	if testing.Short() {
 		t.Skip("integration test in -short mode")
 	}

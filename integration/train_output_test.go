@@ -19,6 +19,7 @@ import (
 // into the log (18 MB a minute). The log holds plain lines: the epochs and
 // the summary, no carriage return, no escape sequence.
 func TestSbatchTrainLogHasNoBar(t *testing.T) {
+	mostlyWaits(t)
 	needCluster(t)
 	needTool(t, "mpirun.openmpi")
 	dir := t.TempDir()
@@ -44,6 +45,7 @@ func TestSbatchTrainLogHasNoBar(t *testing.T) {
 // that of step 138) loses neither the summary, printed before it, nor the
 // other rank's word: it names rank 0 instead of a lost connection.
 func TestTrainFinalCheckpointFails(t *testing.T) {
+	cpu.enter(t)
 	if testing.Short() {
 		t.Skip("trains")
 	}
@@ -78,6 +80,7 @@ func TestTrainFinalCheckpointFails(t *testing.T) {
 // rank(s) [1] differ" (exit 1), different data of one shape trained without
 // a word (exit 0). batchkit run -n 2 runs each rank's own command line.
 func TestTrainRanksDisagree(t *testing.T) {
+	mostlyWaits(t)
 	if testing.Short() {
 		t.Skip("trains")
 	}

@@ -52,6 +52,7 @@ func trainArgs(flags ...string) []string {
 
 // Two ranks over TCP, twice: the same weights, and at least 95 % accuracy.
 func TestTrainTwoRanks(t *testing.T) {
+	cpu.enter(t)
 	if testing.Short() {
 		t.Skip("integration test in -short mode")
 	}
@@ -115,6 +116,7 @@ func waitCheckpoint(t *testing.T, dir string, step int) {
 // after a checkpoint, then the same command again: it resumes and ends
 // with the weights of an uninterrupted run.
 func TestTrainKillResume(t *testing.T) {
+	cpu.enter(t)
 	if testing.Short() {
 		t.Skip("integration test in -short mode")
 	}
@@ -158,6 +160,7 @@ func TestTrainKillResume(t *testing.T) {
 // all the same, but the job exits 143, never 75, which would ask for a
 // requeue; run again, it ends with the uninterrupted run's weights.
 func TestTrainSIGTERMCheckpoints(t *testing.T) {
+	cpu.enter(t)
 	if testing.Short() {
 		t.Skip("integration test in -short mode")
 	}
@@ -244,6 +247,7 @@ func waitExit(t *testing.T, cmd *exec.Cmd, timeout time.Duration) (int, time.Dur
 // starts both ranks again, they resume from the checkpoint, and the run
 // ends with the uninterrupted run's weights.
 func TestTrainRestartAfterKill(t *testing.T) {
+	cpu.enter(t)
 	if testing.Short() {
 		t.Skip("integration test in -short mode")
 	}

@@ -29,6 +29,7 @@ const worldSizeTable = "Measured with `batchkit run -n N -- batchkit train --bat
 // a row run twice ends with the same weights. The README's numbers are the
 // table's.
 func TestDataParallelAsDocumented(t *testing.T) {
+	cpu.enter(t)
 	if testing.Short() {
 		t.Skip("integration test in -short mode")
 	}
