@@ -1,8 +1,11 @@
 package main
 
 import (
+	"fmt"
 	"os"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
 )
@@ -23,6 +26,16 @@ func TestMain(m *testing.M) {
 				}
 			}
 			os.Exit(runApp(app, append([]string{"batchkit"}, os.Args[2:]...), os.Stdout, os.Stderr))
+		},
+		// stop-undo-term is train's exit path: its signal handling undone,
+		// a SIGTERM arrives before the last line is printed.
+		"stop-undo-term": func() {
+			_, undo := stopOnSignals(os.Stderr)
+			undo()
+			syscall.Kill(os.Getpid(), syscall.SIGTERM)
+			time.Sleep(100 * time.Millisecond)
+			fmt.Println("printed after SIGTERM")
+			os.Exit(2)
 		},
 	})
 }

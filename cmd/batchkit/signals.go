@@ -60,7 +60,7 @@ func launchExit(code int, err error) error {
 // exec can each pass the same cancel on (four SIGTERMs within 0.1 s were
 // seen under MPICH's Hydra), and those copies must not cost the checkpoint.
 // SIGUSR1 never ends it: with scancel --full a rank gets it from Slurm and
-// again from the batch shell. The returned func undoes it.
+// again from the batch shell. The returned undo stops reacting to them.
 func stopOnSignals(errw io.Writer) (stop func() trainer.StopReason, undo func()) {
 	var requested atomic.Uint32
 	sigs := make(chan os.Signal, 4)
@@ -88,8 +88,12 @@ func stopOnSignals(errw io.Writer) (stop func() trainer.StopReason, undo func())
 			}
 		}
 	}()
+	// undo ends the goroutine but leaves the signals caught: it runs when
+	// train's action returns, before Main prints its error, and a SIGTERM
+	// then (the launcher stopping the ranks, as another rank failed the
+	// same check) must not kill the rank before it says why it failed.
 	return func() trainer.StopReason { return trainer.StopReason(requested.Load()) },
-		func() { signal.Stop(sigs); close(done) }
+		func() { close(done) }
 }
 
 // secondTermAfter is how long after the first SIGTERM a second one ends a
