@@ -20,7 +20,8 @@
 #     the plain binary's pure-Go gonum; bk-mkl and bk-openblas, the binaries
 #     of make build-blas BLAS=mkl|openblas, OMP_NUM_THREADS=1), and the
 #     scaling from 1 to 2 ranks (samples/s at 2 / (2 × at 1)) on the TCP and
-#     both MPI backends, and on TCP with the mkl build (tcp-mkl).
+#     both MPI backends, and on TCP with the mkl build (tcp-mkl, its control
+#     independent-mkl).
 #     GOMAXPROCS=1 on every rank: gonum's Sgemm runs blocks on GOMAXPROCS
 #     goroutines, so a rank would otherwise use both of a 2-core machine's
 #     cores and the 1-rank figure would not be one core's. A control beside
@@ -43,7 +44,8 @@
 # Knobs: REPS (5), OUT (bench-results), PARTS (t95,tput,scale: the time to
 # 95 % and memory with its calibration; samples/s with the FP32 peak; the
 # scaling), REFS ("torch torch113": the references measured), BACKENDS (the
-# scaling's, default all: independent tcp openmpi mpich tcp-mkl), e.g.
+# scaling's, default all: independent tcp openmpi mpich independent-mkl
+# tcp-mkl), e.g.
 # PARTS=tput REFS=torch REPS=2 for the samples/s table alone (~10 minutes).
 # Writes $OUT/train-runs.jsonl (one line per run) and $OUT/train-summary.txt.
 set -euo pipefail
@@ -100,10 +102,6 @@ trainer/bench/reference/torch-venv.sh install
 TORCH_PY=$(trainer/bench/reference/torch-venv.sh python)
 
 make -s build
-if part scale; then
-	make -s build-mpi MPI=openmpi
-	make -s build-mpi MPI=mpich
-fi
 W=$OUT/train-work
 rm -rf "$W"
 mkdir -p "$W"
@@ -145,6 +143,17 @@ done
 export PMIX_MCA_psec=${PMIX_MCA_psec:-native}
 ompi=(mpirun.openmpi --oversubscribe -x GOMAXPROCS)
 [ "$(id -u)" = 0 ] && ompi+=(--allow-run-as-root)
+
+# The scaling's backends (BACKENDS): the control and TCP and both MPIs with
+# the plain binary, the control and TCP with the mkl build when there is one.
+all_backends="independent tcp openmpi mpich"
+[[ " ${BKS[*]} " == *" bk-mkl "* ]] && all_backends+=" independent-mkl tcp-mkl"
+read -ra BACKENDS <<<"${BACKENDS:-$all_backends}"
+for backend in "${BACKENDS[@]}"; do
+	[[ " $all_backends " == *" $backend "* ]] || { echo "bench-train: invalid BACKENDS entry '$backend' (of $all_backends)" >&2 && exit 2; }
+done
+if part scale && [[ " ${BACKENDS[*]} " == *" openmpi "* ]]; then make -s build-mpi MPI=openmpi; fi
+if part scale && [[ " ${BACKENDS[*]} " == *" mpich "* ]]; then make -s build-mpi MPI=mpich; fi
 
 # The references, one row each: label -> its python and its torchrun. torch is
 # the current PyTorch of the venv, torch113 Debian's.
@@ -226,15 +235,15 @@ torch2() {
 }
 bk2() { "$BK" run -n 2 -- /usr/bin/time -a -o "$MEM" -f %M "$BK" train --epochs "$EPOCHS" --metrics "$M" --format json; }
 
-# independent N FLAGS...: N single-rank trainings at once, no communication
+# independent BIN N FLAGS...: N single-rank trainings of BIN at once, no communication
 # between them: what the machine gives N processes at a time (cores, memory
 # bandwidth, whatever else runs), the ceiling of the scaling measurements.
 # Their --metrics are merged into $M, samples/s summed epoch by epoch.
 independent() {
-	local n=$1 i pids=()
-	shift
+	local bin=$1 n=$2 i pids=()
+	shift 2
 	for i in $(seq "$n"); do
-		"$BK" train "$@" --metrics "$M.$i" --format json &
+		"$bin" train "$@" --metrics "$M.$i" --format json &
 		pids+=($!)
 	done
 	for i in "${pids[@]}"; do wait "$i"; done
@@ -303,15 +312,6 @@ for k, v in r.items():
 	echo "bench-train: target $TARGET reached at epoch $(for p in "${REFS[@]}" bk; do printf '%s (%s) ' "${E[$p]}" "$p"; done)" >&2
 fi
 
-# The scaling's backends (BACKENDS): the control, TCP and both MPIs with the
-# plain binary, TCP with the mkl build when there is one.
-all_backends="independent tcp openmpi mpich"
-[[ " ${BKS[*]} " == *" bk-mkl "* ]] && all_backends+=" tcp-mkl"
-read -ra BACKENDS <<<"${BACKENDS:-$all_backends}"
-for backend in "${BACKENDS[@]}"; do
-	[[ " $all_backends " == *" $backend "* ]] || { echo "bench-train: invalid BACKENDS entry '$backend' (of $all_backends)" >&2 && exit 2; }
-done
-
 # One repetition: each reference and batchkit twice (order), the references'
 # labels swapping every repetition; each part that PARTS has.
 for rep in $(seq "$REPS"); do
@@ -357,13 +357,16 @@ for rep in $(seq "$REPS"); do
 			n=${label%-aa}
 			M=$W/scale-$backend-$label-$rep.jsonl
 			case $backend in
-			independent) launch=(independent "$n") ;;
+			independent) launch=(independent "$BK" "$n") ;;
+			independent-mkl) launch=(independent "$BK-mkl" "$n" --blas mkl) ;;
 			tcp) launch=("$BK" run -n "$n" -- "$BK" train --backend tcp) ;;
-			tcp-mkl) launch=(env OMP_NUM_THREADS=1 "$BK-mkl" run -n "$n" -- "$BK-mkl" train --blas mkl --backend tcp) ;;
+			tcp-mkl) launch=("$BK-mkl" run -n "$n" -- "$BK-mkl" train --blas mkl --backend tcp) ;;
 			openmpi) launch=("${ompi[@]}" -n "$n" bin/batchkit-openmpi train --backend mpi) ;;
 			mpich) launch=(mpirun.mpich -n "$n" bin/batchkit-mpich train --backend mpi) ;;
 			esac
-			GOMAXPROCS=1 timed "scale-$backend-$label-$rep" "${launch[@]}" "${BIG[@]}" --metrics "$M"
+			# OMP_NUM_THREADS: the mkl build's thread count; gonum's is
+			# GOMAXPROCS's already.
+			GOMAXPROCS=1 OMP_NUM_THREADS=1 timed "scale-$backend-$label-$rep" "${launch[@]}" "${BIG[@]}" --metrics "$M"
 			record "scale-$backend" "$label" "$rep" "$WALL" "$M"
 		done
 	done
@@ -471,22 +474,23 @@ for ref in refs:
 
 def efficiency(kind):
     return [val(kind, "2", r, "samples_per_second") / (2 * val(kind, "1", r, "samples_per_second")) for r in R]
-backends = [b for b in ("independent", "tcp", "openmpi", "mpich", "tcp-mkl") if "scale-" + b in kinds]
-ceil2 = efficiency("scale-independent") if "independent" in backends else None
+backends = [b for b in ("independent", "tcp", "openmpi", "mpich", "independent-mkl", "tcp-mkl") if "scale-" + b in kinds]
+# The ceiling of a backend: the control of its own build.
+ceils = {c: efficiency("scale-" + c) for c in ("independent", "independent-mkl") if c in backends}
 for b in backends:
+    ceil2 = ceils.get("independent-mkl" if b.endswith("-mkl") else "independent")
     kind = "scale-" + b
     eff = efficiency(kind)
     a = [val(kind, "1-aa", r, "samples_per_second") / val(kind, "1", r, "samples_per_second") for r in R]
     s1 = statistics.median(val(kind, "1", r, "samples_per_second") for r in R)
     s2 = statistics.median(val(kind, "2", r, "samples_per_second") for r in R)
     g = "%.1f GFLOP/s at 2" % gf(s2) + (" (%.0f %% of the %s-core peak)" % (100 * gf(s2) / peakall, cores) if peakall else "")
-    if b == "independent":  # the control: no goal, no communication
-        rows.append(("2 independent 1-rank runs at once (ceiling)", "-", spread(eff), spread(a), "-",
+    if b.startswith("independent"):  # the control: no goal, no communication
+        rows.append(("2 independent 1-rank runs at once (ceiling%s)" % b[len("independent"):], "-", spread(eff), spread(a), "-",
                      "%.0f /s for both, %.0f /s alone; %s" % (s2, s1, g), "-"))
         continue
     # Against the ceiling of the same repetition: what communication and
-    # synchronisation cost, apart from what the machine gives 2 processes
-    # (the plain binary's: tcp-mkl's own would be higher).
+    # synchronisation cost, apart from what the machine gives 2 processes.
     vs = spread([e / c for e, c in zip(eff, ceil2)]) if ceil2 else "not measured"
     rows.append(("scaling 1->2 ranks, %s (efficiency)" % b, ">= 0.85", spread(eff), spread(a), "-",
                  "%.0f /s at 2, %.0f /s at 1; / ceiling %s; %s" % (s2, s1, vs, g), verdict(eff, 0.85, False)))
