@@ -120,7 +120,8 @@ for blas in mkl openblas; do
 	if [ "$blas" = mkl ] && ! why=$(scripts/mkl-stack.sh install 2>&1); then
 		why="make mkl-stack failed: $(tail -1 <<<"$why")"
 	elif ! why=$(make -s build-blas BLAS=$blas 2>&1); then
-		why=$(tail -1 <<<"$why")
+		# Its last line that is not make's own "*** ... Error 2".
+		why=$(grep -v '^make: \*\*\*' <<<"$why" | tail -1)
 	else
 		why=
 		BKS+=("bk-$blas")
