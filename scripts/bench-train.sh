@@ -45,8 +45,8 @@
 # 95 % and memory with its calibration; samples/s with the FP32 peak; the
 # scaling), REFS ("torch torch113": the references measured), BACKENDS (the
 # scaling's, default all: independent tcp openmpi mpich independent-mkl
-# tcp-mkl), e.g.
-# PARTS=tput REFS=torch REPS=2 for the samples/s table alone (~10 minutes).
+# tcp-mkl). PARTS=tput REFS=torch REPS=2 gives the samples/s table alone
+# (~3 minutes on a quiet 2-core machine, 2-3 times that under load).
 # Writes $OUT/train-runs.jsonl (one line per run) and $OUT/train-summary.txt.
 set -euo pipefail
 cd "$(dirname "$0")/.."
