@@ -157,8 +157,11 @@ bench-ab:
 # The trainer against PyTorch DDP, a current PyTorch (MKL) and Debian's 1.13
 # (time to 95 %, memory, samples/s and GFLOP/s beside the machine's FP32 peak,
 # scaling 1 -> 2 ranks on every backend), ~25 minutes (scripts/bench-train.sh;
-# REPS, OUT override). Installs the current PyTorch into a venv when missing
-# (trainer/bench/reference/torch-venv.sh, ~2.9 GB once). Not part of test.
+# REPS, OUT, PARTS, REFS, BACKENDS override). The samples/s rows also for the
+# BLAS builds (build-blas BLAS=mkl and openblas; oneMKL installed as mkl-stack
+# does, a build that cannot be made skipped with its reason). Installs the
+# current PyTorch into a venv when missing (trainer/bench/reference/torch-venv.sh,
+# ~2.9 GB once). Not part of test.
 bench-train:
 	scripts/bench-train.sh
 
