@@ -24,12 +24,9 @@ readonly PINS="$HERE/intel-wheels.txt"
 readonly PREFIX="${BATCHKIT_INTEL_PREFIX:-/opt/batchkit/intel}"
 readonly PYTHON="${BATCHKIT_INTEL_PYTHON:-/usr/bin/python3}"
 readonly STAMP="$PREFIX/.batchkit-intel-wheels"
-
-log() { printf '%s: %s\n' "$PROG" "$*"; }
-die() { printf '%s: error: %s\n' "$PROG" "$*" >&2; exit 1; }
-
-# The pins without comments or blank lines: what the stamp records.
-pins() { grep -v '^[[:space:]]*\(#\|$\)' "$PINS"; }
+readonly PREFIX_VAR=BATCHKIT_INTEL_PREFIX PYTHON_VAR=BATCHKIT_INTEL_PYTHON
+# shellcheck source=scripts/pinned-venv.sh
+source "$HERE/pinned-venv.sh"
 
 # libs_load: every shared library the stack's users link against resolves all its dependencies
 # (ldd prints "not found" for one that does not: oneccl-cpu 2021.17+ lacks libccl.so.2).
@@ -48,24 +45,6 @@ libs_load() {
   done
 }
 
-installed() { [[ -f $STAMP ]] && [[ $(cat "$STAMP") == "$(pins)" ]] && libs_load >/dev/null; }
-
-make_venv() {
-  if [[ -e $PREFIX && ! -d $PREFIX ]]; then
-    printf '%s: error: %s is not a directory (set BATCHKIT_INTEL_PREFIX to a directory for the venv)\n' "$PROG" "$PREFIX" >&2
-    exit 2
-  fi
-  [[ -x $PYTHON ]] || die "$PYTHON not found: apt-get install python3 (or set BATCHKIT_INTEL_PYTHON)"
-  if ! "$PYTHON" -c 'import venv, ensurepip' 2>/dev/null; then
-    [[ $(id -u) -eq 0 ]] && command -v apt-get >/dev/null || die "$PYTHON has no venv module: apt-get install python3-venv"
-    log "installing python3-venv"
-    apt-get update -q >/dev/null && apt-get install -y -q --no-install-recommends python3-venv >/dev/null ||
-      die "apt-get install python3-venv failed"
-  fi
-  mkdir -p "$(dirname "$PREFIX")" || die "cannot create $(dirname "$PREFIX") (set BATCHKIT_INTEL_PREFIX to a writable directory)"
-  "$PYTHON" -m venv "$PREFIX" || die "$PYTHON -m venv $PREFIX failed"
-}
-
 # Slurm's PMI-2 client library: Intel MPI ranks started by `srun --mpi=pmi2` load it through
 # I_MPI_PMI_LIBRARY (Intel MPI's own PMI does not speak to slurmd). Debian's libpmi2-0.
 readonly PMI2_LIB=/usr/lib/x86_64-linux-gnu/libpmi2.so.0
@@ -80,21 +59,7 @@ pmi2() {
 
 install() {
   pmi2
-  # Two installs at once (two clones' make test) would pip into one venv together: the second waits.
-  mkdir -p "$(dirname "$PREFIX")" 2>/dev/null || true
-  if { exec 9>>"$PREFIX.lock"; } 2>/dev/null; then
-    flock -w 900 9 || die "another install into $PREFIX has held $PREFIX.lock for 15 minutes"
-  fi
-  if installed; then log "up to date in $PREFIX"; return 0; fi
-  [[ -x $PREFIX/bin/pip ]] || make_venv
-  log "installing $(pins | paste -sd' ' -) into $PREFIX"
-  # --no-input: never wait for a prompt; the timeout and retries bound a registry that stalls.
-  "$PREFIX/bin/pip" install --no-input --disable-pip-version-check --timeout 60 --retries 3 -q \
-    -r "$PINS" || die "pip install -r $PINS failed"
-  local why
-  why=$(libs_load) || die "installed, but a library does not load: $why"
-  pins >"$STAMP"
-  log "installed in $PREFIX"
+  venv_install
 }
 
 # pkgconfig DIR: Intel MPI as pkg-config's "mpich" (the wheel ships no impi.pc or mpich.pc; its
@@ -123,7 +88,7 @@ EOF
 case "${1:-}" in
   install) install ;;
   prefix) echo "$PREFIX" ;;
-  check) installed || { why=$(libs_load 2>&1) || true; die "not installed in $PREFIX${why:+: $why} (run: $0 install)"; } ;;
+  check) venv_check ;;
   pkgconfig) pkgconfig "${2:-}" ;;
   # cgo-key: a CGO_CFLAGS word that tells Go's build cache this prefix's Intel MPI from Debian's
   # MPICH (the cache keys cgo packages by the pkg-config command, not PKG_CONFIG_PATH).

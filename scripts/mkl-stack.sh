@@ -20,11 +20,9 @@ readonly PINS="$HERE/mkl-wheels.txt"
 readonly PREFIX="${BATCHKIT_MKL_PREFIX:-/opt/batchkit/mkl}"
 readonly PYTHON="${BATCHKIT_MKL_PYTHON:-/usr/bin/python3}"
 readonly STAMP="$PREFIX/.batchkit-mkl-wheels"
-
-log() { printf '%s: %s\n' "$PROG" "$*"; }
-die() { printf '%s: error: %s\n' "$PROG" "$*" >&2; exit 1; }
-
-pins() { grep -v '^[[:space:]]*\(#\|$\)' "$PINS"; }
+readonly PREFIX_VAR=BATCHKIT_MKL_PREFIX PYTHON_VAR=BATCHKIT_MKL_PYTHON
+# shellcheck source=scripts/pinned-venv.sh
+source "$HERE/pinned-venv.sh"
 
 # libs_load: the header is there and libmkl_rt (what the binding links) resolves all its
 # dependencies, libiomp5 among them.
@@ -40,44 +38,9 @@ libs_load() {
   fi
 }
 
-installed() { [[ -f $STAMP ]] && [[ $(cat "$STAMP") == "$(pins)" ]] && libs_load >/dev/null; }
-
-make_venv() {
-  if [[ -e $PREFIX && ! -d $PREFIX ]]; then
-    printf '%s: error: %s is not a directory (set BATCHKIT_MKL_PREFIX to a directory for the venv)\n' "$PROG" "$PREFIX" >&2
-    exit 2
-  fi
-  [[ -x $PYTHON ]] || die "$PYTHON not found: apt-get install python3 (or set BATCHKIT_MKL_PYTHON)"
-  if ! "$PYTHON" -c 'import venv, ensurepip' 2>/dev/null; then
-    [[ $(id -u) -eq 0 ]] && command -v apt-get >/dev/null || die "$PYTHON has no venv module: apt-get install python3-venv"
-    log "installing python3-venv"
-    apt-get update -q >/dev/null && apt-get install -y -q --no-install-recommends python3-venv >/dev/null ||
-      die "apt-get install python3-venv failed"
-  fi
-  mkdir -p "$(dirname "$PREFIX")" || die "cannot create $(dirname "$PREFIX") (set BATCHKIT_MKL_PREFIX to a writable directory)"
-  "$PYTHON" -m venv "$PREFIX" || die "$PYTHON -m venv $PREFIX failed"
-}
-
-install() {
-  # Two installs at once (two clones' make test) would pip into one venv together: the second waits.
-  mkdir -p "$(dirname "$PREFIX")" 2>/dev/null || true
-  if { exec 9>>"$PREFIX.lock"; } 2>/dev/null; then
-    flock -w 900 9 || die "another install into $PREFIX has held $PREFIX.lock for 15 minutes"
-  fi
-  if installed; then log "up to date in $PREFIX"; return 0; fi
-  [[ -x $PREFIX/bin/pip ]] || make_venv
-  log "installing $(pins | paste -sd' ' -) into $PREFIX"
-  "$PREFIX/bin/pip" install --no-input --disable-pip-version-check --timeout 60 --retries 3 -q \
-    -r "$PINS" || die "pip install -r $PINS failed"
-  local why
-  why=$(libs_load) || die "installed, but a library does not load: $why"
-  pins >"$STAMP"
-  log "installed in $PREFIX"
-}
-
 case "${1:-}" in
-  install) install ;;
+  install) venv_install ;;
   prefix) echo "$PREFIX" ;;
-  check) installed || { why=$(libs_load 2>&1) || true; die "not installed in $PREFIX${why:+: $why} (run: $0 install)"; } ;;
+  check) venv_check ;;
   *) echo "usage: $0 install|prefix|check" >&2; exit 2 ;;
 esac
