@@ -6,7 +6,9 @@
 # The sourcing script sets PROG (its name in messages), PINS (the pins file), PREFIX (the venv),
 # PREFIX_VAR and PYTHON_VAR (the variables a user sets them with, named in messages), PYTHON (the
 # python that makes the venv) and defines libs_load (prints why and fails when a library of the
-# venv does not load). STAMP records the pins the venv was installed from.
+# venv does not load). STAMP records the pins the venv was installed from. Optional: LOCK_WAIT (how
+# many seconds a second install waits for the first, default 900), PIP_FLAGS (more pip install
+# flags, an array) and SIZE_NOTE (said when installing: what it will download).
 
 log() { printf '%s: %s\n' "$PROG" "$*"; }
 die() { printf '%s: error: %s\n' "$PROG" "$*" >&2; exit 1; }
@@ -42,15 +44,16 @@ venv_install() {
   prefix_usable
   # Two installs at once (two clones' make test) would pip into one venv together: the second waits.
   mkdir -p "$(dirname "$PREFIX")" 2>/dev/null || true
+  local wait=${LOCK_WAIT:-900}
   if { exec 9>>"$PREFIX.lock"; } 2>/dev/null; then
-    flock -w 900 9 || die "another install into $PREFIX has held $PREFIX.lock for 15 minutes"
+    flock -w "$wait" 9 || die "another install into $PREFIX has held $PREFIX.lock for $((wait / 60)) minutes"
   fi
   if installed; then log "up to date in $PREFIX"; return 0; fi
   [[ -x $PREFIX/bin/pip ]] || make_venv
-  log "installing $(pins | paste -sd' ' -) into $PREFIX"
+  log "installing $(pins | paste -sd' ' -) into $PREFIX${SIZE_NOTE:+ ($SIZE_NOTE)}"
   # --no-input: never wait for a prompt; the timeout and retries bound a registry that stalls.
   "$PREFIX/bin/pip" install --no-input --disable-pip-version-check --timeout 60 --retries 3 -q \
-    -r "$PINS" || die "pip install -r $PINS failed"
+    ${PIP_FLAGS[@]+"${PIP_FLAGS[@]}"} -r "$PINS" || die "pip install -r $PINS failed"
   local why
   why=$(libs_load) || die "installed, but a library does not load: $why"
   pins >"$STAMP"

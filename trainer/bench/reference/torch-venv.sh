@@ -15,62 +15,31 @@
 set -euo pipefail
 
 readonly PROG=torch-venv
-readonly PINS="$(cd "$(dirname "$0")" && pwd)/torch-requirements.txt"
+readonly HERE=$(cd "$(dirname "$0")" && pwd)
+readonly PINS="$HERE/torch-requirements.txt"
 readonly PREFIX="${BATCHKIT_TORCH_PREFIX:-/opt/batchkit/torch}"
 readonly PYTHON="${BATCHKIT_TORCH_PYTHON:-/usr/bin/python3}"
 readonly STAMP="$PREFIX/.batchkit-torch"
+readonly PREFIX_VAR=BATCHKIT_TORCH_PREFIX PYTHON_VAR=BATCHKIT_TORCH_PYTHON
+# A bench's install may wait for another's (2.9 GB); the wheels are not kept a second time in pip's cache.
+readonly LOCK_WAIT=1800 SIZE_NOTE="~2.9 GB to download, once"
+readonly PIP_FLAGS=(--no-cache-dir)
+# shellcheck source=scripts/pinned-venv.sh
+source "$HERE/../../../scripts/pinned-venv.sh"
 
+# bench-train reads this script's stdout (the python's path): its messages go to stderr.
 log() { printf '%s: %s\n' "$PROG" "$*" >&2; }
-die() { printf '%s: error: %s\n' "$PROG" "$*" >&2; exit 1; }
 
-pins() { grep -v '^[[:space:]]*\(#\|$\)' "$PINS"; }
-
-# works: torch imports and has MKL (the point of this yardstick: PyPI's build links MKL
+# libs_load: torch imports and has MKL (the point of this yardstick: PyPI's build links MKL
 # statically; a torch without it would measure the same weak BLAS as Debian's 1.13).
-works() {
+libs_load() {
   "$PREFIX/bin/python" -c 'import sys, torch, numpy, threadpoolctl
-sys.exit(0 if torch.backends.mkl.is_available() else "torch %s has no MKL" % torch.__version__)'
-}
-
-installed() { [[ -f $STAMP ]] && [[ $(cat "$STAMP") == "$(pins)" ]] && works >/dev/null 2>&1; }
-
-make_venv() {
-  if [[ -e $PREFIX && ! -d $PREFIX ]]; then
-    printf '%s: error: %s is not a directory (set BATCHKIT_TORCH_PREFIX to a directory for the venv)\n' "$PROG" "$PREFIX" >&2
-    exit 2
-  fi
-  [[ -x $PYTHON ]] || die "$PYTHON not found: apt-get install python3 (or set BATCHKIT_TORCH_PYTHON)"
-  if ! "$PYTHON" -c 'import venv, ensurepip' 2>/dev/null; then
-    [[ $(id -u) -eq 0 ]] && command -v apt-get >/dev/null || die "$PYTHON has no venv module: apt-get install python3-venv"
-    log "installing python3-venv"
-    apt-get update -q >/dev/null && apt-get install -y -q --no-install-recommends python3-venv >/dev/null ||
-      die "apt-get install python3-venv failed"
-  fi
-  mkdir -p "$(dirname "$PREFIX")" || die "cannot create $(dirname "$PREFIX") (set BATCHKIT_TORCH_PREFIX to a writable directory)"
-  "$PYTHON" -m venv "$PREFIX" || die "$PYTHON -m venv $PREFIX failed"
-}
-
-install() {
-  mkdir -p "$(dirname "$PREFIX")" 2>/dev/null || true
-  # Two benches at once would pip into one venv together: the second waits.
-  if { exec 9>>"$PREFIX.lock"; } 2>/dev/null; then
-    flock -w 1800 9 || die "another install into $PREFIX has held $PREFIX.lock for 30 minutes"
-  fi
-  if installed; then return 0; fi
-  [[ -x $PREFIX/bin/pip ]] || make_venv
-  log "installing $(pins | paste -sd' ' -) into $PREFIX (~2.9 GB to download, once)"
-  # --no-cache-dir: the wheels are not kept a second time in pip's cache.
-  "$PREFIX/bin/pip" install --no-input --disable-pip-version-check --no-cache-dir --timeout 60 --retries 3 -q \
-    -r "$PINS" || die "pip install -r $PINS failed"
-  local why
-  why=$(works 2>&1) || die "installed, but torch does not work: $why"
-  pins >"$STAMP"
-  log "installed in $PREFIX"
+sys.exit(0 if torch.backends.mkl.is_available() else "torch %s has no MKL" % torch.__version__)' 2>&1
 }
 
 case "${1:-}" in
-  install) install ;;
+  install) venv_install ;;
   python) echo "$PREFIX/bin/python" ;;
-  check) installed || die "not installed in $PREFIX (run: $0 install)" ;;
+  check) venv_check ;;
   *) echo "usage: $0 install|python|check" >&2; exit 2 ;;
 esac
