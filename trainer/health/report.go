@@ -41,6 +41,11 @@ type Sample struct {
 	// LinkGBs is the bandwidth of a broadcast from this rank (GB/s,
 	// ProbeLinks); 0 when not measured.
 	LinkGBs float64
+	// NextGBs is the bandwidth of this rank's ring link to rank+1 mod N
+	// (GB/s, ProbeRing), NextErr why it was not measured ("" when it
+	// was, or was not tried).
+	NextGBs float64
+	NextErr string
 }
 
 // Thresholds decide what is named an outlier.
@@ -74,8 +79,23 @@ type Report struct {
 	Outliers   []Outlier  `json:"outliers"` // empty: nothing stands out
 	// Crowded: machines with more ranks than CPUs. Nothing is then
 	// compared (no outliers): who waits for a CPU is chance, in compute
-	// and in the link probe's copies alike.
+	// and in the link probe's copies alike. A ring link that could not be
+	// measured is still named.
 	Crowded []Crowded `json:"crowded"`
+	// Links: the ring links, rank r → r+1 mod N, in rank order (none with
+	// one rank).
+	Links []Link `json:"links"`
+}
+
+// Link is one ring link (ProbeRing): its ends, their nodes, its
+// bandwidth, or why it was not measured.
+type Link struct {
+	From     int     `json:"from"`
+	To       int     `json:"to"`
+	FromNode string  `json:"from_node"`
+	ToNode   string  `json:"to_node"`
+	GBs      float64 `json:"gbs"`             // 0: not measured
+	Error    string  `json:"error,omitempty"` // why not
 }
 
 // Row is one rank's figures, or one node's (the mean over its ranks).
@@ -91,13 +111,19 @@ type Row struct {
 	Wait        float64 `json:"wait_seconds"`
 	Comm        float64 `json:"comm_seconds"`
 	LinkGBs     float64 `json:"link_gbs"`
+	// ToNextGBs and FromPrevGBs: the ring links out to rank+1 and in
+	// from rank−1 (a rank's); a node's, the mean of its ranks'.
+	ToNextGBs   float64 `json:"to_next_gbs"`
+	FromPrevGBs float64 `json:"from_prev_gbs"`
 }
 
 // Outlier is a rank or node that stands out against the others' Median:
 // Metric "compute" (the median step's, seconds; Ratio ≥ Factor) or "link"
 // (GB/s; Ratio ≤ LinkFraction). Rank is -1 and Ranks lists a node's ranks
 // when every rank of the node stands out: the node is then named, not its
-// ranks.
+// ranks. Metric "ring_link" is a ring link at LinkFraction of the other
+// links' median or less, or not measured (Value 0): Rank and Node are its
+// sender's, Ranks its two ends.
 type Outlier struct {
 	Rank   int     `json:"rank"` // -1 for a node
 	Node   string  `json:"node"`
@@ -133,27 +159,34 @@ var metrics = []metric{
 func Analyze(samples []Sample, th Thresholds) Report {
 	s := slices.Clone(samples)
 	slices.SortFunc(s, func(a, b Sample) int { return a.Rank - b.Rank })
-	rep := Report{Thresholds: th, Ranks: make([]Row, 0, len(s)), Nodes: nodeRows(s), Outliers: []Outlier{},
-		Crowded: crowded(s)}
-	for _, x := range s {
-		rep.Ranks = append(rep.Ranks, Row{Rank: x.Rank, Node: x.Node, Host: x.Host, Steps: x.Steps,
-			Compute: x.Compute, ComputeStep: x.ComputeStep, Wait: x.Wait, Comm: x.Comm, LinkGBs: x.LinkGBs})
+	links := ringLinks(s)
+	rep := Report{Thresholds: th, Ranks: make([]Row, 0, len(s)), Outliers: []Outlier{},
+		Crowded: crowded(s), Links: links}
+	for i, x := range s {
+		row := Row{Rank: x.Rank, Node: x.Node, Host: x.Host, Steps: x.Steps, Compute: x.Compute,
+			ComputeStep: x.ComputeStep, Wait: x.Wait, Comm: x.Comm, LinkGBs: x.LinkGBs}
+		if len(links) > 0 {
+			row.ToNextGBs, row.FromPrevGBs = links[i].GBs, links[(i+len(s)-1)%len(s)].GBs
+		}
+		rep.Ranks = append(rep.Ranks, row)
 	}
+	rep.Nodes = nodeRows(rep.Ranks)
 	for _, m := range metrics {
 		if len(rep.Crowded) > 0 {
 			break
 		}
 		rep.Outliers = append(rep.Outliers, outliers(s, m, th)...)
 	}
+	rep.Outliers = append(rep.Outliers, ringOutliers(links, th, len(rep.Crowded) > 0)...)
 	return rep
 }
 
 // nodeRows are the nodes in order of their first rank, each the mean of
-// its ranks' figures.
-func nodeRows(s []Sample) []Row {
+// its ranks' rows.
+func nodeRows(ranks []Row) []Row {
 	var rows []Row
 	at := map[string]int{}
-	for _, x := range s {
+	for _, x := range ranks {
 		i, ok := at[x.Node]
 		if !ok {
 			i, at[x.Node] = len(rows), len(rows)
@@ -166,6 +199,8 @@ func nodeRows(s []Sample) []Row {
 		r.Wait += x.Wait
 		r.Comm += x.Comm
 		r.LinkGBs += x.LinkGBs
+		r.ToNextGBs += x.ToNextGBs
+		r.FromPrevGBs += x.FromPrevGBs
 	}
 	for i := range rows {
 		n := float64(len(rows[i].Ranks))
@@ -174,6 +209,8 @@ func nodeRows(s []Sample) []Row {
 		rows[i].Wait /= n
 		rows[i].Comm /= n
 		rows[i].LinkGBs /= n
+		rows[i].ToNextGBs /= n
+		rows[i].FromPrevGBs /= n
 	}
 	return rows
 }
@@ -261,11 +298,12 @@ func text(o Outlier, m metric) string {
 // than one), then the outliers or a line saying there are none.
 func (r Report) WriteText(w io.Writer) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "health: per rank, seconds over %s (step: the median step's compute; link: a broadcast from the rank)\n", plural(stepsOf(r.Ranks), "step"))
+	fmt.Fprintf(&b, "health: per rank, seconds over %s (step: the median step's compute; link: a broadcast from the rank; next, prev: its ring links to rank+1, from rank-1)\n", plural(stepsOf(r.Ranks), "step"))
 	b.WriteString(table("rank", r.Ranks, func(x Row) string { return fmt.Sprint(x.Rank) }))
 	if len(r.Nodes) > 1 {
 		b.WriteString("health: per node (mean of its ranks)\n")
 		b.WriteString(table("node", r.Nodes, func(x Row) string { return x.Node }))
+		b.WriteString(crossNode(r.Links))
 	}
 	for _, c := range r.Crowded {
 		fmt.Fprintf(&b, "health: %s runs %s on %s: ranks wait for a CPU by chance, nothing is compared (one rank a CPU: batchkit exec --pin)\n",
@@ -274,7 +312,7 @@ func (r Report) WriteText(w io.Writer) error {
 	switch {
 	case len(r.Ranks) < 2:
 		b.WriteString("health: one rank: nothing to compare\n")
-	case len(r.Crowded) > 0: // said above
+	case len(r.Crowded) > 0 && len(r.Outliers) == 0: // said above
 	case len(r.Outliers) == 0:
 		note := ""
 		if len(r.Ranks) < metrics[1].minRanks {
@@ -291,25 +329,44 @@ func (r Report) WriteText(w io.Writer) error {
 	return err
 }
 
+// crossNode lists the ring links between nodes.
+func crossNode(links []Link) string {
+	var b strings.Builder
+	for _, l := range links {
+		if l.FromNode != l.ToNode {
+			fmt.Fprintf(&b, "  rank %d → rank %d (%s → %s) %s GB/s\n", l.From, l.To, l.FromNode, l.ToNode, orDash(l.GBs))
+		}
+	}
+	if b.Len() == 0 {
+		return ""
+	}
+	return "health: ring links between nodes\n" + b.String()
+}
+
 func table(first string, rows []Row, key func(Row) string) string {
 	var b strings.Builder
 	second := "node"
 	if first == "node" {
 		second = "ranks"
 	}
-	fmt.Fprintf(&b, "  %-12s %-12s %10s %10s %10s %10s %10s\n", first, second, "compute", "step (ms)", "wait", "comm", "link GB/s")
+	fmt.Fprintf(&b, "  %-12s %-12s %10s %10s %10s %10s %10s %10s %10s\n", first, second, "compute", "step (ms)", "wait", "comm", "link GB/s", "next GB/s", "prev GB/s")
 	for _, x := range rows {
 		node := x.Node
 		if first == "node" {
 			node = joinInts(x.Ranks)
 		}
-		link := "-"
-		if x.LinkGBs > 0 {
-			link = fmt.Sprintf("%.3f", x.LinkGBs)
-		}
-		fmt.Fprintf(&b, "  %-12s %-12s %10.3f %10.3f %10.3f %10.3f %10s\n", key(x), node, x.Compute, 1e3*x.ComputeStep, x.Wait, x.Comm, link)
+		fmt.Fprintf(&b, "  %-12s %-12s %10.3f %10.3f %10.3f %10.3f %10s %10s %10s\n", key(x), node, x.Compute, 1e3*x.ComputeStep, x.Wait, x.Comm,
+			orDash(x.LinkGBs), orDash(x.ToNextGBs), orDash(x.FromPrevGBs))
 	}
 	return b.String()
+}
+
+// orDash is a bandwidth, or - when not measured.
+func orDash(gbs float64) string {
+	if gbs > 0 {
+		return fmt.Sprintf("%.3f", gbs)
+	}
+	return "-"
 }
 
 func stepsOf(rows []Row) int {

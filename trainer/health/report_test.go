@@ -8,6 +8,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
+// next is s with its ring link to the next rank at gbs.
+func next(s Sample, gbs float64) Sample { s.NextGBs = gbs; return s }
+
 // rank is a sample of 100 even steps.
 func rank(r int, node string, compute, link float64) Sample {
 	return Sample{Rank: r, Node: node, Steps: 100, Compute: compute, ComputeStep: compute / 100, Wait: 0.01, Comm: 0.05, LinkGBs: link}
@@ -82,24 +85,31 @@ func TestAnalyzeCrowded(t *testing.T) {
 }
 
 func TestAnalyzeRows(t *testing.T) {
-	got := Analyze([]Sample{rank(1, "node1", 3, 1), rank(0, "node1", 1, 3), rank(2, "node2", 2, 2)}, DefaultThresholds)
+	got := Analyze([]Sample{next(rank(1, "node1", 3, 1), 2), next(rank(0, "node1", 1, 3), 1), next(rank(2, "node2", 2, 2), 4)}, DefaultThresholds)
 	want := Report{Thresholds: DefaultThresholds,
 		Ranks: []Row{
-			{Rank: 0, Node: "node1", Steps: 100, Compute: 1, ComputeStep: 0.01, Wait: 0.01, Comm: 0.05, LinkGBs: 3},
-			{Rank: 1, Node: "node1", Steps: 100, Compute: 3, ComputeStep: 0.03, Wait: 0.01, Comm: 0.05, LinkGBs: 1},
-			{Rank: 2, Node: "node2", Steps: 100, Compute: 2, ComputeStep: 0.02, Wait: 0.01, Comm: 0.05, LinkGBs: 2},
+			{Rank: 0, Node: "node1", Steps: 100, Compute: 1, ComputeStep: 0.01, Wait: 0.01, Comm: 0.05, LinkGBs: 3, ToNextGBs: 1, FromPrevGBs: 4},
+			{Rank: 1, Node: "node1", Steps: 100, Compute: 3, ComputeStep: 0.03, Wait: 0.01, Comm: 0.05, LinkGBs: 1, ToNextGBs: 2, FromPrevGBs: 1},
+			{Rank: 2, Node: "node2", Steps: 100, Compute: 2, ComputeStep: 0.02, Wait: 0.01, Comm: 0.05, LinkGBs: 2, ToNextGBs: 4, FromPrevGBs: 2},
 		},
 		Nodes: []Row{
-			{Rank: -1, Node: "node1", Ranks: []int{0, 1}, Steps: 100, Compute: 2, ComputeStep: 0.02, Wait: 0.01, Comm: 0.05, LinkGBs: 2},
-			{Rank: -1, Node: "node2", Ranks: []int{2}, Steps: 100, Compute: 2, ComputeStep: 0.02, Wait: 0.01, Comm: 0.05, LinkGBs: 2},
+			{Rank: -1, Node: "node1", Ranks: []int{0, 1}, Steps: 100, Compute: 2, ComputeStep: 0.02, Wait: 0.01, Comm: 0.05, LinkGBs: 2, ToNextGBs: 1.5, FromPrevGBs: 2.5},
+			{Rank: -1, Node: "node2", Ranks: []int{2}, Steps: 100, Compute: 2, ComputeStep: 0.02, Wait: 0.01, Comm: 0.05, LinkGBs: 2, ToNextGBs: 4, FromPrevGBs: 2},
 		},
 		Outliers: []Outlier{
 			{Rank: 1, Node: "node1", Ranks: []int{1}, Metric: "compute", Value: 0.03, Median: 0.015, Ratio: 2,
 				Text: "rank 1 (node1): compute 2.0× the others' median (30 ms vs 15 ms a step)"},
 			{Rank: 1, Node: "node1", Ranks: []int{1}, Metric: "link", Value: 1, Median: 2.5, Ratio: 0.4,
 				Text: "rank 1 (node1): link at 40 % of the others' median (1.000 GB/s vs 2.500 GB/s)"},
+			{Rank: 0, Node: "node1", Ranks: []int{0, 1}, Metric: "ring_link", Value: 1, Median: 3, Ratio: 1.0 / 3,
+				Text: "link rank 0 → rank 1 (node1 → node1) at 0.33× the other links' median (1.000 GB/s vs 3.000 GB/s)"},
 		},
 		Crowded: []Crowded{},
+		Links: []Link{
+			{From: 0, To: 1, FromNode: "node1", ToNode: "node1", GBs: 1},
+			{From: 1, To: 2, FromNode: "node1", ToNode: "node2", GBs: 2},
+			{From: 2, To: 0, FromNode: "node2", ToNode: "node1", GBs: 4},
+		},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("report (-want +got):\n%s", diff)
@@ -112,25 +122,28 @@ func TestWriteText(t *testing.T) {
 		samples []Sample
 		want    string
 	}{
-		{"one rank", []Sample{{Rank: 0, Node: "vm", Steps: 1, Compute: 0.5, ComputeStep: 0.5}}, `health: per rank, seconds over 1 step (step: the median step's compute; link: a broadcast from the rank)
-  rank         node            compute  step (ms)       wait       comm  link GB/s
-  0            vm                0.500    500.000      0.000      0.000          -
+		{"one rank", []Sample{{Rank: 0, Node: "vm", Steps: 1, Compute: 0.5, ComputeStep: 0.5}}, `health: per rank, seconds over 1 step (step: the median step's compute; link: a broadcast from the rank; next, prev: its ring links to rank+1, from rank-1)
+  rank         node            compute  step (ms)       wait       comm  link GB/s  next GB/s  prev GB/s
+  0            vm                0.500    500.000      0.000      0.000          -          -          -
 health: one rank: nothing to compare
 `},
-		{"no outliers, two nodes", []Sample{rank(0, "node1", 1, 2), rank(1, "node2", 1.1, 2.1)}, `health: per rank, seconds over 100 steps (step: the median step's compute; link: a broadcast from the rank)
-  rank         node            compute  step (ms)       wait       comm  link GB/s
-  0            node1             1.000     10.000      0.010      0.050      2.000
-  1            node2             1.100     11.000      0.010      0.050      2.100
+		{"no outliers, two nodes", []Sample{next(rank(0, "node1", 1, 2), 1.5), next(rank(1, "node2", 1.1, 2.1), 1.25)}, `health: per rank, seconds over 100 steps (step: the median step's compute; link: a broadcast from the rank; next, prev: its ring links to rank+1, from rank-1)
+  rank         node            compute  step (ms)       wait       comm  link GB/s  next GB/s  prev GB/s
+  0            node1             1.000     10.000      0.010      0.050      2.000      1.500      1.250
+  1            node2             1.100     11.000      0.010      0.050      2.100      1.250      1.500
 health: per node (mean of its ranks)
-  node         ranks           compute  step (ms)       wait       comm  link GB/s
-  node1        0                 1.000     10.000      0.010      0.050      2.000
-  node2        1                 1.100     11.000      0.010      0.050      2.100
+  node         ranks           compute  step (ms)       wait       comm  link GB/s  next GB/s  prev GB/s
+  node1        0                 1.000     10.000      0.010      0.050      2.000      1.500      1.250
+  node2        1                 1.100     11.000      0.010      0.050      2.100      1.250      1.500
+health: ring links between nodes
+  rank 0 → rank 1 (node1 → node2) 1.500 GB/s
+  rank 1 → rank 0 (node2 → node1) 1.250 GB/s
 health: no outliers (compute ≥ 1.5× or link ≤ 50 % of the others' median; links are compared from 3 ranks)
 `},
-		{"an outlier", []Sample{rank(0, "vm", 1, 0), rank(1, "vm", 2, 0)}, `health: per rank, seconds over 100 steps (step: the median step's compute; link: a broadcast from the rank)
-  rank         node            compute  step (ms)       wait       comm  link GB/s
-  0            vm                1.000     10.000      0.010      0.050          -
-  1            vm                2.000     20.000      0.010      0.050          -
+		{"an outlier", []Sample{rank(0, "vm", 1, 0), rank(1, "vm", 2, 0)}, `health: per rank, seconds over 100 steps (step: the median step's compute; link: a broadcast from the rank; next, prev: its ring links to rank+1, from rank-1)
+  rank         node            compute  step (ms)       wait       comm  link GB/s  next GB/s  prev GB/s
+  0            vm                1.000     10.000      0.010      0.050          -          -          -
+  1            vm                2.000     20.000      0.010      0.050          -          -          -
 health: outlier: rank 1 (vm): compute 2.0× the others' median (20 ms vs 10 ms a step)
 `},
 	} {
