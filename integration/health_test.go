@@ -2,12 +2,15 @@ package integration
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // slowRankScript runs its command pinned to core 0, except on rank $SLOW
@@ -41,6 +44,8 @@ type healthReport struct {
 		Compute float64 `json:"compute_seconds"`
 		Wait    float64 `json:"wait_seconds"`
 		LinkGBs float64 `json:"link_gbs"`
+		ToNext  float64 `json:"to_next_gbs"`
+		Prev    float64 `json:"from_prev_gbs"`
 	} `json:"ranks"`
 	Nodes []struct {
 		Node string `json:"node"`
@@ -50,6 +55,40 @@ type healthReport struct {
 		Host  string `json:"host"`
 		Ranks []int  `json:"ranks"`
 	} `json:"crowded"`
+	Links []healthLink `json:"links"`
+}
+
+// healthLink is one ring link of the report.
+type healthLink struct {
+	From     int     `json:"from"`
+	To       int     `json:"to"`
+	FromNode string  `json:"from_node"`
+	ToNode   string  `json:"to_node"`
+	GBs      float64 `json:"gbs"`
+	Error    string  `json:"error"`
+}
+
+// checkLinks fails t unless h has every ring link of n ranks measured
+// (rank r → r+1 mod n), each rank's to-next and from-prev its two links,
+// and returns the links that cross nodes as "rank r → s (a → b)".
+func checkLinks(t *testing.T, h healthReport, n int) []string {
+	t.Helper()
+	if len(h.Links) != n || len(h.Ranks) != n {
+		t.Fatalf("health: %d ring links, %d ranks: want %d of each\nlinks %+v", len(h.Links), len(h.Ranks), n, h.Links)
+	}
+	var cross []string
+	for i, l := range h.Links {
+		if l.From != i || l.To != (i+1)%n || !(l.GBs > 0) || l.Error != "" {
+			t.Errorf("ring link %+v: want %d → %d measured", l, i, (i+1)%n)
+		}
+		if r := h.Ranks[i]; r.ToNext != l.GBs || h.Ranks[(i+1)%n].Prev != l.GBs {
+			t.Errorf("link %d → %d at %v GB/s: rank %d's to-next is %v, rank %d's from-prev %v", l.From, l.To, l.GBs, i, r.ToNext, (i+1)%n, h.Ranks[(i+1)%n].Prev)
+		}
+		if l.FromNode != l.ToNode {
+			cross = append(cross, fmt.Sprintf("rank %d → %d (%s → %s)", l.From, l.To, l.FromNode, l.ToNode))
+		}
+	}
+	return cross
 }
 
 // healthOf finds the health report in rank 0's JSON output: train's
@@ -134,6 +173,7 @@ func TestHealthReportNamesSlowRank(t *testing.T) {
 			if len(h.Outliers) != 0 || len(h.Crowded) != 0 {
 				t.Errorf("outliers %+v, crowded %+v in an even run: want none\nranks %+v", h.Outliers, h.Crowded, h.Ranks)
 			}
+			checkLinks(t, h, 2)
 		})
 	}
 	// Four ranks on this machine's two CPUs wait for a CPU by turns: their
@@ -147,12 +187,16 @@ func TestHealthReportNamesSlowRank(t *testing.T) {
 		for _, o := range h.Outliers {
 			t.Errorf("outlier %q on a crowded machine", o.Text)
 		}
+		want := []string{"rank 1 → 2 (node1 → node2)", "rank 3 → 0 (node2 → node1)"}
+		if diff := cmp.Diff(want, checkLinks(t, h, 4)); diff != "" {
+			t.Errorf("ring links across nodes (-want +got):\n%s", diff)
+		}
 	})
 }
 
 // bench --report on the two nodes: one {"health": ...} line after the
-// results, a row per node, every link measured; the results still read
-// back (bench FILE).
+// results, a row per node, every link measured, both ring links crossing
+// the nodes; the results still read back (bench FILE).
 func TestBenchReportTwoNodes(t *testing.T) {
 	needCluster(t)
 	out := run(t, 2*time.Minute, "srun", "-N2", "-n2", "--time=5", bin, "bench", "--max-bytes", "64K", "--iters", "20", "--report", "--format", "json")
@@ -164,6 +208,10 @@ func TestBenchReportTwoNodes(t *testing.T) {
 		if !(r.LinkGBs > 0) {
 			t.Errorf("rank %d: link %v GB/s, want it measured", r.Rank, r.LinkGBs)
 		}
+	}
+	want := []string{"rank 0 → 1 (node1 → node2)", "rank 1 → 0 (node2 → node1)"}
+	if diff := cmp.Diff(want, checkLinks(t, h, 2)); diff != "" {
+		t.Errorf("ring links across nodes (-want +got):\n%s", diff)
 	}
 	file := filepath.Join(t.TempDir(), "b.jsonl")
 	if err := os.WriteFile(file, []byte(out), 0o644); err != nil {

@@ -151,8 +151,9 @@ func runWorld(t *testing.T, cfg Config, nodes []string) []string {
 }
 
 // --report: the summary object has the health report, a row per rank and
-// per node with every step timed and each rank's link measured; the text
-// ends with it.
+// per node with every step timed and each rank's links measured (the
+// broadcast and the ring links out and in), the ring's links listed; the
+// text ends with it.
 func TestRunReport(t *testing.T) {
 	cfg := Defaults
 	cfg.Epochs, cfg.Format, cfg.Report = 1, "json", true
@@ -166,9 +167,17 @@ func TestRunReport(t *testing.T) {
 		t.Fatalf("health %+v: want 3 ranks on 2 nodes", h)
 	}
 	for r, x := range h.Ranks {
-		if x.Rank != r || x.Steps != sum.Steps || !(x.Compute > 0) || !(x.Comm > 0) || !(x.LinkGBs > 0) {
-			t.Errorf("rank row %+v: want rank %d, %d steps, compute, comm and link measured", x, r, sum.Steps)
+		if x.Rank != r || x.Steps != sum.Steps || !(x.Compute > 0) || !(x.Comm > 0) || !(x.LinkGBs > 0) || !(x.ToNextGBs > 0) || !(x.FromPrevGBs > 0) {
+			t.Errorf("rank row %+v: want rank %d, %d steps, compute, comm and links measured", x, r, sum.Steps)
 		}
+	}
+	for i, l := range h.Links {
+		if l.From != i || l.To != (i+1)%3 || !(l.GBs > 0) || l.Error != "" {
+			t.Errorf("ring link %+v: want %d → %d measured", l, i, (i+1)%3)
+		}
+	}
+	if len(h.Links) != 3 || h.Links[0].FromNode != "node1" || h.Links[0].ToNode != "node2" {
+		t.Errorf("ring links %+v: want 3, the first node1 → node2", h.Links)
 	}
 	if diff := cmp.Diff([]int{1, 2}, h.Nodes[1].Ranks); diff != "" || h.Nodes[1].Node != "node2" {
 		t.Errorf("node rows %+v: want node2 with ranks 1, 2", h.Nodes)
