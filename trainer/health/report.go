@@ -7,7 +7,10 @@
 //     Report (rows, outliers), and its text; the JSON is the Report itself.
 //   - probe.go: Probe, the trainer.Comm wrapper that times a rank's steps
 //     (compute, waiting on the slowest rank, communication), and
-//     ProbeLinks, the link bandwidth of each rank.
+//     ProbeLinks, the bandwidth of a broadcast from each rank.
+//   - ring.go: ProbeRing, each rank's ring link to the next rank, one pair
+//     at a time over connections of its own (ringcard.go: what each rank
+//     announces); ringreport.go: the links' rows and outliers.
 //   - gather.go: Gather, every rank's Sample to every rank (Allgather).
 //
 // The measurement and the outlier rule are in docs/reference/train.md,
