@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/batchkit/batchkit/internal/bytesize"
 	"github.com/batchkit/batchkit/internal/jobauth"
 )
 
@@ -40,7 +41,6 @@ type RingOptions struct {
 	// Host is this rank's machine (Here): two ranks of one machine
 	// connect over loopback, others over the addresses each announces.
 	Host string
-	now  func() time.Time
 
 	// Test hooks: wrap the sending side of a link (a throttled link), and
 	// a rank that goes silent (listens but never answers).
@@ -124,9 +124,6 @@ func (o RingOptions) withDefaults(n int) RingOptions {
 	if o.Timeout <= 0 {
 		o.Timeout = RingTimeout
 	}
-	if o.now == nil {
-		o.now = time.Now
-	}
 	return o
 }
 
@@ -144,7 +141,7 @@ type ring struct {
 
 // connect dials next and accepts prev at once, both bounded by Timeout.
 func (l *ring) connect(ln *net.TCPListener, lnErr error, cards []card, token string) {
-	deadline := l.o.now().Add(l.o.Timeout)
+	deadline := time.Now().Add(l.o.Timeout)
 	accepted := make(chan struct{})
 	go func() {
 		defer close(accepted)
@@ -193,15 +190,15 @@ func flag(b bool) float64 {
 // turn moves Bytes over link from → to when this rank is one of its ends;
 // the sender times it up to the receiver's one-byte answer.
 func (l *ring) turn(from, to int, timed bool) {
-	deadline := l.o.now().Add(l.o.Timeout)
+	deadline := time.Now().Add(l.o.Timeout)
 	if from == l.me && !l.outDone {
-		t0 := l.o.now()
+		t0 := time.Now()
 		if err := send(l.out, l.buf, deadline); err != nil {
-			l.outErr, l.outDone = fmt.Errorf("sending to rank %d: %w", to, err), true
+			l.outErr, l.outDone = l.sendError(to, err), true
 			l.out.Close()
 			return
 		}
-		if d := l.o.now().Sub(t0); timed && (l.best == 0 || d < l.best) {
+		if d := time.Now().Sub(t0); timed && (l.best == 0 || d < l.best) {
 			l.best = d
 		}
 	}
@@ -211,6 +208,15 @@ func (l *ring) turn(from, to int, timed bool) {
 			l.in.Close()
 		}
 	}
+}
+
+// sendError: a turn that timed out says so, with the size and the bound.
+func (l *ring) sendError(to int, err error) error {
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return fmt.Errorf("%s to rank %d took over %v (%w)", bytesize.Format(int64(len(l.buf))), to, l.o.Timeout, err)
+	}
+	return fmt.Errorf("sending to rank %d: %w", to, err)
 }
 
 func send(c net.Conn, buf []byte, deadline time.Time) error {
@@ -251,28 +257,39 @@ func (l *ring) close() {
 }
 
 // acceptFrom takes the first connection that proves the secret and says
-// it is link from → to; others are closed.
+// it is link from → to; the others are closed. Each handshake runs on its
+// own goroutine, so that a connection that says nothing (a port scanner)
+// cannot keep the neighbour's waiting.
 func acceptFrom(ln *net.TCPListener, token string, from, to int, deadline time.Time, timeout time.Duration) (net.Conn, error) {
 	ln.SetDeadline(deadline)
 	want := linkFields(from, to)
+	won := make(chan net.Conn, 1)
 	for {
 		c, err := ln.Accept()
 		if err != nil {
+			select {
+			case c := <-won:
+				return c, verdict(c, deadline)
+			default:
+			}
 			var ne net.Error
 			if errors.As(err, &ne) && ne.Timeout() {
 				return nil, fmt.Errorf("rank %d did not connect within %v", from, timeout)
 			}
 			return nil, err
 		}
-		fields, _, err := ringProtocol.Accept(c, token, want, 0, deadline)
-		if err == nil && string(fields) == string(want) {
-			c.SetWriteDeadline(deadline)
-			if _, err = c.Write([]byte{1}); err == nil {
-				c.SetWriteDeadline(time.Time{})
-				return c, nil
+		go func() {
+			fields, _, err := ringProtocol.Accept(c, token, want, 0, deadline)
+			if err == nil && string(fields) == string(want) {
+				select {
+				case won <- c:
+					ln.SetDeadline(time.Now()) // stop accepting: the link is open
+					return
+				default:
+				}
 			}
-		}
-		c.Close()
+			c.Close()
+		}()
 	}
 }
 
@@ -306,6 +323,17 @@ func dialTo(to card, myHost, token string, from, toRank int, deadline time.Time,
 		}
 	}
 	return nil, fmt.Errorf("cannot connect to rank %d (%w)", toRank, errors.Join(errs...))
+}
+
+// verdict tells the dialer its link is taken.
+func verdict(c net.Conn, deadline time.Time) error {
+	c.SetWriteDeadline(deadline)
+	defer c.SetWriteDeadline(time.Time{})
+	if _, err := c.Write([]byte{1}); err != nil {
+		c.Close()
+		return err
+	}
+	return nil
 }
 
 func readVerdict(c net.Conn, _ []byte) error {

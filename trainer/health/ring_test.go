@@ -217,3 +217,32 @@ func TestCardRoundTrip(t *testing.T) {
 		t.Errorf("card (-want +got):\n%s", diff)
 	}
 }
+
+// TestRingStalledTurn: the link 2 → 3 stalls for longer than the timeout
+// in its turn (its sender asleep, its receiver waiting). Both ends give
+// up at the timeout, the link is named with the size and the bound, and
+// the other links are measured.
+func TestRingStalledTurn(t *testing.T) {
+	const timeout = time.Second
+	stall := func(from, to int, c net.Conn) net.Conn {
+		if from == 2 {
+			return slowWriter{c, timeout + timeout/2}
+		}
+		return c
+	}
+	rep, took := ringReport(t, oneHost, RingOptions{Bytes: 1 << 20, Timeout: timeout, wrap: stall})
+	if took > 3*timeout+2*time.Second {
+		t.Errorf("the probe took %v with a stalled link: want about its %v timeout", took, timeout)
+	}
+	if diff := cmp.Diff([]string{"2→3"}, ringNamed(rep)); diff != "" {
+		t.Errorf("ring-link outliers (-want +got):\n%s\nlinks: %+v", diff, rep.Links)
+	}
+	for _, l := range rep.Links {
+		switch {
+		case l.From == 2 && !strings.HasPrefix(l.Error, "1 MiB to rank 3 took over 1s ("):
+			t.Errorf("link 2 → 3: error %q: want it to name the size, rank 3 and the 1s timeout", l.Error)
+		case l.From != 2 && !(l.GBs > 0):
+			t.Errorf("link %d → %d: %v GB/s, error %q: want it measured", l.From, l.To, l.GBs, l.Error)
+		}
+	}
+}
