@@ -20,9 +20,12 @@ func NewSGD(n int, lr, momentum, weightDecay float32) *SGD {
 	return &SGD{LR: lr, Momentum: momentum, WeightDecay: weightDecay, Buf: make([]float32, n)}
 }
 
-// Step updates p in place from the gradient g.
-func (o *SGD) Step(p, g []float32) {
-	sgdStep(p, g[:len(p)], o.Buf[:len(p)], o.LR, o.Momentum, o.WeightDecay)
+// Step updates p in place from the gradient g and reports whether every
+// updated parameter is finite: the training loop's divergence check, made
+// in the pass that writes them rather than in a second pass over the
+// model's bytes (docs/performance.md, "The step's roofline").
+func (o *SGD) Step(p, g []float32) (finite bool) {
+	return sgdStep(p, g[:len(p)], o.Buf[:len(p)], o.LR, o.Momentum, o.WeightDecay)
 }
 
 // sgdGo is the update in Go. A cgo build (tag openblas or mkl: a C
@@ -30,11 +33,18 @@ func (o *SGD) Step(p, g []float32) {
 // same operations in the same order vectorised, bit for bit these
 // (TestSGDKernelBitIdentical): one pass over three arrays of the model's
 // size, a sixth of a compute-bound step in Go, a 4× faster loop in C.
-func sgdGo(p, g, buf []float32, lr, momentum, weightDecay float32) {
+// It reports whether every new p is finite (p-p is 0 unless p is ±Inf or
+// NaN).
+func sgdGo(p, g, buf []float32, lr, momentum, weightDecay float32) (finite bool) {
 	g, buf = g[:len(p)], buf[:len(p)]
+	finite = true
 	for i := range p {
 		d := g[i] + weightDecay*p[i]
 		buf[i] = momentum*buf[i] + d
 		p[i] -= lr * buf[i]
+		if p[i]-p[i] != 0 { // a branch never taken while training goes well
+			finite = false
+		}
 	}
+	return finite
 }
