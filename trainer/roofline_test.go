@@ -2,7 +2,13 @@ package trainer
 
 import (
 	"fmt"
+	"math"
 	"testing"
+	"time"
+
+	"github.com/batchkit/batchkit/topology"
+	"github.com/batchkit/batchkit/trainer/collective"
+	"github.com/batchkit/batchkit/trainer/gemm"
 )
 
 // streamSizes are BenchmarkStream's and BenchmarkSGDUpdate's array lengths:
@@ -82,6 +88,62 @@ func BenchmarkSGDUpdate(b *testing.B) {
 				opt.Step(p, g)
 			}
 			b.ReportMetric(float64(20*n)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GB/s")
+		})
+	}
+}
+
+// BenchmarkTrainStep is the training loop's step in the compute-bound
+// configuration (1 rank, hidden 1024,1024, batch 64, the digits), as
+// `batchkit train` runs it at 1 rank and make bench-train times it: Train
+// on the collective's self backend, each step timed from OnStepBegin to
+// OnStep (the batch's copy, LossGrad, the gradient's mean, the update, the
+// divergence check and the bookkeeping; not the evaluations). GFLOP/s
+// counts bench-train's 6.75 MFLOP a sample (forward 2·in·out a layer,
+// backward twice that), over the steps' time and over the fastest step's;
+// BenchmarkStep is the same work without the loop around it.
+func BenchmarkTrainStep(b *testing.B) {
+	train, test := digitsSplit(b)
+	hidden := []int{1024, 1024}
+	m, err := NewMLP(train.Features, hidden, 10)
+	if err != nil {
+		b.Fatal(err)
+	}
+	perSample := 0.0
+	for i := 1; i < len(m.Sizes); i++ {
+		perSample += 6 * float64(m.Sizes[i-1]*m.Sizes[i])
+	}
+	for _, lib := range gemm.Built() {
+		b.Run(lib.Name, func(b *testing.B) {
+			c, err := collective.Init(collective.Config{Topology: topology.Topology{Launcher: topology.Single, WorldSize: 1, LocalWorldSize: 1, NumNodes: 1}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer c.Close()
+			cfg := Config{Hidden: hidden, BatchSize: 64, LR: 0.01, Momentum: 0.9, WeightDecay: 1e-4, Seed: 1, Gemm: openGemm(b, lib.Name)}
+			steps := StepsPerEpoch(train.Rows(), 1, cfg.BatchSize)
+			cfg.Epochs = (b.N + steps - 1) / steps
+			var (
+				t0          time.Time
+				total, best = time.Duration(0), time.Duration(math.MaxInt64)
+			)
+			cfg.OnStepBegin = func() { t0 = time.Now() }
+			cfg.OnStep = func(s StepInfo) error {
+				d := time.Since(t0)
+				total += d
+				if s.GlobalStep%steps != 0 { // an epoch's last batch is short
+					best = min(best, d)
+				}
+				return nil
+			}
+			b.ResetTimer()
+			if _, err := Train(FromCollective(c), train, test, cfg); err != nil {
+				b.Fatal(err)
+			}
+			samples := float64(cfg.Epochs * train.Rows())
+			b.ReportMetric(perSample*samples/total.Seconds()/1e9, "GFLOP/s")
+			b.ReportMetric(perSample*float64(cfg.BatchSize)/best.Seconds()/1e9, "best-GFLOP/s")
+			b.ReportMetric(samples/total.Seconds(), "samples/s")
+			b.ReportMetric(total.Seconds()*1e3/float64(cfg.Epochs*steps), "ms/step")
 		})
 	}
 }
