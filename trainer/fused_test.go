@@ -119,3 +119,24 @@ func TestReluBackwardBitIdentical(t *testing.T) {
 		t.Errorf("bias gradient %d: %g, want %g", i, gb[i], wantB[i])
 	}
 }
+
+// The build's ReLU (C in a cgo build) is Go's max(v, 0) bit for bit on every
+// kind of value, over a length with a tail after any vector width.
+func TestReluForwardBitIdentical(t *testing.T) {
+	special := []float32{0, float32(math.Copysign(0, -1)), -1, 2, float32(math.NaN()), float32(math.Inf(1)),
+		float32(math.Inf(-1)), 1e-40, -1e-40, math.MaxFloat32, -math.MaxFloat32}
+	rng := rand.New(rand.NewPCG(9, 10))
+	z := make([]float32, 1003)
+	for i := range z {
+		z[i] = float32(rng.NormFloat64())
+		if rng.IntN(3) == 0 {
+			z[i] = special[rng.IntN(len(special))]
+		}
+	}
+	want := slices.Clone(z)
+	reluForwardGo(want)
+	reluForward(z)
+	if i := firstDiff(want, z); i >= 0 {
+		t.Errorf("element %d: %g (%#x), want %g (%#x)", i, z[i], math.Float32bits(z[i]), want[i], math.Float32bits(want[i]))
+	}
+}

@@ -127,9 +127,7 @@ func (m MLP) forward(p, x []float32, n int, ws *Workspace) {
 		// z = a · wᵀ + z
 		g.Sgemm(blas.NoTrans, blas.Trans, n, l.out, l.in, 1, a, l.in, l.w, l.in, 1, z, l.out)
 		if i < len(m.Sizes)-2 {
-			for j, v := range z {
-				z[j] = max(v, 0)
-			}
+			reluForward(z)
 		}
 	}
 }
@@ -196,13 +194,23 @@ func biasGrad(gb, dz []float32, n int) {
 	}
 }
 
-// reluBackward masks the gradient da (n × len(gb)) by the ReLU whose output
-// was a (zero where a <= 0) and, in the same pass over da, sets gb to the
-// sum of its masked rows as biasGrad does: the bias gradient of the layer
-// whose output gradient da is. The mask is an AND with the bits of a
+// reluForwardGo is the ReLU, z = max(z, 0), in Go; a cgo build runs
+// reluForward in C instead (relu_cgo.go), bit for bit this
+// (TestReluForwardBitIdentical).
+func reluForwardGo(z []float32) {
+	for j, v := range z {
+		z[j] = max(v, 0)
+	}
+}
+
+// reluBackwardGo masks the gradient da (n × len(gb)) by the ReLU whose
+// output was a (zero where a <= 0) and, in the same pass over da, sets gb
+// to the sum of its masked rows as biasGrad does: the bias gradient of the
+// layer whose output gradient da is. The mask is an AND with the bits of a
 // compare (a CMOV, no branch to mispredict on half the units); the result
-// is the branchy loop's, bit for bit (TestReluBackwardBitIdentical).
-func reluBackward(da, a, gb []float32, n int) {
+// is the branchy loop's, bit for bit (TestReluBackwardBitIdentical). A cgo
+// build runs reluBackward in C instead (relu_cgo.go), vectorised.
+func reluBackwardGo(da, a, gb []float32, n int) {
 	clear(gb)
 	out := len(gb)
 	for r := range n {

@@ -147,3 +147,33 @@ func BenchmarkTrainStep(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkReluPasses is the step's ReLU passes at the compute-bound
+// configuration's size (64 × 1024, a hidden layer): the forward ReLU and the
+// backward mask with its bias sum, in Go and as this build runs them (C in
+// a cgo build). GB/s counts what each reads and writes.
+func BenchmarkReluPasses(b *testing.B) {
+	const n, out = 64, 1024
+	a, da, gb := make([]float32, n*out), make([]float32, n*out), make([]float32, out)
+	for i := range a {
+		a[i], da[i] = float32(math.Sin(float64(i))), float32(math.Cos(float64(i)))
+	}
+	z := make([]float32, n*out)
+	for _, k := range []struct {
+		name  string
+		bytes int
+		run   func()
+	}{
+		{"forward/go", 8 * n * out, func() { copy(z, a); reluForwardGo(z) }},
+		{"forward/build", 8 * n * out, func() { copy(z, a); reluForward(z) }},
+		{"backward/go", 12 * n * out, func() { reluBackwardGo(da, a, gb, n) }},
+		{"backward/build", 12 * n * out, func() { reluBackward(da, a, gb, n) }},
+	} {
+		b.Run(k.name, func(b *testing.B) {
+			for b.Loop() {
+				k.run()
+			}
+			b.ReportMetric(float64(k.bytes)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GB/s")
+		})
+	}
+}
