@@ -90,3 +90,32 @@ func TestEncodeRefusesNonFinite(t *testing.T) {
 		}
 	}
 }
+
+// Weights that overflow in the update while the loss is still finite end
+// the run as diverged in "weights": the update reports them (SGD.Step),
+// the loop no longer scans the weights itself. The digits' first pixel is
+// 0 in every image, so a weight from it leaves the loss alone; its momentum
+// set to -MaxFloat32 pushes it from MaxFloat32 past the largest float32.
+func TestTrainStopsOnNonFiniteWeights(t *testing.T) {
+	train, test := digitsSplit(t)
+	for i := range train.Rows() {
+		if train.Row(i)[0] != 0 {
+			t.Fatalf("sample %d's first feature is %g: the test needs a feature that is 0 throughout", i, train.Row(i)[0])
+		}
+	}
+	cfg := defaults()
+	m, err := NewMLP(train.Features, cfg.Hidden, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newRun(NewLocalWorld(1).Comms[0], m, train, test, cfg)
+	r.params[0], r.opt.Buf[0] = math.MaxFloat32, -math.MaxFloat32 // layer 0's weight from feature 0 to unit 0
+	_, err = r.step([]int{0, 1, 2, 3})
+	var nf *NonFiniteError
+	if !errors.As(err, &nf) {
+		t.Fatalf("step: %v, want a NonFiniteError", err)
+	}
+	if want := (Divergence{Step: 1, Epoch: 1, What: "weights", Value: "+Inf"}); nf.Divergence != want {
+		t.Errorf("diverged at %+v, want %+v", nf.Divergence, want)
+	}
+}

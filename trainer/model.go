@@ -127,9 +127,7 @@ func (m MLP) forward(p, x []float32, n int, ws *Workspace) {
 		// z = a · wᵀ + z
 		g.Sgemm(blas.NoTrans, blas.Trans, n, l.out, l.in, 1, a, l.in, l.w, l.in, 1, z, l.out)
 		if i < len(m.Sizes)-2 {
-			for j, v := range z {
-				z[j] = max(v, 0)
-			}
+			reluForward(z)
 		}
 	}
 }
@@ -162,17 +160,13 @@ func (m MLP) LossGradEach(p, grad, x []float32, y []int32, ws *Workspace, ready 
 	lossSum, correct = softmaxXent(ws.acts[last][:n*k], y, k, dz)
 	ls, gs := m.layers(p), m.layers(grad)
 	g := m.gemm()
+	biasGrad(gs[len(gs)-1].b, dz, n)
 	for i := len(ls) - 1; i >= 0; i-- {
 		l, lg := ls[i], gs[i]
 		a, dz := ws.acts[i][:n*l.in], ws.dacts[i+1][:n*l.out]
-		// dW = dzᵀ · a; db = Σ rows of dz; da = dz · W, masked by ReLU.
+		// dW = dzᵀ · a; db = Σ rows of dz (made by the pass that made dz);
+		// da = dz · W, masked by ReLU, and the layer below's db with it.
 		g.Sgemm(blas.Trans, blas.NoTrans, l.out, l.in, n, 1, dz, l.out, a, l.in, 0, lg.w, l.in)
-		clear(lg.b)
-		for r := range n {
-			for j, v := range dz[r*l.out : (r+1)*l.out] {
-				lg.b[j] += v
-			}
-		}
 		if ready != nil {
 			ready(i)
 		}
@@ -181,13 +175,57 @@ func (m MLP) LossGradEach(p, grad, x []float32, y []int32, ws *Workspace, ready 
 		}
 		da := ws.dacts[i][:n*l.in]
 		g.Sgemm(blas.NoTrans, blas.NoTrans, n, l.in, l.out, 1, dz, l.out, l.w, l.in, 0, da, l.in)
-		for j, v := range a {
-			if v <= 0 {
-				da[j] = 0
-			}
-		}
+		reluBackward(da, a, gs[i-1].b, n)
 	}
 	return lossSum, correct
+}
+
+// biasGrad sets gb (out long) to the sum of dz's n rows (n × out), adding
+// them in row order.
+func biasGrad(gb, dz []float32, n int) {
+	clear(gb)
+	out := len(gb)
+	for r := range n {
+		row := dz[r*out : (r+1)*out]
+		gb := gb[:len(row)]
+		for j, v := range row {
+			gb[j] += v
+		}
+	}
+}
+
+// reluForwardGo is the ReLU, z = max(z, 0), in Go; a cgo build runs
+// reluForward in C instead (relu_cgo.go), bit for bit this
+// (TestReluForwardBitIdentical).
+func reluForwardGo(z []float32) {
+	for j, v := range z {
+		z[j] = max(v, 0)
+	}
+}
+
+// reluBackwardGo masks the gradient da (n × len(gb)) by the ReLU whose
+// output was a (zero where a <= 0) and, in the same pass over da, sets gb
+// to the sum of its masked rows as biasGrad does: the bias gradient of the
+// layer whose output gradient da is. The mask is an AND with the bits of a
+// compare (a CMOV, no branch to mispredict on half the units); the result
+// is the branchy loop's, bit for bit (TestReluBackwardBitIdentical). A cgo
+// build runs reluBackward in C instead (relu_cgo.go), vectorised.
+func reluBackwardGo(da, a, gb []float32, n int) {
+	clear(gb)
+	out := len(gb)
+	for r := range n {
+		d := da[r*out : (r+1)*out]
+		x, gb := a[r*out : (r+1)*out][:len(d)], gb[:len(d)]
+		for j, v := range x {
+			keep := uint32(math.MaxUint32)
+			if v <= 0 {
+				keep = 0
+			}
+			dj := math.Float32frombits(math.Float32bits(d[j]) & keep)
+			d[j] = dj
+			gb[j] += dj
+		}
+	}
 }
 
 // softmaxXent is the summed softmax cross-entropy of logits (n × k) against

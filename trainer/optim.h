@@ -5,7 +5,9 @@
 
 /* For i < n: d = g + weight_decay*p; buf = momentum*buf + d; p -= lr*buf,
  * each operation rounded to float on its own, as Go does (no fused
- * multiply-add: the file is compiled with fp-contract off). Cannot fail. */
-void bk_sgd_step(float *p, const float *g, float *buf, size_t n, float lr, float momentum, float weight_decay);
+ * multiply-add: the file is compiled with fp-contract off). Returns 0 when
+ * every new p is finite, else nonzero (the loop's divergence check, made
+ * in this pass). Cannot fail. */
+int bk_sgd_step(float *p, const float *g, float *buf, size_t n, float lr, float momentum, float weight_decay);
 
 #endif

@@ -10,11 +10,11 @@ import "C"
 import "unsafe"
 
 // sgdStep is the SGD update in C (optim.c), in a cgo BLAS build.
-func sgdStep(p, g, buf []float32, lr, momentum, weightDecay float32) {
+func sgdStep(p, g, buf []float32, lr, momentum, weightDecay float32) (finite bool) {
 	if len(p) == 0 {
-		return
+		return true
 	}
 	_, _ = g[len(p)-1], buf[len(p)-1] // the C loop reads len(p) of each
-	C.bk_sgd_step((*C.float)(unsafe.Pointer(unsafe.SliceData(p))), (*C.float)(unsafe.Pointer(unsafe.SliceData(g))),
-		(*C.float)(unsafe.Pointer(unsafe.SliceData(buf))), C.size_t(len(p)), C.float(lr), C.float(momentum), C.float(weightDecay))
+	return C.bk_sgd_step((*C.float)(unsafe.Pointer(unsafe.SliceData(p))), (*C.float)(unsafe.Pointer(unsafe.SliceData(g))),
+		(*C.float)(unsafe.Pointer(unsafe.SliceData(buf))), C.size_t(len(p)), C.float(lr), C.float(momentum), C.float(weightDecay)) == 0
 }

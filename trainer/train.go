@@ -205,10 +205,13 @@ func (r *run) step(idx []int) (StopReason, error) {
 	if extra[xSaveFailed] > 0 {
 		return NoStop, r.rank0Failed()
 	}
-	r.opt.Step(r.params, grad)
+	weights := r.params // to search for a non-finite one: the update saw one
+	if r.opt.Step(r.params, grad) {
+		weights = nil
+	}
 	r.globalStep++
 	r.stepInEpoch++
-	if err := r.finite("loss", float64(extra[xLoss])/float64(extra[xCount]), r.params); err != nil {
+	if err := r.finite("loss", float64(extra[xLoss])/float64(extra[xCount]), weights); err != nil {
 		return NoStop, err
 	}
 	w := float64(r.c.Size())
