@@ -83,7 +83,9 @@ func newOverlap(c Comm, buf []float32, plan []bucket) *overlap {
 	return o
 }
 
-// loop makes the calls queued. After a failure it makes no more (a
+// loop makes the calls queued, as calls beside compute
+// (AllreduceAvgIdle: the backward pass needs the core more than the call's
+// wait does). After a failure it makes no more (a
 // collective after a failed one may wait for ever) and repeats the error.
 func (o *overlap) loop() {
 	var failed error
@@ -93,7 +95,7 @@ func (o *overlap) loop() {
 			continue
 		}
 		t0 := time.Now()
-		failed = o.c.AllreduceAvg(b)
+		failed = AllreduceAvgIdle(o.c, b) // beside the backward pass
 		o.done <- callResult{err: failed, took: time.Since(t0)}
 	}
 }

@@ -38,6 +38,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/batchkit/batchkit/envvars"
 	"github.com/batchkit/batchkit/trainer/collective/backend"
 	"github.com/batchkit/batchkit/trainer/collective/internal/handoff"
 	"github.com/batchkit/batchkit/trainer/collective/tcp"
@@ -108,6 +109,7 @@ type cclBackend struct {
 	abandoned bool
 	pin       runtime.Pinner
 	yield     yielder
+	idle      handoff.IdlePoll // AllreduceIdle's sleeps between tests
 }
 
 // msgBuf is where the shim leaves oneCCL's text.
@@ -139,6 +141,10 @@ func New(o Options) (backend.Backend, error) {
 	if err != nil {
 		return nil, err
 	}
+	idle, err := handoff.ParseIdlePoll(getenv(envvars.IdlePoll))
+	if err != nil {
+		return nil, setupf("%v", err)
+	}
 	if err := initOnce(); err != nil {
 		return nil, err
 	}
@@ -147,7 +153,7 @@ func New(o Options) (backend.Backend, error) {
 		return nil, err
 	}
 	r := o.Rendezvous
-	b := &cclBackend{rank: r.Rank, size: r.Size, worker: w, timeout: r.Timeout, handoffAt: at, yield: yielder{now: time.Now},
+	b := &cclBackend{rank: r.Rank, size: r.Size, worker: w, timeout: r.Timeout, handoffAt: at, yield: yielder{now: time.Now}, idle: idle,
 		abort: (*C.int32_t)(C.calloc(1, 4)), // never freed: the watchdog may store to it after Close
 		msg:   (*msgBuf)(C.calloc(1, C.BKCCL_MSG_LEN))}
 	if b.timeout <= 0 {
@@ -248,6 +254,19 @@ func (b *cclBackend) Allreduce(send, recv backend.Buffer, op backend.Op) error {
 	return b.call(kAllreduce, send.Ptr, recv.Ptr, recv.Len, recv.Type, op, 0)
 }
 
+// AllreduceIdle is Allreduce for a call made beside compute (the
+// trainer's gradient buckets): always on this thread, sleeping between its
+// tests of oneCCL's event (b.idle) instead of polling, so that the wait
+// leaves the core to the compute. The same oneCCL call, so the same
+// result, bit for bit; the watchdog and the timeout hold as for a direct
+// call.
+func (b *cclBackend) AllreduceIdle(send, recv backend.Buffer, op backend.Op) error {
+	if send.Len != recv.Len || send.Type != recv.Type {
+		return fmt.Errorf("allreduce: send is %d × %v, receive %d × %v", send.Len, send.Type, recv.Len, recv.Type)
+	}
+	return b.callHow(kAllreduce, send.Ptr, recv.Ptr, recv.Len, recv.Type, op, 0, true)
+}
+
 func (b *cclBackend) Broadcast(buf backend.Buffer, root int) error {
 	if root < 0 || root >= b.size {
 		return fmt.Errorf("broadcast: root %d out of range for %d ranks", root, b.size)
@@ -293,6 +312,12 @@ func (b *cclBackend) Barrier() error { return b.call(kBarrier, nil, nil, 0, back
 // call, bkccl_direct, which polls oneCCL's event and the abort flag) when
 // it moves fewer than handoffAt bytes, else on the worker thread.
 func (b *cclBackend) call(k kind, send, recv unsafe.Pointer, count int, t backend.DType, op backend.Op, arg int) error {
+	return b.callHow(k, send, recv, count, t, op, arg, false)
+}
+
+// callHow is call, or with idle AllreduceIdle's wait: direct whatever its
+// size.
+func (b *cclBackend) callHow(k kind, send, recv unsafe.Pointer, count int, t backend.DType, op backend.Op, arg int, idle bool) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.closed {
@@ -304,8 +329,8 @@ func (b *cclBackend) call(k kind, send, recv unsafe.Pointer, count int, t backen
 	if b.abandoned {
 		return &TimeoutError{Call: callNames[k], Timeout: b.timeout.String()}
 	}
-	if bytes := callBytes(k, count, t, b.size); bytes < b.handoffAt {
-		return b.direct(k, send, recv, count, t, op, arg, bytes)
+	if bytes := callBytes(k, count, t, b.size); bytes < b.handoffAt || idle {
+		return b.direct(k, send, recv, count, t, op, arg, bytes, idle)
 	}
 	req := handoff.Request{Kind: int(k), DType: int(t), Op: int(op), Arg: arg, Handle: uintptr(b.comm),
 		Send: send, Recv: recv, Count: int64(count)}
@@ -343,15 +368,20 @@ func (b *cclBackend) cause(err error) error {
 	}
 }
 
-// direct makes the call on this thread (b.mu held).
+// direct makes the call on this thread (b.mu held); idle: sleeping
+// between tests (AllreduceIdle).
 //
 // The buffers go as *C.char, as in the mpi backend: cgo checks what an
 // unsafe.Pointer argument points to for Go pointers on every call, and
 // cannot hold any behind a *C.char.
-func (b *cclBackend) direct(k kind, send, recv unsafe.Pointer, count int, t backend.DType, op backend.Op, arg, bytes int) error {
+func (b *cclBackend) direct(k kind, send, recv unsafe.Pointer, count int, t backend.DType, op backend.Op, arg, bytes int, idle bool) error {
 	m := b.msg
+	var lo, hi int64 // 0: poll
+	if idle {
+		lo, hi = b.idle.Min.Nanoseconds(), b.idle.Max.Nanoseconds()
+	}
 	rc := C.bkccl_direct(C.int(k), C.int(t), C.int(op), C.int(arg), b.comm, (*C.char)(send), (*C.char)(recv),
-		C.int64_t(count), b.abort, C.int64_t(b.timeout), &m[0], C.size_t(len(m)))
+		C.int64_t(count), b.abort, C.int64_t(b.timeout), C.int64_t(lo), C.int64_t(hi), &m[0], C.size_t(len(m)))
 	switch rc {
 	case C.BKCCL_OK:
 		if b.yield.after(bytes) {

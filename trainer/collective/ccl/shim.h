@@ -57,8 +57,12 @@ int bkccl_call(const bk_request *req, char *msg, size_t len);
 // watchdog stores 1 in) is set, BKCCL_TIMEDOUT after timeout_ns (0: none).
 // The collective is then left in flight: its buffers must stay valid.
 // send and recv are char * so that cgo does not check them for Go pointers.
+// idle_min_ns > 0 (a call beside compute, collective.AllreduceIdle): it
+// sleeps between its tests of the event, from idle_min_ns doubling up to
+// idle_max_ns (idle.h), instead of polling.
 int bkccl_direct(int kind, int t, int op, int arg, uintptr_t comm, char *send, char *recv, int64_t count,
-                 const int32_t *abort, int64_t timeout_ns, char *msg, size_t len);
+                 const int32_t *abort, int64_t timeout_ns, int64_t idle_min_ns, int64_t idle_max_ns, char *msg,
+                 size_t len);
 
 // bkccl_loop makes iters float allreduces (sum, out of place) in a loop on
 // the caller's thread, for BenchmarkCCLOverhead: path BKCCL_LOOP_REF as the

@@ -31,6 +31,8 @@ package mpi
 #cgo CPPFLAGS: -I${SRCDIR}/../internal/handoff
 #cgo noescape bk_call
 #cgo nocallback bk_call
+#cgo noescape bk_allreduce_idle
+#cgo nocallback bk_allreduce_idle
 #include "shim.h"
 */
 import "C"
@@ -103,6 +105,7 @@ type mpiBackend struct {
 	rank, size int
 	handoffAt  int       // calls moving at least this many bytes run on the worker (mpiHandoffAt)
 	lastYield  time.Time // under mpiState's lock
+	idle       handoff.IdlePoll
 }
 
 // New joins the MPI world: MPI initialised (unless the program did it),
@@ -111,6 +114,10 @@ type mpiBackend struct {
 // for what a program using this backend should do.
 func New(t topology.Topology, getenv topology.Getenv) (backend.Backend, error) {
 	handoffAt, err := mpiHandoffAt(getenv)
+	if err != nil {
+		return nil, err
+	}
+	idle, err := idlePoll(getenv)
 	if err != nil {
 		return nil, err
 	}
@@ -133,7 +140,7 @@ func New(t topology.Topology, getenv topology.Getenv) (backend.Backend, error) {
 	if err := m.dupWorld(); err != nil {
 		return nil, err
 	}
-	m.handoffAt = handoffAt
+	m.handoffAt, m.idle = handoffAt, idle
 	mpiState.open++
 	mpiState.newest = m
 	return m, nil
@@ -276,6 +283,33 @@ func (m *mpiBackend) Allreduce(send, recv backend.Buffer, op backend.Op) error {
 		inplace = 1
 	}
 	return m.call(mpiAllreduce, send.Ptr, recv.Ptr, recv.Len, recv.Type, op, inplace)
+}
+
+// AllreduceIdle is Allreduce for a call made beside compute (the
+// trainer's gradient buckets): MPI_Iallreduce, then MPI_Test with sleeps
+// between tests (m.idle), on this thread, so that the wait leaves the core
+// to the compute. Same result, bit for bit: the same reduction, only the
+// waiting differs (MPI's non-blocking algorithms are their own, but at 2
+// ranks a sum is one addition, a + b = b + a).
+func (m *mpiBackend) AllreduceIdle(send, recv backend.Buffer, op backend.Op) error {
+	if send.Len != recv.Len || send.Type != recv.Type {
+		return fmt.Errorf("allreduce: send is %d × %v, receive %d × %v", send.Len, send.Type, recv.Len, recv.Type)
+	}
+	inplace := 0
+	if send.Ptr == recv.Ptr {
+		inplace = 1
+	}
+	mpiState.Lock()
+	defer mpiState.Unlock()
+	if m.closed {
+		return backend.ErrClosed
+	}
+	rc := C.bk_allreduce_idle(m.comm, (*C.char)(send.Ptr), (*C.char)(recv.Ptr), C.int64_t(recv.Len), C.int(recv.Type), C.int(op),
+		C.int(inplace), C.int64_t(mpiMaxCount), C.int64_t(m.idle.Min.Nanoseconds()), C.int64_t(m.idle.Max.Nanoseconds()))
+	if rc != C.MPI_SUCCESS {
+		return mpiError("MPI_Iallreduce", rc)
+	}
+	return nil
 }
 
 func (m *mpiBackend) Broadcast(buf backend.Buffer, root int) error {

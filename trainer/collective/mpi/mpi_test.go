@@ -404,25 +404,31 @@ func testMPIOpsT[T collective.Float](t *testing.T, c *collective.Comm) {
 }
 
 // testMPIChunking lowers the per-call count limit (INT_MAX in production) so
-// that allreduce and broadcast run in several MPI calls, and allgather and
+// that allreduce (blocking and idle) and broadcast run in several MPI calls, and allgather and
 // reduce-scatter refuse buffers above it.
 func testMPIChunking(t *testing.T, c *collective.Comm, m *mpi.Backend) {
 	defer mpi.SetMaxCount(5)()
 	n, me := c.Size(), c.Rank()
-	for _, inPlace := range []bool{false, true} {
-		send := make([]float64, 23)
-		for i := range send {
-			send[i] = conform.Input(me, i)
-		}
-		recv := send
-		if !inPlace {
-			recv = make([]float64, len(send))
-		}
-		if err := collective.Allreduce(c, send, recv, collective.Max); err != nil {
-			t.Errorf("chunked allreduce: %v", err)
-		}
-		if err := conform.Compare(fmt.Sprintf("chunked allreduce in place %v", inPlace), recv, func(i int) float64 { return conform.Want[float64](collective.Max, n, i) }); err != nil {
-			t.Error(err)
+	for _, idle := range []bool{false, true} {
+		for _, inPlace := range []bool{false, true} {
+			send := make([]float64, 23)
+			for i := range send {
+				send[i] = conform.Input(me, i)
+			}
+			recv := send
+			if !inPlace {
+				recv = make([]float64, len(send))
+			}
+			reduce := collective.Allreduce[float64]
+			if idle {
+				reduce = collective.AllreduceIdle[float64]
+			}
+			if err := reduce(c, send, recv, collective.Max); err != nil {
+				t.Errorf("chunked allreduce (idle %v): %v", idle, err)
+			}
+			if err := conform.Compare(fmt.Sprintf("chunked allreduce in place %v idle %v", inPlace, idle), recv, func(i int) float64 { return conform.Want[float64](collective.Max, n, i) }); err != nil {
+				t.Error(err)
+			}
 		}
 	}
 	f := make([]float32, 21)
