@@ -133,9 +133,10 @@ func (c *idleRecordComm) record(how string) error {
 	return nil
 }
 
-// The buckets' calls, made beside the backward pass, wait idle
-// (AllreduceAvgIdle); the one call of a step without buckets, after
-// backward, is the blocking one, which has the lowest latency.
+// The buckets' calls made beside the backward pass wait idle
+// (AllreduceAvgIdle); those sent once it is done (the last bucket, and the
+// one call of a step without buckets) are the blocking ones, which have
+// the lowest latency.
 func TestBucketsWaitIdle(t *testing.T) {
 	m := MLP{Sizes: []int{5, 7, 6, 3}}
 	p := make([]float32, m.NumParams())
@@ -147,7 +148,7 @@ func TestBucketsWaitIdle(t *testing.T) {
 		want     []string
 	}{
 		{0, []string{"blocking"}},
-		{1, []string{"idle", "idle", "idle"}},
+		{1, []string{"idle", "idle", "blocking"}},
 	} {
 		c := &idleRecordComm{Comm: NewLocalWorld(1).Comms[0]}
 		buf := make([]float32, nExtra+m.NumParams())
