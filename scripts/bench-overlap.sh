@@ -15,7 +15,8 @@
 # Samples/s and comm times are those of epochs 2..E (the first warms up).
 # BEFORE=REV (a git revision, e.g. main) also builds that revision's
 # binaries (git archive into $OUT/overlap-before) and runs every backend
-# with them too, in the same repetitions, as the row "BACKEND@before". A
+# with them too, in the same repetitions, as the row "BACKEND@before" (not
+# the NAME~MIN,MAX rows: the sleeps are this revision's). A
 # backend written NAME~MIN,MAX runs with BATCHKIT_IDLE_POLL=MIN,MAX (the
 # sleeps of mpi's and ccl's bucket calls, µs): BACKENDS="mpich mpich~16,256".
 # Every run records the 1-minute load average when it ended.
@@ -49,7 +50,7 @@ if [ -n "$BEFORE" ]; then
 	mkdir -p "$B"
 	git archive "$BEFORE" | tar -x -C "$B"
 	build "$B"
-	BACKENDS="$BACKENDS $(printf '%s\n' $BACKENDS | grep -v '^independent' | sed 's/$/@before/' | tr '\n' ' ')"
+	BACKENDS="$BACKENDS $(printf '%s\n' $BACKENDS | grep -v -e '^independent' -e '~' | sed 's/$/@before/' | tr '\n' ' ')"
 fi
 W=$OUT/overlap-work
 rm -rf "$W"

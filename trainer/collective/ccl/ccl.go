@@ -255,11 +255,11 @@ func (b *cclBackend) Allreduce(send, recv backend.Buffer, op backend.Op) error {
 }
 
 // AllreduceIdle is Allreduce for a call made beside compute (the
-// trainer's gradient buckets): always on this thread, sleeping between its
-// tests of oneCCL's event (b.idle) instead of polling, so that the wait
-// leaves the core to the compute. The same oneCCL call, so the same
-// result, bit for bit; the watchdog and the timeout hold as for a direct
-// call.
+// trainer's gradient buckets): always on the worker thread, which sleeps
+// between tests of oneCCL's event that found nothing to do (b.idle)
+// instead of polling, while the goroutine waits parked, its P free for the
+// compute even at GOMAXPROCS=1. The same oneCCL call, so the same result,
+// bit for bit; the watchdog and the timeout hold as for any worker call.
 func (b *cclBackend) AllreduceIdle(send, recv backend.Buffer, op backend.Op) error {
 	if send.Len != recv.Len || send.Type != recv.Type {
 		return fmt.Errorf("allreduce: send is %d × %v, receive %d × %v", send.Len, send.Type, recv.Len, recv.Type)
@@ -315,8 +315,8 @@ func (b *cclBackend) call(k kind, send, recv unsafe.Pointer, count int, t backen
 	return b.callHow(k, send, recv, count, t, op, arg, false)
 }
 
-// callHow is call, or with idle AllreduceIdle's wait: direct whatever its
-// size.
+// callHow is call, or with idle AllreduceIdle's: on the worker whatever
+// its size.
 func (b *cclBackend) callHow(k kind, send, recv unsafe.Pointer, count int, t backend.DType, op backend.Op, arg int, idle bool) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -329,11 +329,14 @@ func (b *cclBackend) callHow(k kind, send, recv unsafe.Pointer, count int, t bac
 	if b.abandoned {
 		return &TimeoutError{Call: callNames[k], Timeout: b.timeout.String()}
 	}
-	if bytes := callBytes(k, count, t, b.size); bytes < b.handoffAt || idle {
-		return b.direct(k, send, recv, count, t, op, arg, bytes, idle)
+	if bytes := callBytes(k, count, t, b.size); bytes < b.handoffAt && !idle {
+		return b.direct(k, send, recv, count, t, op, arg, bytes)
 	}
 	req := handoff.Request{Kind: int(k), DType: int(t), Op: int(op), Arg: arg, Handle: uintptr(b.comm),
 		Send: send, Recv: recv, Count: int64(count)}
+	if idle {
+		req.Idle = b.idle
+	}
 	rc, msg, err := b.worker.Call(req, time.Now().Add(b.timeout))
 	switch {
 	case errors.Is(err, handoff.ErrAbandoned):
@@ -368,20 +371,15 @@ func (b *cclBackend) cause(err error) error {
 	}
 }
 
-// direct makes the call on this thread (b.mu held); idle: sleeping
-// between tests (AllreduceIdle).
+// direct makes the call on this thread (b.mu held).
 //
 // The buffers go as *C.char, as in the mpi backend: cgo checks what an
 // unsafe.Pointer argument points to for Go pointers on every call, and
 // cannot hold any behind a *C.char.
-func (b *cclBackend) direct(k kind, send, recv unsafe.Pointer, count int, t backend.DType, op backend.Op, arg, bytes int, idle bool) error {
+func (b *cclBackend) direct(k kind, send, recv unsafe.Pointer, count int, t backend.DType, op backend.Op, arg, bytes int) error {
 	m := b.msg
-	var lo, hi int64 // 0: poll
-	if idle {
-		lo, hi = b.idle.Min.Nanoseconds(), b.idle.Max.Nanoseconds()
-	}
 	rc := C.bkccl_direct(C.int(k), C.int(t), C.int(op), C.int(arg), b.comm, (*C.char)(send), (*C.char)(recv),
-		C.int64_t(count), b.abort, C.int64_t(b.timeout), C.int64_t(lo), C.int64_t(hi), &m[0], C.size_t(len(m)))
+		C.int64_t(count), b.abort, C.int64_t(b.timeout), &m[0], C.size_t(len(m)))
 	switch rc {
 	case C.BKCCL_OK:
 		if b.yield.after(bytes) {

@@ -114,9 +114,9 @@ int64_t mono_ns() {
 // not at the start: a read is a system call on a machine without a vDSO
 // clock (~0.4 µs on this project's VM, 8 % of an 8-byte allreduce), and a
 // call that ends sooner cannot have timed out. So the timeout counts from
-// the 256th pass, a few µs to ms late. With idle (a call beside compute:
-// bkccl_direct's idle_min_ns > 0) it sleeps between passes instead
-// (idle.h), and reads the clock every pass: the sleep costs more.
+// the 256th pass, a few µs to ms late. With idle (a call beside compute,
+// on the worker: bkccl_call of a request with idle_min > 0) it sleeps
+// after passes that found nothing to do (idle.h).
 //
 // When oneCCL throws while waiting (a peer's connection failed), the event
 // is left alone too before the exception goes on: destroying it would wait
@@ -138,7 +138,7 @@ int finish(ccl::event &e, const int32_t *abort, int64_t timeout_ns, bk_idle *idl
 					return BKCCL_TIMEDOUT;
 			}
 			if (idle)
-				bk_idle_sleep(idle);
+				bk_idle_wait(idle);
 		}
 		return BKCCL_OK;
 	} catch (...) {
@@ -252,17 +252,16 @@ int bkccl_comm_free(uintptr_t comm, char *msg, size_t len) {
 }
 
 int bkccl_call(const bk_request *req, char *msg, size_t len) {
-	return run(req->kind, req->t, req->op, req->arg, req->h, reinterpret_cast<void *>(req->send),
-	           reinterpret_cast<void *>(req->recv), req->count, nullptr, 0, nullptr, msg, len);
+	void *send = reinterpret_cast<void *>(req->send), *recv = reinterpret_cast<void *>(req->recv);
+	if (req->idle_min > 0) {
+		bk_idle w = bk_idle_start(req->idle_min, req->idle_max);
+		return run(req->kind, req->t, req->op, req->arg, req->h, send, recv, req->count, nullptr, 0, &w, msg, len);
+	}
+	return run(req->kind, req->t, req->op, req->arg, req->h, send, recv, req->count, nullptr, 0, nullptr, msg, len);
 }
 
 int bkccl_direct(int kind, int t, int op, int arg, uintptr_t comm, char *send, char *recv, int64_t count,
-                 const int32_t *abort, int64_t timeout_ns, int64_t idle_min_ns, int64_t idle_max_ns, char *msg,
-                 size_t len) {
-	if (idle_min_ns > 0) {
-		bk_idle w = bk_idle_start(idle_min_ns, idle_max_ns);
-		return run(kind, t, op, arg, comm, send, recv, count, abort, timeout_ns, &w, msg, len);
-	}
+                 const int32_t *abort, int64_t timeout_ns, char *msg, size_t len) {
 	return run(kind, t, op, arg, comm, send, recv, count, abort, timeout_ns, nullptr, msg, len);
 }
 

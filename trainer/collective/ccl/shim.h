@@ -49,7 +49,9 @@ int bkccl_comm_create(int size, int rank, uintptr_t kvs, uintptr_t *comm, char *
 int bkccl_comm_free(uintptr_t comm, char *msg, size_t len);
 // bkccl_call makes one collective: req->kind names it, req->arg is the
 // root of a broadcast, req->count the elements (per rank for allgather's
-// send and reduce-scatter's receive). A bk_call_fn: the worker runs it.
+// send and reduce-scatter's receive); req->idle_min > 0 is a call beside
+// compute, waited for with sleeps between tests (idle.h) instead of
+// polling. A bk_call_fn: the worker runs it.
 int bkccl_call(const bk_request *req, char *msg, size_t len);
 // bkccl_direct makes the same call on the caller's thread (the Go backend's
 // small calls, with no hand-off to wake up twice): it waits by polling the
@@ -57,12 +59,8 @@ int bkccl_call(const bk_request *req, char *msg, size_t len);
 // watchdog stores 1 in) is set, BKCCL_TIMEDOUT after timeout_ns (0: none).
 // The collective is then left in flight: its buffers must stay valid.
 // send and recv are char * so that cgo does not check them for Go pointers.
-// idle_min_ns > 0 (a call beside compute, collective.AllreduceIdle): it
-// sleeps between its tests of the event, from idle_min_ns doubling up to
-// idle_max_ns (idle.h), instead of polling.
 int bkccl_direct(int kind, int t, int op, int arg, uintptr_t comm, char *send, char *recv, int64_t count,
-                 const int32_t *abort, int64_t timeout_ns, int64_t idle_min_ns, int64_t idle_max_ns, char *msg,
-                 size_t len);
+                 const int32_t *abort, int64_t timeout_ns, char *msg, size_t len);
 
 // bkccl_loop makes iters float allreduces (sum, out of place) in a loop on
 // the caller's thread, for BenchmarkCCLOverhead: path BKCCL_LOOP_REF as the

@@ -287,10 +287,13 @@ func (m *mpiBackend) Allreduce(send, recv backend.Buffer, op backend.Op) error {
 
 // AllreduceIdle is Allreduce for a call made beside compute (the
 // trainer's gradient buckets): MPI_Iallreduce, then MPI_Test with sleeps
-// between tests (m.idle), on this thread, so that the wait leaves the core
-// to the compute. Same result, bit for bit: the same reduction, only the
-// waiting differs (MPI's non-blocking algorithms are their own, but at 2
-// ranks a sum is one addition, a + b = b + a).
+// between tests that found nothing to do (m.idle), on the worker thread
+// while the goroutine waits parked, so that the wait leaves the core, and
+// the goroutine's P, to the compute (at GOMAXPROCS=1 a cgo call holds the
+// only P until sysmon takes it back, up to 10 ms). On this thread if the
+// worker cannot run. Same result, bit for bit: the same reduction, only
+// the waiting differs (MPI's non-blocking algorithms are their own, but at
+// 2 ranks a sum is one addition, a + b = b + a).
 func (m *mpiBackend) AllreduceIdle(send, recv backend.Buffer, op backend.Op) error {
 	if send.Len != recv.Len || send.Type != recv.Type {
 		return fmt.Errorf("allreduce: send is %d × %v, receive %d × %v", send.Len, send.Type, recv.Len, recv.Type)
@@ -304,8 +307,11 @@ func (m *mpiBackend) AllreduceIdle(send, recv backend.Buffer, op backend.Op) err
 	if m.closed {
 		return backend.ErrClosed
 	}
-	rc := C.bk_allreduce_idle(m.comm, (*C.char)(send.Ptr), (*C.char)(recv.Ptr), C.int64_t(recv.Len), C.int(recv.Type), C.int(op),
-		C.int(inplace), C.int64_t(mpiMaxCount), C.int64_t(m.idle.Min.Nanoseconds()), C.int64_t(m.idle.Max.Nanoseconds()))
+	rc, ok := mpiHandoffIdle(mpiAllreduce, m.comm, send.Ptr, recv.Ptr, recv.Len, recv.Type, op, inplace, 1, m.idle)
+	if !ok {
+		rc = C.bk_allreduce_idle(m.comm, (*C.char)(send.Ptr), (*C.char)(recv.Ptr), C.int64_t(recv.Len), C.int(recv.Type), C.int(op),
+			C.int(inplace), C.int64_t(mpiMaxCount), C.int64_t(m.idle.Min.Nanoseconds()), C.int64_t(m.idle.Max.Nanoseconds()))
+	}
 	if rc != C.MPI_SUCCESS {
 		return mpiError("MPI_Iallreduce", rc)
 	}
@@ -390,6 +396,11 @@ func callBytes(kind mpiKind, count int, t backend.DType, ranks int) int {
 // so the worker's Start and Call errors are the cases that cannot happen
 // with pipes we own; each turns the worker off for good, as before.
 func mpiHandoff(kind mpiKind, comm C.uintptr_t, send, recv unsafe.Pointer, count int, t backend.DType, op backend.Op, arg, iters int) (rc C.int, ok bool) {
+	return mpiHandoffIdle(kind, comm, send, recv, count, t, op, arg, iters, handoff.IdlePoll{})
+}
+
+// mpiHandoffIdle is mpiHandoff; idle set makes an allreduce AllreduceIdle's.
+func mpiHandoffIdle(kind mpiKind, comm C.uintptr_t, send, recv unsafe.Pointer, count int, t backend.DType, op backend.Op, arg, iters int, idle handoff.IdlePoll) (rc C.int, ok bool) {
 	if mpiState.workerOff {
 		return 0, false
 	}
@@ -403,7 +414,7 @@ func mpiHandoff(kind mpiKind, comm C.uintptr_t, send, recv unsafe.Pointer, count
 		mpiState.worker = w
 	}
 	r := handoff.Request{Kind: int(kind), DType: int(t), Op: int(op), Arg: arg, Handle: uintptr(comm),
-		Send: send, Recv: recv, Count: int64(count), Max: mpiMaxCount, Iters: int64(iters)}
+		Send: send, Recv: recv, Count: int64(count), Max: mpiMaxCount, Iters: int64(iters), Idle: idle}
 	code, _, err := w.Call(r, time.Time{})
 	if errors.Is(err, handoff.ErrNotSent) {
 		mpiState.workerOff = true

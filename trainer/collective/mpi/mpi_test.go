@@ -526,6 +526,9 @@ func testMPIWorker(t *testing.T, c *collective.Comm, m *mpi.Backend) {
 	}{
 		{"broadcast of the threshold's bytes", func() error { return collective.Broadcast(c, big, 0) }, 1},
 		{"broadcast of one element less", func() error { return collective.Broadcast(c, big[:len(big)-1], 0) }, 0},
+		// A call beside compute waits on the worker whatever its size: the
+		// goroutine parks and its P goes to the compute.
+		{"idle allreduce of one element", func() error { return collective.AllreduceIdle(c, big[:1], big[:1], collective.Sum) }, 1},
 		{"allgather of the threshold's bytes, counted over every rank", func() error {
 			return collective.Allgather(c, make([]float32, len(big)/c.Size()), big[:len(big)/c.Size()*c.Size()])
 		}, boolInt(at%(4*c.Size()) == 0)},

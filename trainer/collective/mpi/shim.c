@@ -139,7 +139,7 @@ static int bk_iallreduce_wait(const void *s, void *r, int n, MPI_Datatype dt, MP
 		rc = MPI_Test(&req, &done, MPI_STATUS_IGNORE);
 		if (rc != MPI_SUCCESS || done)
 			break;
-		bk_idle_sleep(w);
+		bk_idle_wait(w);
 	}
 	return rc;
 }
@@ -199,6 +199,9 @@ int bk_call(int kind, uintptr_t h, char *send, char *recv, int64_t count, int t,
 
 int bk_mpi_call(const bk_request *r, char *msg, size_t len) {
 	(void)msg, (void)len;
+	if (r->kind == BK_ALLREDUCE && r->idle_min > 0)
+		return bk_allreduce_idle(r->h, (char *)r->send, (char *)r->recv, r->count, r->t, r->op, r->arg, r->max,
+		                         r->idle_min, r->idle_max);
 	return bk_call(r->kind, r->h, (char *)r->send, (char *)r->recv, r->count, r->t, r->op, r->arg, r->max);
 }
 
