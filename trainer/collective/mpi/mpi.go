@@ -11,8 +11,9 @@ package mpi
 // internal/handoff. One cgo call per collective keeps the overhead per call
 // to the cgo transition and a mutex.
 //
-// Go memory is handed to MPI only for the duration of a blocking call: no
-// non-blocking MPI. Short calls run on the calling goroutine's thread and
+// Go memory is handed to MPI only for the duration of one C call: the one
+// non-blocking call (AllreduceIdle's MPI_Iallreduce) is waited for inside
+// the C function that starts it. Short calls run on the calling goroutine's thread and
 // keep nothing (hence #cgo noescape / nocallback on bk_call); large ones run
 // on a C thread while the goroutine waits (see mpiHandoff), their buffers
 // pinned with runtime.Pinner for that time. Buffers
