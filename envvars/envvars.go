@@ -106,6 +106,11 @@ const (
 	CCLHandoff = "BATCHKIT_CCL_HANDOFF"
 )
 
+// IdlePoll is "MIN,MAX" in microseconds: the sleeps between the tests of a
+// collective the MPI or oneCCL backend makes beside compute (the trainer's
+// gradient buckets).
+const IdlePoll = "BATCHKIT_IDLE_POLL"
+
 // What `batchkit env --format shell` exports besides the torchrun contract,
 // for a user's script; batchkit itself never reads them.
 const (
@@ -132,8 +137,9 @@ var Read = []Var{
 	{NumNodes, "set by batchkit mpirun for its ranks: the number of nodes of the launch, which Hydra does not tell a rank"},
 	{Requeue, "set to 1 by batchkit sbatch --requeue for its ranks: an exit 75 requeues the job"},
 	{TCPShm, "0: the TCP backend does not use shared memory between the ranks of one host"},
-	{MPIHandoff, "bytes from which a call of the MPI backend runs on its worker thread (0: none does)"},
+	{MPIHandoff, "bytes from which a call of the MPI backend runs on its worker thread (0: none does, but the idle calls of train's gradient buckets)"},
 	{CCLHandoff, "bytes from which a call of the oneCCL backend runs on its worker thread (0: every call)"},
+	{IdlePoll, "MIN,MAX in microseconds: an MPI or oneCCL allreduce of train's gradient buckets tests for completion and sleeps between tests, from MIN doubling to MAX (default 2,64)"},
 }
 
 // Exported are the variables batchkit writes for a user and never reads.

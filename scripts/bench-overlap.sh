@@ -13,6 +13,13 @@
 #     order of the two 2-rank runs alternates; a control row, two
 #     independent 1-rank runs at once, is what the machine gives 2 processes.
 # Samples/s and comm times are those of epochs 2..E (the first warms up).
+# BEFORE=REV (a git revision, e.g. main) also builds that revision's
+# binaries (git archive into $OUT/overlap-before) and runs every backend
+# with them too, in the same repetitions, as the row "BACKEND@before" (not
+# the NAME~MIN,MAX rows: the sleeps are this revision's). A
+# backend written NAME~MIN,MAX runs with BATCHKIT_IDLE_POLL=MIN,MAX (the
+# sleeps of mpi's and ccl's bucket calls, µs): BACKENDS="mpich mpich~16,256".
+# Every run records the 1-minute load average when it ended.
 # Writes $OUT/overlap-runs.jsonl and $OUT/overlap-summary.txt.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,16 +29,28 @@ REPS=${REPS:-5}
 ON=${ON:-1}
 EPOCHS=${EPOCHS:-3}
 BACKENDS=${BACKENDS:-independent tcp openmpi mpich ccl}
+BEFORE=${BEFORE:-}
 PYTHON=${PYTHON:-/usr/bin/python3}
 BIG=(--hidden 1024,1024 --batch-size 64 --epochs "$EPOCHS")
-BK=bin/batchkit
 
-make -s build
-make -s build-mpi MPI=openmpi
-make -s build-mpi MPI=mpich
-if [[ " $BACKENDS " == *" ccl "* ]] && ! make -s build-ccl; then
-	echo "bench-overlap: no oneCCL (make intel-stack): ccl left out" >&2
-	BACKENDS=${BACKENDS/ccl/}
+# build DIR: the binaries bin/batchkit{,-openmpi,-mpich,-ccl} in DIR.
+build() {
+	make -s -C "$1" build
+	make -s -C "$1" build-mpi MPI=openmpi
+	make -s -C "$1" build-mpi MPI=mpich
+	if [[ " $BACKENDS " == *" ccl"* ]] && ! make -s -C "$1" build-ccl; then
+		echo "bench-overlap: no oneCCL (make intel-stack): ccl left out" >&2
+		BACKENDS=$(printf '%s\n' $BACKENDS | grep -v '^ccl' | tr '\n' ' ')
+	fi
+}
+build .
+if [ -n "$BEFORE" ]; then
+	B=$OUT/overlap-before
+	rm -rf "$B"
+	mkdir -p "$B"
+	git archive "$BEFORE" | tar -x -C "$B"
+	build "$B"
+	BACKENDS="$BACKENDS $(printf '%s\n' $BACKENDS | grep -v -e '^independent' -e '~' | sed 's/$/@before/' | tr '\n' ' ')"
 fi
 W=$OUT/overlap-work
 rm -rf "$W"
@@ -47,20 +66,31 @@ record() {
 	"$PYTHON" - "$@" >>"$RUNS" <<'EOF'
 import json, sys
 backend, label, rep, metrics = sys.argv[1:5]
+load = float(open("/proc/loadavg").read().split()[0])
 epochs = [json.loads(l) for l in open(metrics)]
 later = epochs[1:]
 secs = sum(1 / e["samples_per_second"] for e in later)
 print(json.dumps({"backend": backend, "label": label, "rep": int(rep),
                   "samples_per_second": len(later) / secs, "steps": later[-1]["step"] - epochs[0]["step"],
                   "comm_s": sum(e.get("comm_s", 0) for e in later),
-                  "comm_exposed_s": sum(e.get("comm_exposed_s", 0) for e in later)}))
+                  "comm_exposed_s": sum(e.get("comm_exposed_s", 0) for e in later), "load1": load}))
 EOF
 }
 
-# launch BACKEND N FLAGS...: train on N ranks of BACKEND.
+# launch BACKEND N FLAGS...: train on N ranks of BACKEND (NAME[~MIN,MAX][@before]).
 launch() {
-	local backend=$1 n=$2 i pids=()
+	local backend=$1 n=$2 i pids=() BK=bin/batchkit
 	shift 2
+	if [[ $backend == *@before ]]; then
+		BK=$B/bin/batchkit
+		backend=${backend%@before}
+	fi
+	if [[ $backend == *~* ]]; then
+		export BATCHKIT_IDLE_POLL=${backend#*~}
+		backend=${backend%%~*}
+	else
+		unset BATCHKIT_IDLE_POLL
+	fi
 	case $backend in
 	independent) # N single-rank trainings at once, samples/s summed
 		for i in $(seq "$n"); do
@@ -77,9 +107,9 @@ with open(out, "w") as f:
         f.write(json.dumps(dict(ep[0], samples_per_second=sum(e["samples_per_second"] for e in ep))) + "\n")
 ' "$M" "$n" ;;
 	tcp) "$BK" run -n "$n" -- "$BK" train --backend tcp "$@" --metrics "$M" ;;
-	openmpi) "${ompi[@]}" -n "$n" bin/batchkit-openmpi train --backend mpi "$@" --metrics "$M" ;;
-	mpich) mpirun.mpich -n "$n" bin/batchkit-mpich train --backend mpi "$@" --metrics "$M" ;;
-	ccl) bin/batchkit-ccl run -n "$n" -- bin/batchkit-ccl train --backend ccl "$@" --metrics "$M" ;;
+	openmpi) "${ompi[@]}" ${BATCHKIT_IDLE_POLL:+-x BATCHKIT_IDLE_POLL} -n "$n" "$BK-openmpi" train --backend mpi "$@" --metrics "$M" ;;
+	mpich) mpirun.mpich -n "$n" "$BK-mpich" train --backend mpi "$@" --metrics "$M" ;;
+	ccl) "$BK-ccl" run -n "$n" -- "$BK-ccl" train --backend ccl "$@" --metrics "$M" ;;
 	esac
 }
 
@@ -113,14 +143,19 @@ def spread(xs):
 backends = list(dict.fromkeys(r["backend"] for r in runs))
 print("# scaling 1 -> 2 ranks (samples/s at 2 / (2 x at 1)), --hidden 1024,1024, batch 64, GOMAXPROCS=1;")
 print("# median [min–max] over %d repetitions; buckets: --bucket-mb %s; hidden: 1 - exposed / comm (rank 0)" % (reps, on))
-print("| backend | without overlap | with overlap | A/A (1 rank again) | comm, exposed per step without (ms) | comm, exposed per step with (ms) | hidden with | samples/s at 1, 2 off, 2 on |")
-print("|---|---|---|---|---|---|---|---|")
+loads = [r["load1"] for r in runs if "load1" in r]
+if loads:
+    print("# load average (1 min) at the end of the runs: %s" % spread(loads))
+ceiling = {r: val("independent", "2-off", r) / (2 * val("independent", "1", r)) for r in R} if "independent" in backends else {}
+print("# with / ceiling: the scaling with overlap over the same repetition's 2-independent-runs scaling")
+print("| backend | without overlap | with overlap | with / ceiling | with / without, per repetition | A/A (1 rank again) | comm, exposed per step without (ms) | comm, exposed per step with (ms) | hidden with | samples/s at 1, 2 off, 2 on |")
+print("|---|---|---|---|---|---|---|---|---|---|")
 for b in backends:
     aa = [val(b, "1-aa", r) / val(b, "1", r) for r in R]
     s1 = statistics.median(val(b, "1", r) for r in R)
     if b == "independent":
         eff = [val(b, "2-off", r) / (2 * val(b, "1", r)) for r in R]
-        print("| 2 independent 1-rank runs (ceiling) | %s | — | %s | — | — | — | %.0f, %.0f |" % (
+        print("| 2 independent 1-rank runs (ceiling) | %s | — | — | — | %s | — | — | — | %.0f, %.0f |" % (
             spread(eff), spread(aa), s1, statistics.median(val(b, "2-off", r) for r in R)))
         continue
     cols = []
@@ -130,8 +165,10 @@ for b in backends:
         return statistics.median(val(b, lab, r, key) / val(b, lab, r, "steps") for r in R)
     comm = {lab: (per_step(lab, "comm_s"), per_step(lab, "comm_exposed_s")) for lab in ("2-off", "2-on")}
     hidden = [1 - val(b, "2-on", r, "comm_exposed_s") / val(b, "2-on", r, "comm_s") for r in R if val(b, "2-on", r, "comm_s") > 0]
-    print("| %s | %s | %s | %s | %.1f, %.1f | %.1f, %.1f | %s | %.0f, %.0f, %.0f |" % (
-        b, cols[0], cols[1], spread(aa),
+    ofceil = [val(b, "2-on", r) / (2 * val(b, "1", r)) / ceiling[r] for r in R] if ceiling else []
+    pairs = ", ".join("%.2f" % (val(b, "2-on", r) / val(b, "2-off", r)) for r in R)
+    print("| %s | %s | %s | %s | %s | %s | %.1f, %.1f | %.1f, %.1f | %s | %.0f, %.0f, %.0f |" % (
+        b, cols[0], cols[1], spread(ofceil) if ofceil else "—", pairs, spread(aa),
         1e3 * comm["2-off"][0], 1e3 * comm["2-off"][1], 1e3 * comm["2-on"][0], 1e3 * comm["2-on"][1],
         spread(hidden) if hidden else "—", s1,
         statistics.median(val(b, "2-off", r) for r in R), statistics.median(val(b, "2-on", r) for r in R)))

@@ -64,9 +64,18 @@ type overlap struct {
 	buf   []float32
 	plan  []bucket
 	next  int // the next bucket to send
-	queue chan []float32
+	queue chan call
 	done  chan callResult
 	stats CommStats
+}
+
+// call is one bucket's allreduce: beside compute (sent by ready, while
+// backward runs) it waits idle (AllreduceAvgIdle: the backward pass needs
+// the core more than the call's wait does); sent by finish, with nothing
+// left to compute, it polls (AllreduceAvg: the lowest latency).
+type call struct {
+	buf    []float32
+	beside bool
 }
 
 type callResult struct {
@@ -77,7 +86,7 @@ type callResult struct {
 func newOverlap(c Comm, buf []float32, plan []bucket) *overlap {
 	o := &overlap{c: c, buf: buf, plan: plan}
 	if len(plan) > 1 {
-		o.queue, o.done = make(chan []float32, len(plan)), make(chan callResult, len(plan))
+		o.queue, o.done = make(chan call, len(plan)), make(chan callResult, len(plan))
 		go o.loop()
 	}
 	return o
@@ -93,7 +102,11 @@ func (o *overlap) loop() {
 			continue
 		}
 		t0 := time.Now()
-		failed = o.c.AllreduceAvg(b)
+		if b.beside {
+			failed = AllreduceAvgIdle(o.c, b.buf)
+		} else {
+			failed = o.c.AllreduceAvg(b.buf)
+		}
 		o.done <- callResult{err: failed, took: time.Since(t0)}
 	}
 }
@@ -103,7 +116,7 @@ func (o *overlap) loop() {
 func (o *overlap) ready(layer int) {
 	for o.queue != nil && o.next < len(o.plan)-1 && o.plan[o.next].layer >= layer {
 		b := o.plan[o.next]
-		o.queue <- o.buf[b.lo:b.hi]
+		o.queue <- call{buf: o.buf[b.lo:b.hi], beside: true}
 		o.next++
 	}
 }
@@ -121,7 +134,7 @@ func (o *overlap) finish() error {
 	}
 	for ; o.next < len(o.plan); o.next++ {
 		b := o.plan[o.next]
-		o.queue <- o.buf[b.lo:b.hi]
+		o.queue <- call{buf: o.buf[b.lo:b.hi]}
 	}
 	var first error
 	for range o.plan {

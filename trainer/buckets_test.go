@@ -115,6 +115,56 @@ func TestBucketedEqualsUnbucketed(t *testing.T) {
 	}
 }
 
+// idleRecordComm tells apart the two ways of averaging.
+type idleRecordComm struct {
+	Comm
+	mu  sync.Mutex
+	how []string
+}
+
+func (c *idleRecordComm) AllreduceAvg(buf []float32) error { return c.record("blocking") }
+func (c *idleRecordComm) AllreduceAvgIdle(buf []float32) error {
+	return c.record("idle")
+}
+func (c *idleRecordComm) record(how string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.how = append(c.how, how)
+	return nil
+}
+
+// The buckets' calls made beside the backward pass wait idle
+// (AllreduceAvgIdle); those sent once it is done (the last bucket, and the
+// one call of a step without buckets) are the blocking ones, which have
+// the lowest latency.
+func TestBucketsWaitIdle(t *testing.T) {
+	m := MLP{Sizes: []int{5, 7, 6, 3}}
+	p := make([]float32, m.NumParams())
+	m.InitParams(p, 1)
+	x := make([]float32, 4*5)
+	y := []int32{0, 2, 1, 2}
+	for _, tc := range []struct {
+		capBytes int
+		want     []string
+	}{
+		{0, []string{"blocking"}},
+		{1, []string{"idle", "idle", "blocking"}},
+	} {
+		c := &idleRecordComm{Comm: NewLocalWorld(1).Comms[0]}
+		buf := make([]float32, nExtra+m.NumParams())
+		ov := newOverlap(c, buf, bucketPlan(m, nExtra, tc.capBytes))
+		var ws Workspace
+		m.LossGradEach(p, buf[nExtra:], x, y, &ws, ov.ready)
+		if err := ov.finish(); err != nil {
+			t.Fatal(err)
+		}
+		ov.stop()
+		if diff := cmp.Diff(tc.want, c.how); diff != "" {
+			t.Errorf("bucket size %d: the calls (-want +got):\n%s", tc.capBytes, diff)
+		}
+	}
+}
+
 func TestBucketSizeRefused(t *testing.T) {
 	cfg := defaults()
 	cfg.BucketBytes = -1

@@ -22,6 +22,23 @@ type Comm interface {
 	Barrier() error
 }
 
+// IdleComm is a Comm that can also average beside compute, waiting for
+// the other ranks without keeping a core busy (collective.AllreduceIdle):
+// the gradient buckets' calls, made while the backward pass runs, go
+// through it when the Comm has it (AllreduceAvgIdle).
+type IdleComm interface {
+	AllreduceAvgIdle(buf []float32) error
+}
+
+// AllreduceAvgIdle is c's AllreduceAvgIdle when c is an IdleComm, else its
+// AllreduceAvg: the same numbers either way.
+func AllreduceAvgIdle(c Comm, buf []float32) error {
+	if ic, ok := c.(IdleComm); ok {
+		return ic.AllreduceAvgIdle(buf)
+	}
+	return c.AllreduceAvg(buf)
+}
+
 // FromCollective adapts a trainer/collective communicator.
 func FromCollective(c *collective.Comm) Comm { return collectiveComm{c} }
 
@@ -31,6 +48,9 @@ func (a collectiveComm) Rank() int { return a.c.Rank() }
 func (a collectiveComm) Size() int { return a.c.Size() }
 func (a collectiveComm) AllreduceAvg(buf []float32) error {
 	return collective.Allreduce(a.c, buf, buf, collective.Avg)
+}
+func (a collectiveComm) AllreduceAvgIdle(buf []float32) error {
+	return collective.AllreduceIdle(a.c, buf, buf, collective.Avg)
 }
 func (a collectiveComm) Allgather(send, recv []float64) error {
 	return collective.Allgather(a.c, send, recv)

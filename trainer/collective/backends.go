@@ -27,7 +27,9 @@ type backendRow struct {
 	once bool
 	// setup adapts the process once the backend runs (cmd's initComm).
 	setup func(getenv topology.Getenv)
-	// idleWait: a call waiting for its peers takes no CPU (IdleWait).
+	// idleWait: an AllreduceIdle waiting for its peers takes no CPU
+	// (IdleWait): the backend implements backend.IdleAllreducer, or
+	// every call of it waits so (tcp).
 	idleWait bool
 }
 
@@ -38,13 +40,13 @@ var backends = []backendRow{
 		// the world: not Open MPI under srun --mpi=pmi2, say.
 		auto:  func(cfg Config) bool { return mpi.Offered(mpi.Library, cfg.Topology, getenvOf(cfg)) },
 		check: func(cfg Config) error { return mpi.CheckWireUp(mpi.Library, cfg.Topology, getenvOf(cfg)) },
-		open:  openMPI, once: true, setup: mpi.SetupProcess,
+		open:  openMPI, once: true, setup: mpi.SetupProcess, idleWait: true,
 	},
 	{
 		// Never picked by Auto: the job asks for oneCCL by name. A world
 		// of one is a oneCCL communicator too (its conformance at 1 rank).
 		kind: CCL, lib: cclLibrary(), notBuilt: ErrNoCCL,
-		open: openCCL, setup: mpi.SetupProcess,
+		open: openCCL, setup: mpi.SetupProcess, idleWait: true,
 	},
 	{kind: TCP, lib: "go", open: openTCP, selfAtOne: true, idleWait: true},
 }
@@ -109,12 +111,13 @@ func Library(name string) string {
 	return ""
 }
 
-// IdleWait reports whether a call of the backend named name (a Comm's
-// Backend()) waits for its peers without taking a CPU: tcp's goroutine
-// parks in the netpoller, while MPI's and oneCCL's progress engines poll
-// on the calling (or worker) thread. Only then does a collective made
-// beside compute (the trainer's gradient buckets) cost the compute nothing
-// while it waits for the other ranks.
+// IdleWait reports whether an AllreduceIdle of the backend named name (a
+// Comm's Backend()) waits for its peers without taking a CPU: tcp's
+// goroutine parks in the netpoller whichever call it makes; mpi and ccl
+// test a non-blocking call between sleeps (their AllreduceIdle), where
+// their Allreduce polls. Only then does a collective made beside compute
+// (the trainer's gradient buckets) cost the compute little while it waits
+// for the other ranks.
 func IdleWait(name string) bool {
 	r := rowNamed(name)
 	return r != nil && r.idleWait

@@ -107,6 +107,11 @@ func (c *Comm) barrier() error {
 // same slice twice for an in-place call. Every rank ends with bit-identical
 // recv.
 func Allreduce[T Float](c *Comm, send, recv []T, op Op) error {
+	return allreduce(c, send, recv, op, false)
+}
+
+// allreduce is Allreduce, or with idle AllreduceIdle.
+func allreduce[T Float](c *Comm, send, recv []T, op Op, idle bool) error {
 	return c.do("allreduce", func() error {
 		s, r := backend.BufferOf(send), backend.BufferOf(recv)
 		if err := checkOp(op); err != nil {
@@ -119,7 +124,7 @@ func Allreduce[T Float](c *Comm, send, recv []T, op Op) error {
 		if op == Avg {
 			base = Sum
 		}
-		if err := c.b.Allreduce(s, r, base); err != nil {
+		if err := c.backendAllreduce(s, r, base, idle); err != nil {
 			return err
 		}
 		if op == Avg {
@@ -127,6 +132,26 @@ func Allreduce[T Float](c *Comm, send, recv []T, op Op) error {
 		}
 		return nil
 	})
+}
+
+// backendAllreduce is the backend's Allreduce, or with idle its
+// AllreduceIdle when it has one.
+func (c *Comm) backendAllreduce(s, r backend.Buffer, op Op, idle bool) error {
+	if b, ok := c.b.(backend.IdleAllreducer); ok && idle {
+		return b.AllreduceIdle(s, r, op)
+	}
+	return c.b.Allreduce(s, r, op)
+}
+
+// AllreduceIdle is Allreduce for a call made beside compute, such as the
+// trainer's gradient buckets during the backward pass: the same result,
+// bit for bit, but the call waits for the other ranks without keeping a
+// core busy where the backend can (IdleWait): mpi and ccl start it
+// non-blocking and test it between sleeps, which frees the core for the
+// compute and makes the call end up to a sleep later. Latency-bound
+// callers use Allreduce.
+func AllreduceIdle[T Float](c *Comm, send, recv []T, op Op) error {
+	return allreduce(c, send, recv, op, true)
 }
 
 // Broadcast copies root's buf into buf on every rank.

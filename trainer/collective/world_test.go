@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/batchkit/batchkit/detect"
 	"github.com/batchkit/batchkit/topology"
 	"github.com/batchkit/batchkit/trainer/collective"
@@ -92,5 +94,18 @@ func TestSelfWorld(t *testing.T) {
 			t.Error(err)
 		}
 		c.Close()
+	}
+}
+
+// IdleWait is the backends table's: every backend's AllreduceIdle waits
+// without a CPU (tcp's every call does), self has no peers to wait for.
+func TestIdleWait(t *testing.T) {
+	got := map[string]bool{}
+	for _, name := range []string{"tcp", "mpi", "ccl", "self", "nccl"} {
+		got[name] = collective.IdleWait(name)
+	}
+	want := map[string]bool{"tcp": true, "mpi": true, "ccl": true, "self": false, "nccl": false}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("IdleWait (-want +got):\n%s", diff)
 	}
 }

@@ -110,6 +110,11 @@ func (p *Probe) AllreduceAvg(buf []float32) error {
 	return p.timed(func() error { return p.Comm.AllreduceAvg(buf) })
 }
 
+// AllreduceAvgIdle is AllreduceAvg made beside compute (trainer.IdleComm).
+func (p *Probe) AllreduceAvgIdle(buf []float32) error {
+	return p.timed(func() error { return trainer.AllreduceAvgIdle(p.Comm, buf) })
+}
+
 func (p *Probe) Allgather(send, recv []float64) error {
 	return p.timed(func() error { return p.Comm.Allgather(send, recv) })
 }

@@ -223,3 +223,26 @@ func TestProbeConcurrent(t *testing.T) {
 		t.Errorf("sample %+v: want 3 steps, comm measured, compute >= 0", s)
 	}
 }
+
+// idleOnly counts the calls made beside compute (trainer.IdleComm).
+type idleOnly struct {
+	trainer.Comm
+	idle int
+}
+
+func (c *idleOnly) AllreduceAvgIdle(buf []float32) error { c.idle++; return c.Comm.AllreduceAvg(buf) }
+
+// A Probe passes the gradient buckets' idle calls on as idle calls, and
+// times them: without it the buckets under --report would poll a core.
+func TestProbeForwardsIdle(t *testing.T) {
+	c := &idleOnly{Comm: trainer.NewLocalWorld(1).Comms[0]}
+	p := NewProbe(c, nil)
+	p.StepBegin()
+	if err := trainer.AllreduceAvgIdle(p, make([]float32, 8)); err != nil {
+		t.Fatal(err)
+	}
+	p.StepEnd(0)
+	if s := p.Sample(); c.idle != 1 || !(s.Comm > 0) {
+		t.Errorf("idle calls %d, comm %v: want 1 call, timed", c.idle, s.Comm)
+	}
+}

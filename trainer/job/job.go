@@ -158,11 +158,12 @@ func (c Config) Setup() (*Setup, error) {
 	return s, nil
 }
 
-// AutoBucketMB is --bucket-mb auto on a backend whose calls wait without
-// a CPU (collective.IdleWait: tcp): DDP's first bucket. On the others
-// (mpi, ccl) auto is 0: their progress engines poll, and a call waiting
-// beside the backward pass took the CPU its compute needed (on this
-// project's 2-core machine, 2 ranks at GOMAXPROCS=1: docs/performance.md).
+// AutoBucketMB is --bucket-mb auto on a backend whose calls made beside
+// compute wait without a CPU (collective.IdleWait: tcp, and mpi and ccl
+// through their AllreduceIdle): DDP's first bucket. On a backend without
+// (self) auto is 0. Before mpi and ccl had AllreduceIdle, auto was 0 on
+// them: their progress engines polled a core beside the backward pass
+// (docs/performance.md, "Gradient buckets").
 const AutoBucketMB = 1
 
 // parseBucketMB reads --bucket-mb: "auto" (AutoBucketMB or 0, by backend:

@@ -159,6 +159,13 @@ type (
 	Barrierer interface {
 		Barrier() error
 	}
+	// IdleAllreducer is Allreduce, bit for bit, for a call made beside
+	// compute: it waits for its peers without keeping a core busy (a
+	// non-blocking call tested between sleeps), where Allreduce polls for
+	// the lowest latency.
+	IdleAllreducer interface {
+		AllreduceIdle(send, recv Buffer, op Op) error
+	}
 )
 
 // ErrClosed is returned by operations on a closed communicator or backend.

@@ -38,6 +38,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/batchkit/batchkit/envvars"
 	"github.com/batchkit/batchkit/trainer/collective/backend"
 	"github.com/batchkit/batchkit/trainer/collective/internal/handoff"
 	"github.com/batchkit/batchkit/trainer/collective/tcp"
@@ -108,6 +109,7 @@ type cclBackend struct {
 	abandoned bool
 	pin       runtime.Pinner
 	yield     yielder
+	idle      handoff.IdlePoll // AllreduceIdle's sleeps between tests
 }
 
 // msgBuf is where the shim leaves oneCCL's text.
@@ -139,6 +141,10 @@ func New(o Options) (backend.Backend, error) {
 	if err != nil {
 		return nil, err
 	}
+	idle, err := handoff.ParseIdlePoll(getenv(envvars.IdlePoll))
+	if err != nil {
+		return nil, setupf("%v", err)
+	}
 	if err := initOnce(); err != nil {
 		return nil, err
 	}
@@ -147,7 +153,7 @@ func New(o Options) (backend.Backend, error) {
 		return nil, err
 	}
 	r := o.Rendezvous
-	b := &cclBackend{rank: r.Rank, size: r.Size, worker: w, timeout: r.Timeout, handoffAt: at, yield: yielder{now: time.Now},
+	b := &cclBackend{rank: r.Rank, size: r.Size, worker: w, timeout: r.Timeout, handoffAt: at, yield: yielder{now: time.Now}, idle: idle,
 		abort: (*C.int32_t)(C.calloc(1, 4)), // never freed: the watchdog may store to it after Close
 		msg:   (*msgBuf)(C.calloc(1, C.BKCCL_MSG_LEN))}
 	if b.timeout <= 0 {
@@ -248,6 +254,19 @@ func (b *cclBackend) Allreduce(send, recv backend.Buffer, op backend.Op) error {
 	return b.call(kAllreduce, send.Ptr, recv.Ptr, recv.Len, recv.Type, op, 0)
 }
 
+// AllreduceIdle is Allreduce for a call made beside compute (the
+// trainer's gradient buckets): always on the worker thread, which sleeps
+// between tests of oneCCL's event that found nothing to do (b.idle)
+// instead of polling, while the goroutine waits parked, its P free for the
+// compute even at GOMAXPROCS=1. The same oneCCL call, so the same result,
+// bit for bit; the watchdog and the timeout hold as for any worker call.
+func (b *cclBackend) AllreduceIdle(send, recv backend.Buffer, op backend.Op) error {
+	if send.Len != recv.Len || send.Type != recv.Type {
+		return fmt.Errorf("allreduce: send is %d × %v, receive %d × %v", send.Len, send.Type, recv.Len, recv.Type)
+	}
+	return b.callHow(kAllreduce, send.Ptr, recv.Ptr, recv.Len, recv.Type, op, 0, true)
+}
+
 func (b *cclBackend) Broadcast(buf backend.Buffer, root int) error {
 	if root < 0 || root >= b.size {
 		return fmt.Errorf("broadcast: root %d out of range for %d ranks", root, b.size)
@@ -293,6 +312,12 @@ func (b *cclBackend) Barrier() error { return b.call(kBarrier, nil, nil, 0, back
 // call, bkccl_direct, which polls oneCCL's event and the abort flag) when
 // it moves fewer than handoffAt bytes, else on the worker thread.
 func (b *cclBackend) call(k kind, send, recv unsafe.Pointer, count int, t backend.DType, op backend.Op, arg int) error {
+	return b.callHow(k, send, recv, count, t, op, arg, false)
+}
+
+// callHow is call, or with idle AllreduceIdle's: on the worker whatever
+// its size.
+func (b *cclBackend) callHow(k kind, send, recv unsafe.Pointer, count int, t backend.DType, op backend.Op, arg int, idle bool) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.closed {
@@ -304,11 +329,14 @@ func (b *cclBackend) call(k kind, send, recv unsafe.Pointer, count int, t backen
 	if b.abandoned {
 		return &TimeoutError{Call: callNames[k], Timeout: b.timeout.String()}
 	}
-	if bytes := callBytes(k, count, t, b.size); bytes < b.handoffAt {
+	if bytes := callBytes(k, count, t, b.size); bytes < b.handoffAt && !idle {
 		return b.direct(k, send, recv, count, t, op, arg, bytes)
 	}
 	req := handoff.Request{Kind: int(k), DType: int(t), Op: int(op), Arg: arg, Handle: uintptr(b.comm),
 		Send: send, Recv: recv, Count: int64(count)}
+	if idle {
+		req.Idle = b.idle
+	}
 	rc, msg, err := b.worker.Call(req, time.Now().Add(b.timeout))
 	switch {
 	case errors.Is(err, handoff.ErrAbandoned):

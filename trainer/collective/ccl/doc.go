@@ -15,8 +15,9 @@
 // flight returns an error instead of hanging in oneCCL. A call moving less
 // than HandoffDefault (16 MiB; BATCHKIT_CCL_HANDOFF) runs on the calling
 // thread, one cgo call (bkccl_direct) that polls oneCCL's event and an
-// abort flag the watchdog sets; larger ones run on a worker thread
-// (internal/handoff) the goroutine can give up on. The rendezvous timeout
+// abort flag the watchdog sets; larger ones, and AllreduceIdle's calls
+// beside compute (tested between sleeps, internal/handoff/idle.h), run on a
+// worker thread (internal/handoff) the goroutine can give up on. The rendezvous timeout
 // bounds each call either way. Handing every call to the worker cost an
 // 8-byte allreduce ~9 µs of its 22 (two thread wake-ups) against 12 µs for
 // oneCCL called from C++; direct, it took 13. A direct call now allocates

@@ -13,6 +13,7 @@
 #include <exception>
 #include <memory>
 
+#include "idle.h"
 #include "reduce.h"
 
 static_assert(ccl::kvs::address_max_size == BKCCL_ADDR_LEN, "collective: oneCCL's KVS address size changed");
@@ -113,14 +114,16 @@ int64_t mono_ns() {
 // not at the start: a read is a system call on a machine without a vDSO
 // clock (~0.4 µs on this project's VM, 8 % of an 8-byte allreduce), and a
 // call that ends sooner cannot have timed out. So the timeout counts from
-// the 256th pass, a few µs to ms late.
+// the 256th pass, a few µs to ms late. With idle (a call beside compute,
+// on the worker: bkccl_call of a request with idle_min > 0) it sleeps
+// after passes that found nothing to do (idle.h).
 //
 // When oneCCL throws while waiting (a peer's connection failed), the event
 // is left alone too before the exception goes on: destroying it would wait
 // for it and throw again, from a destructor, which ends the process.
-int finish(ccl::event &e, const int32_t *abort, int64_t timeout_ns) {
+int finish(ccl::event &e, const int32_t *abort, int64_t timeout_ns, bk_idle *idle) {
 	try {
-		if (!abort && timeout_ns <= 0) {
+		if (!abort && timeout_ns <= 0 && !idle) {
 			e.wait();
 			return BKCCL_OK;
 		}
@@ -128,12 +131,14 @@ int finish(ccl::event &e, const int32_t *abort, int64_t timeout_ns) {
 		for (unsigned i = 1; !e.test(); i++) {
 			if (abort && __atomic_load_n(abort, __ATOMIC_RELAXED))
 				return BKCCL_ABORTED;
-			if (timeout_ns > 0 && i % 256 == 0) {
+			if (timeout_ns > 0 && (idle || i % 256 == 0)) {
 				if (!deadline)
 					deadline = mono_ns() + timeout_ns;
 				else if (mono_ns() > deadline)
 					return BKCCL_TIMEDOUT;
 			}
+			if (idle)
+				bk_idle_wait(idle);
 		}
 		return BKCCL_OK;
 	} catch (...) {
@@ -144,7 +149,7 @@ int finish(ccl::event &e, const int32_t *abort, int64_t timeout_ns) {
 
 // run makes one collective (see bkccl_call and bkccl_direct).
 int run(int kind, int t, int op, int arg, uintptr_t h, void *send, void *recv, int64_t count, const int32_t *abort,
-        int64_t timeout_ns, char *msg, size_t len) {
+        int64_t timeout_ns, bk_idle *idle, char *msg, size_t len) {
 	ccl::datatype dt;
 	ccl::reduction red = ccl::reduction::sum;
 	ccl::reduction_fn fn = nullptr;
@@ -186,7 +191,7 @@ int run(int kind, int t, int op, int arg, uintptr_t h, void *send, void *recv, i
 		case BKCCL_BARRIER: e = ccl::barrier(comm); break;
 		default: rc = bad(msg, len, "collective", kind); return;
 		}
-		rc = finish(e, abort, timeout_ns);
+		rc = finish(e, abort, timeout_ns, idle);
 		if (rc != BKCCL_OK) {
 			// An event destroyed before it completes waits for it
 			// (host_event_impl's destructor): this one is left alone.
@@ -247,13 +252,17 @@ int bkccl_comm_free(uintptr_t comm, char *msg, size_t len) {
 }
 
 int bkccl_call(const bk_request *req, char *msg, size_t len) {
-	return run(req->kind, req->t, req->op, req->arg, req->h, reinterpret_cast<void *>(req->send),
-	           reinterpret_cast<void *>(req->recv), req->count, nullptr, 0, msg, len);
+	void *send = reinterpret_cast<void *>(req->send), *recv = reinterpret_cast<void *>(req->recv);
+	if (req->idle_min > 0) {
+		bk_idle w = bk_idle_start(req->idle_min, req->idle_max);
+		return run(req->kind, req->t, req->op, req->arg, req->h, send, recv, req->count, nullptr, 0, &w, msg, len);
+	}
+	return run(req->kind, req->t, req->op, req->arg, req->h, send, recv, req->count, nullptr, 0, nullptr, msg, len);
 }
 
 int bkccl_direct(int kind, int t, int op, int arg, uintptr_t comm, char *send, char *recv, int64_t count,
                  const int32_t *abort, int64_t timeout_ns, char *msg, size_t len) {
-	return run(kind, t, op, arg, comm, send, recv, count, abort, timeout_ns, msg, len);
+	return run(kind, t, op, arg, comm, send, recv, count, abort, timeout_ns, nullptr, msg, len);
 }
 
 int bkccl_loop(int path, uintptr_t comm, int t, void *send, void *recv, int64_t count, int64_t iters,
@@ -263,7 +272,7 @@ int bkccl_loop(int path, uintptr_t comm, int t, void *send, void *recv, int64_t 
 		return bad(msg, len, "type", t);
 	if (path == BKCCL_LOOP_SHIM) {
 		for (int64_t i = 0; i < iters; i++) {
-			int rc = run(BKCCL_ALLREDUCE, t, BKCCL_SUM, 0, comm, send, recv, count, abort, timeout_ns, msg, len);
+			int rc = run(BKCCL_ALLREDUCE, t, BKCCL_SUM, 0, comm, send, recv, count, abort, timeout_ns, nullptr, msg, len);
 			if (rc != BKCCL_OK)
 				return rc;
 		}

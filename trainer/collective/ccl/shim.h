@@ -49,7 +49,9 @@ int bkccl_comm_create(int size, int rank, uintptr_t kvs, uintptr_t *comm, char *
 int bkccl_comm_free(uintptr_t comm, char *msg, size_t len);
 // bkccl_call makes one collective: req->kind names it, req->arg is the
 // root of a broadcast, req->count the elements (per rank for allgather's
-// send and reduce-scatter's receive). A bk_call_fn: the worker runs it.
+// send and reduce-scatter's receive); req->idle_min > 0 is a call beside
+// compute, waited for with sleeps between tests (idle.h) instead of
+// polling. A bk_call_fn: the worker runs it.
 int bkccl_call(const bk_request *req, char *msg, size_t len);
 // bkccl_direct makes the same call on the caller's thread (the Go backend's
 // small calls, with no hand-off to wake up twice): it waits by polling the

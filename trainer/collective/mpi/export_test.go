@@ -11,6 +11,7 @@ import (
 
 	"github.com/batchkit/batchkit/topology"
 	"github.com/batchkit/batchkit/trainer/collective/backend"
+	"github.com/batchkit/batchkit/trainer/collective/internal/handoff"
 )
 
 // Backend is the MPI backend's type.
@@ -62,3 +63,6 @@ func (m *mpiBackend) SetHandoffThreshold(n int) { m.handoffAt = n }
 func (m *mpiBackend) CLoopAllreduce(send, recv backend.Buffer, op backend.Op, inPlace, iters int) (time.Duration, error) {
 	return m.cLoop(mpiAllreduce, send.Ptr, recv.Ptr, recv.Len, recv.Type, op, inPlace, iters)
 }
+
+// SetIdlePoll sets AllreduceIdle's sleeps between tests.
+func (m *mpiBackend) SetIdlePoll(p handoff.IdlePoll) { m.idle = p }

@@ -2,12 +2,13 @@ package mpi
 
 import (
 	"fmt"
-	"github.com/batchkit/batchkit/trainer/collective/backend"
 	"math"
 	"strconv"
 
 	"github.com/batchkit/batchkit/envvars"
 	"github.com/batchkit/batchkit/topology"
+	"github.com/batchkit/batchkit/trainer/collective/backend"
+	"github.com/batchkit/batchkit/trainer/collective/internal/handoff"
 )
 
 // HandoffDefault is the size from which the MPI backend makes a call on
@@ -44,4 +45,17 @@ func mpiHandoffAt(getenv topology.Getenv) (int, error) {
 		return mpiHandoffNever, nil
 	}
 	return int(n), nil
+}
+
+// idlePoll reads BATCHKIT_IDLE_POLL, AllreduceIdle's sleeps between tests.
+func idlePoll(getenv topology.Getenv) (handoff.IdlePoll, error) {
+	v := ""
+	if getenv != nil {
+		v = getenv(envvars.IdlePoll)
+	}
+	p, err := handoff.ParseIdlePoll(v)
+	if err != nil {
+		return p, &backend.SetupError{Err: err}
+	}
+	return p, nil
 }

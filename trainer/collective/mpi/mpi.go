@@ -11,8 +11,9 @@ package mpi
 // internal/handoff. One cgo call per collective keeps the overhead per call
 // to the cgo transition and a mutex.
 //
-// Go memory is handed to MPI only for the duration of a blocking call: no
-// non-blocking MPI. Short calls run on the calling goroutine's thread and
+// Go memory is handed to MPI only for the duration of one C call: the one
+// non-blocking call (AllreduceIdle's MPI_Iallreduce) is waited for inside
+// the C function that starts it. Short calls run on the calling goroutine's thread and
 // keep nothing (hence #cgo noescape / nocallback on bk_call); large ones run
 // on a C thread while the goroutine waits (see mpiHandoff), their buffers
 // pinned with runtime.Pinner for that time. Buffers
@@ -31,6 +32,8 @@ package mpi
 #cgo CPPFLAGS: -I${SRCDIR}/../internal/handoff
 #cgo noescape bk_call
 #cgo nocallback bk_call
+#cgo noescape bk_allreduce_idle
+#cgo nocallback bk_allreduce_idle
 #include "shim.h"
 */
 import "C"
@@ -103,6 +106,7 @@ type mpiBackend struct {
 	rank, size int
 	handoffAt  int       // calls moving at least this many bytes run on the worker (mpiHandoffAt)
 	lastYield  time.Time // under mpiState's lock
+	idle       handoff.IdlePoll
 }
 
 // New joins the MPI world: MPI initialised (unless the program did it),
@@ -111,6 +115,10 @@ type mpiBackend struct {
 // for what a program using this backend should do.
 func New(t topology.Topology, getenv topology.Getenv) (backend.Backend, error) {
 	handoffAt, err := mpiHandoffAt(getenv)
+	if err != nil {
+		return nil, err
+	}
+	idle, err := idlePoll(getenv)
 	if err != nil {
 		return nil, err
 	}
@@ -133,7 +141,7 @@ func New(t topology.Topology, getenv topology.Getenv) (backend.Backend, error) {
 	if err := m.dupWorld(); err != nil {
 		return nil, err
 	}
-	m.handoffAt = handoffAt
+	m.handoffAt, m.idle = handoffAt, idle
 	mpiState.open++
 	mpiState.newest = m
 	return m, nil
@@ -278,6 +286,39 @@ func (m *mpiBackend) Allreduce(send, recv backend.Buffer, op backend.Op) error {
 	return m.call(mpiAllreduce, send.Ptr, recv.Ptr, recv.Len, recv.Type, op, inplace)
 }
 
+// AllreduceIdle is Allreduce for a call made beside compute (the
+// trainer's gradient buckets): MPI_Iallreduce, then MPI_Test with sleeps
+// between tests that found nothing to do (m.idle), on the worker thread
+// while the goroutine waits parked, so that the wait leaves the core, and
+// the goroutine's P, to the compute (at GOMAXPROCS=1 a cgo call holds the
+// only P until sysmon takes it back, up to 10 ms). On this thread if the
+// worker cannot run. Same result, bit for bit: the same reduction, only
+// the waiting differs (MPI's non-blocking algorithms are their own, but at
+// 2 ranks a sum is one addition, a + b = b + a).
+func (m *mpiBackend) AllreduceIdle(send, recv backend.Buffer, op backend.Op) error {
+	if send.Len != recv.Len || send.Type != recv.Type {
+		return fmt.Errorf("allreduce: send is %d × %v, receive %d × %v", send.Len, send.Type, recv.Len, recv.Type)
+	}
+	inplace := 0
+	if send.Ptr == recv.Ptr {
+		inplace = 1
+	}
+	mpiState.Lock()
+	defer mpiState.Unlock()
+	if m.closed {
+		return backend.ErrClosed
+	}
+	rc, ok := mpiHandoffIdle(mpiAllreduce, m.comm, send.Ptr, recv.Ptr, recv.Len, recv.Type, op, inplace, 1, m.idle)
+	if !ok {
+		rc = C.bk_allreduce_idle(m.comm, (*C.char)(send.Ptr), (*C.char)(recv.Ptr), C.int64_t(recv.Len), C.int(recv.Type), C.int(op),
+			C.int(inplace), C.int64_t(mpiMaxCount), C.int64_t(m.idle.Min.Nanoseconds()), C.int64_t(m.idle.Max.Nanoseconds()))
+	}
+	if rc != C.MPI_SUCCESS {
+		return mpiError("MPI_Iallreduce", rc)
+	}
+	return nil
+}
+
 func (m *mpiBackend) Broadcast(buf backend.Buffer, root int) error {
 	if root < math.MinInt32 || root > math.MaxInt32 {
 		return fmt.Errorf("broadcast: root %d out of range for %d ranks", root, m.size)
@@ -356,6 +397,11 @@ func callBytes(kind mpiKind, count int, t backend.DType, ranks int) int {
 // so the worker's Start and Call errors are the cases that cannot happen
 // with pipes we own; each turns the worker off for good, as before.
 func mpiHandoff(kind mpiKind, comm C.uintptr_t, send, recv unsafe.Pointer, count int, t backend.DType, op backend.Op, arg, iters int) (rc C.int, ok bool) {
+	return mpiHandoffIdle(kind, comm, send, recv, count, t, op, arg, iters, handoff.IdlePoll{})
+}
+
+// mpiHandoffIdle is mpiHandoff; idle set makes an allreduce AllreduceIdle's.
+func mpiHandoffIdle(kind mpiKind, comm C.uintptr_t, send, recv unsafe.Pointer, count int, t backend.DType, op backend.Op, arg, iters int, idle handoff.IdlePoll) (rc C.int, ok bool) {
 	if mpiState.workerOff {
 		return 0, false
 	}
@@ -369,7 +415,7 @@ func mpiHandoff(kind mpiKind, comm C.uintptr_t, send, recv unsafe.Pointer, count
 		mpiState.worker = w
 	}
 	r := handoff.Request{Kind: int(kind), DType: int(t), Op: int(op), Arg: arg, Handle: uintptr(comm),
-		Send: send, Recv: recv, Count: int64(count), Max: mpiMaxCount, Iters: int64(iters)}
+		Send: send, Recv: recv, Count: int64(count), Max: mpiMaxCount, Iters: int64(iters), Idle: idle}
 	code, _, err := w.Call(r, time.Time{})
 	if errors.Is(err, handoff.ErrNotSent) {
 		mpiState.workerOff = true

@@ -404,25 +404,31 @@ func testMPIOpsT[T collective.Float](t *testing.T, c *collective.Comm) {
 }
 
 // testMPIChunking lowers the per-call count limit (INT_MAX in production) so
-// that allreduce and broadcast run in several MPI calls, and allgather and
+// that allreduce (blocking and idle) and broadcast run in several MPI calls, and allgather and
 // reduce-scatter refuse buffers above it.
 func testMPIChunking(t *testing.T, c *collective.Comm, m *mpi.Backend) {
 	defer mpi.SetMaxCount(5)()
 	n, me := c.Size(), c.Rank()
-	for _, inPlace := range []bool{false, true} {
-		send := make([]float64, 23)
-		for i := range send {
-			send[i] = conform.Input(me, i)
-		}
-		recv := send
-		if !inPlace {
-			recv = make([]float64, len(send))
-		}
-		if err := collective.Allreduce(c, send, recv, collective.Max); err != nil {
-			t.Errorf("chunked allreduce: %v", err)
-		}
-		if err := conform.Compare(fmt.Sprintf("chunked allreduce in place %v", inPlace), recv, func(i int) float64 { return conform.Want[float64](collective.Max, n, i) }); err != nil {
-			t.Error(err)
+	for _, idle := range []bool{false, true} {
+		for _, inPlace := range []bool{false, true} {
+			send := make([]float64, 23)
+			for i := range send {
+				send[i] = conform.Input(me, i)
+			}
+			recv := send
+			if !inPlace {
+				recv = make([]float64, len(send))
+			}
+			reduce := collective.Allreduce[float64]
+			if idle {
+				reduce = collective.AllreduceIdle[float64]
+			}
+			if err := reduce(c, send, recv, collective.Max); err != nil {
+				t.Errorf("chunked allreduce (idle %v): %v", idle, err)
+			}
+			if err := conform.Compare(fmt.Sprintf("chunked allreduce in place %v idle %v", inPlace, idle), recv, func(i int) float64 { return conform.Want[float64](collective.Max, n, i) }); err != nil {
+				t.Error(err)
+			}
 		}
 	}
 	f := make([]float32, 21)
@@ -520,6 +526,9 @@ func testMPIWorker(t *testing.T, c *collective.Comm, m *mpi.Backend) {
 	}{
 		{"broadcast of the threshold's bytes", func() error { return collective.Broadcast(c, big, 0) }, 1},
 		{"broadcast of one element less", func() error { return collective.Broadcast(c, big[:len(big)-1], 0) }, 0},
+		// A call beside compute waits on the worker whatever its size: the
+		// goroutine parks and its P goes to the compute.
+		{"idle allreduce of one element", func() error { return collective.AllreduceIdle(c, big[:1], big[:1], collective.Sum) }, 1},
 		{"allgather of the threshold's bytes, counted over every rank", func() error {
 			return collective.Allgather(c, make([]float32, len(big)/c.Size()), big[:len(big)/c.Size()*c.Size()])
 		}, boolInt(at%(4*c.Size()) == 0)},

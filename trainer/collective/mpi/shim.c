@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "idle.h"
 #include "reduce.h"
 
 // Go's float32 and float64 travel as MPI_FLOAT and MPI_DOUBLE.
@@ -129,6 +130,37 @@ static int bk_allreduce(uintptr_t h, char *send, char *recv, int64_t count, int 
 	return MPI_SUCCESS;
 }
 
+// bk_iallreduce_wait: one MPI_Iallreduce of at most max elements, waited
+// for as idle.h says.
+static int bk_iallreduce_wait(const void *s, void *r, int n, MPI_Datatype dt, MPI_Op o, MPI_Comm c, bk_idle *w) {
+	MPI_Request req = MPI_REQUEST_NULL;
+	int rc = MPI_Iallreduce(s, r, n, dt, o, c, &req);
+	for (int done = 0; rc == MPI_SUCCESS;) {
+		rc = MPI_Test(&req, &done, MPI_STATUS_IGNORE);
+		if (rc != MPI_SUCCESS || done)
+			break;
+		bk_idle_wait(w);
+	}
+	return rc;
+}
+
+int bk_allreduce_idle(uintptr_t h, char *send, char *recv, int64_t count, int t, int op, int inplace, int64_t max,
+                      int64_t sleep_min_ns, int64_t sleep_max_ns) {
+	MPI_Comm c = bk_comm(h);
+	MPI_Datatype dt = bk_type(t);
+	MPI_Op o = bk_op(op);
+	size_t es = bk_size(t);
+	for (int64_t off = 0; off == 0 || off < count; off += max) {
+		int64_t n = count - off < max ? count - off : max;
+		bk_idle w = bk_idle_start(sleep_min_ns, sleep_max_ns);
+		const void *s = inplace ? MPI_IN_PLACE : (void *)(send + (size_t)off * es);
+		int rc = bk_iallreduce_wait(s, recv + (size_t)off * es, (int)n, dt, o, c, &w);
+		if (rc != MPI_SUCCESS)
+			return rc;
+	}
+	return MPI_SUCCESS;
+}
+
 static int bk_bcast(uintptr_t h, char *buf, int64_t count, int t, int root, int64_t max) {
 	MPI_Comm c = bk_comm(h);
 	MPI_Datatype dt = bk_type(t);
@@ -167,6 +199,9 @@ int bk_call(int kind, uintptr_t h, char *send, char *recv, int64_t count, int t,
 
 int bk_mpi_call(const bk_request *r, char *msg, size_t len) {
 	(void)msg, (void)len;
+	if (r->kind == BK_ALLREDUCE && r->idle_min > 0)
+		return bk_allreduce_idle(r->h, (char *)r->send, (char *)r->recv, r->count, r->t, r->op, r->arg, r->max,
+		                         r->idle_min, r->idle_max);
 	return bk_call(r->kind, r->h, (char *)r->send, (char *)r->recv, r->count, r->t, r->op, r->arg, r->max);
 }
 

@@ -52,6 +52,14 @@ int bk_init_thread(int *provided);
 // exercise the chunking).
 int bk_call(int kind, uintptr_t h, char *send, char *recv, int64_t count, int t, int op, int arg, int64_t max);
 
+// bk_allreduce_idle is bk_call's allreduce for a call made beside compute
+// (collective.AllreduceIdle): MPI_Iallreduce, then MPI_Test with sleeps
+// between tests that found nothing to do (idle.h), so that the waiting
+// thread leaves the core to the rank's compute. bk_mpi_call makes it for
+// a request with idle_min > 0.
+int bk_allreduce_idle(uintptr_t h, char *send, char *recv, int64_t count, int t, int op, int inplace, int64_t max,
+                      int64_t sleep_min_ns, int64_t sleep_max_ns);
+
 // bk_mpi_call is bk_call as the shared worker thread runs it (a
 // bk_call_fn, see internal/handoff): the message stays empty, the Go side
 // asks MPI_Error_string for the text.

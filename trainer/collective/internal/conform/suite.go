@@ -136,6 +136,16 @@ func Cases() []Case {
 			Case{fmt.Sprintf("allreduce float64 sum NaN len %d", n), func(c *collective.Comm) error { return checkSumNaN[float64](c, n) }},
 		)
 	}
+	for _, n := range []int{7, 1<<17 + 3} {
+		for _, op := range confOps {
+			for _, inPlace := range []bool{false, true} {
+				cases = append(cases,
+					Case{fmt.Sprintf("allreduce idle float32 %v in place %v len %d: Allreduce's bits", op, inPlace, n), func(c *collective.Comm) error { return checkAllreduceIdle[float32](c, n, op, inPlace) }},
+					Case{fmt.Sprintf("allreduce idle float64 %v in place %v len %d: Allreduce's bits", op, inPlace, n), func(c *collective.Comm) error { return checkAllreduceIdle[float64](c, n, op, inPlace) }},
+				)
+			}
+		}
+	}
 	cases = append(cases,
 		Case{"barrier waits for the last rank", checkBarrier},
 		Case{"bad arguments rejected locally", checkBadArguments},
@@ -210,6 +220,38 @@ func checkAllreduce[T collective.Float](c *collective.Comm, n int, op collective
 		return err
 	}
 	return identical(c, recv)
+}
+
+// checkAllreduceIdle: AllreduceIdle gives what Allreduce gives, bit for
+// bit (the trainer's buckets rely on it), and what the suite wants.
+func checkAllreduceIdle[T collective.Float](c *collective.Comm, n int, op collective.Op, inPlace bool) error {
+	want := make([]T, n)
+	FillInput(want, c.Rank())
+	if err := collective.Allreduce(c, want, want, op); err != nil {
+		return err
+	}
+	send := make([]T, n)
+	FillInput(send, c.Rank())
+	recv := send
+	if !inPlace {
+		recv = make([]T, n)
+	}
+	if err := collective.AllreduceIdle(c, send, recv, op); err != nil {
+		return err
+	}
+	if err := Compare("result", recv, func(i int) T { return Want[T](op, c.Size(), i) }); err != nil {
+		return err
+	}
+	for i := range recv {
+		if !sameBits(recv[i], want[i]) {
+			return fmt.Errorf("element %d: AllreduceIdle gave %v, Allreduce %v", i, recv[i], want[i])
+		}
+	}
+	return identical(c, recv)
+}
+
+func sameBits[T collective.Float](a, b T) bool {
+	return math.Float64bits(float64(a)) == math.Float64bits(float64(b))
 }
 
 func checkBroadcast[T collective.Float](c *collective.Comm, n int) error {

@@ -46,6 +46,9 @@ type Request struct {
 	Send, Recv           unsafe.Pointer
 	Count, Max           int64
 	Iters                int64 // calls in a row (benchmarks); 0 is one
+	// Idle, when set, is a call made beside compute: the backend's C
+	// waits for it with these sleeps between tests (idle.h).
+	Idle IdlePoll
 }
 
 // Lost is the result code of a call whose result could not be read back
@@ -172,6 +175,7 @@ func (w *Worker) Call(r Request, deadline time.Time) (rc int, msg string, err er
 	req.kind, req.t, req.op, req.arg = C.int(r.Kind), C.int(r.DType), C.int(r.Op), C.int(r.Arg)
 	req.h, req.send, req.recv = C.uintptr_t(r.Handle), C.uintptr_t(uintptr(r.Send)), C.uintptr_t(uintptr(r.Recv))
 	req.count, req.max, req.iters = C.int64_t(r.Count), C.int64_t(r.Max), C.int64_t(r.Iters)
+	req.idle_min, req.idle_max = C.int64_t(r.Idle.Min.Nanoseconds()), C.int64_t(r.Idle.Max.Nanoseconds())
 	if !rawWrite(w.req, 'r') { // cannot happen: a pipe we own, with room
 		w.pin.Unpin()
 		return 0, "", ErrNotSent

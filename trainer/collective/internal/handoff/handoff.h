@@ -21,6 +21,7 @@ typedef struct bk_request {
 	int kind, t, op, arg;
 	uintptr_t h, send, recv;
 	int64_t count, max, iters;
+	int64_t idle_min, idle_max; // > 0: a call beside compute, waited for as idle.h says
 } bk_request;
 
 // bk_call_fn makes the call once and returns the backend's own code (0 is
