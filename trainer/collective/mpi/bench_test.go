@@ -290,7 +290,7 @@ func BenchmarkMPIOverhead(t *testing.B) { // t: b is the message size below
 		if c.Rank() == 0 {
 			o := launchOverhead(b, n, collective.MPIBuilt, iters, cTimes, goTimes, goVsC, aa)
 			o.Resized, o.GoCalls, o.GoHandoffs = resized, goCalls, goHandoffs
-			o.Procs = runtime.GOMAXPROCS(0)
+			o.Procs, o.MPIVersion = runtime.GOMAXPROCS(0), mpi.LibraryVersion()
 			line, err := json.Marshal(o)
 			if err != nil {
 				t.Fatal(err)

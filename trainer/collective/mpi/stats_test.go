@@ -116,13 +116,15 @@ func TestBinomTail(t *testing.T) {
 // medians with their intervals and the rounds they come from, so that the
 // rounds of several launches can be pooled (poolOverhead).
 type overhead struct {
-	Bytes    int    `json:"bytes"`
-	Ranks    int    `json:"ranks"`
-	Library  string `json:"library"`
-	Iters    int    `json:"iters"` // calls per window (the first launch's, pooled)
-	Rounds   int    `json:"rounds"`
-	Resized  int    `json:"resized"` // rounds dropped for windows under half the length
-	Launches int    `json:"launches"`
+	Bytes   int    `json:"bytes"`
+	Ranks   int    `json:"ranks"`
+	Library string `json:"library"` // the build's (mpich for Intel MPI too)
+	// The library loaded (mpi.LibraryVersion), which says Intel MPI.
+	MPIVersion string `json:"mpi_version,omitempty"`
+	Iters      int    `json:"iters"` // calls per window (the first launch's, pooled)
+	Rounds     int    `json:"rounds"`
+	Resized    int    `json:"resized"` // rounds dropped for windows under half the length
+	Launches   int    `json:"launches"`
 	// Timed Go calls, and how many of them ran on the worker thread.
 	GoCalls    int `json:"go_calls"`
 	GoHandoffs int `json:"go_handoffs"`
@@ -187,7 +189,7 @@ func poolOverhead(launches []overhead) []overhead {
 		if !seen {
 			i = len(out)
 			at[k] = i
-			out = append(out, overhead{Bytes: o.Bytes, Ranks: o.Ranks, Library: o.Library, Iters: o.Iters,
+			out = append(out, overhead{Bytes: o.Bytes, Ranks: o.Ranks, Library: o.Library, MPIVersion: o.MPIVersion, Iters: o.Iters,
 				LaunchMin: math.Inf(1), LaunchMax: math.Inf(-1)})
 		}
 		p := &out[i]
