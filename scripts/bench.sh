@@ -92,6 +92,19 @@ if [ -x "$INTEL/bin/mpiexec.hydra" ] && [ -f "$INTEL/include/mpi.h" ]; then
 		go test -c -tags mpich -o "$OUT/collective_intelmpi.test" ./trainer/collective/mpi
 fi
 impi=(env PATH="$INTEL/bin:$PATH" "$INTEL/bin/mpiexec.hydra" -n "$NP")
+# The MPIs measured in one process (below), taking turns; Intel MPI only
+# when its stack is installed (have_impi), else its table says why. Read
+# here, so that a wrong name stops the run before its first hour.
+read -ra overhead_mpis <<<"${OVERHEAD_MPIS:-openmpi mpich intelmpi}"
+inprocess=()
+for lib in "${overhead_mpis[@]}"; do
+	case $lib in
+	openmpi | mpich) ;;
+	intelmpi) [ "$have_impi" = 1 ] || continue ;;
+	*) echo "bench: OVERHEAD_MPIS: unknown MPI '$lib' (want openmpi, mpich, intelmpi)" >&2; exit 2 ;;
+	esac
+	inprocess+=("$lib")
+done
 go test -c -tags mpi -o "$OUT/collective_openmpi.test" ./trainer/collective/mpi
 go test -c -tags mpich -o "$OUT/collective_mpich.test" ./trainer/collective/mpi
 mpicc.openmpi -O2 -o "$OUT/mpi_bench_openmpi" trainer/bench/reference/mpi_bench.c
@@ -167,19 +180,7 @@ done
 # one run of five of them had Open MPI at 0.962× at 8 MiB.
 OVERHEAD_LAUNCHES=${OVERHEAD_LAUNCHES:-10}
 OVERHEAD_BUDGET=${OVERHEAD_BUDGET:-4s}
-# The MPIs measured in one process, taking turns; Intel MPI only when its
-# stack is installed (have_impi), else its table says why.
-read -ra overhead_mpis <<<"${OVERHEAD_MPIS:-openmpi mpich intelmpi}"
-inprocess=()
-for lib in "${overhead_mpis[@]}"; do
-	case $lib in
-	openmpi | mpich) ;;
-	intelmpi) [ "$have_impi" = 1 ] || continue ;;
-	*) echo "bench: OVERHEAD_MPIS: unknown MPI '$lib' (want openmpi, mpich, intelmpi)" >&2; exit 2 ;;
-	esac
-	inprocess+=("$lib")
-	: >"$OUT/inprocess-$lib-launches.jsonl"
-done
+for lib in "${inprocess[@]}"; do : >"$OUT/inprocess-$lib-launches.jsonl"; done
 for n in $(seq "$OVERHEAD_LAUNCHES"); do
 	for lib in "${inprocess[@]}"; do
 		echo "bench: in-process Go vs C ($lib), launch $n of $OVERHEAD_LAUNCHES" >&2
