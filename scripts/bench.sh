@@ -31,7 +31,11 @@
 # calls looped in C on the backend's worker thread, the same calls through
 # the Go API, and C again, reported as medians with 95 % confidence
 # intervals; its own A/A column is the first C window against the second.
-# Each MPI gets OVERHEAD_LAUNCHES such launches, their rounds pooled. The
+# Each MPI gets OVERHEAD_LAUNCHES such launches, their rounds pooled: Open
+# MPI, MPICH and, with the Intel stack, Intel MPI (the test binary built
+# against the wheel as make build-mpi MPI=intel builds the backend, under
+# the wheel's mpiexec.hydra); OVERHEAD_MPIS names fewer ("openmpi mpich"
+# skips Intel MPI). The
 # oneCCL backend's in-process measurement (BenchmarkCCLOverhead in
 # trainer/collective/ccl: the C++ reference's loop, the shim's loop, Go, the
 # reference again) gets CCL_OVERHEAD_LAUNCHES launches (default 4).
@@ -80,8 +84,27 @@ if [ -x "$INTEL/bin/mpiexec.hydra" ] && [ -f "$INTEL/include/mpi.h" ]; then
 	# built with gcc against the prefix, as the Go backend is.
 	gcc -O2 -I"$INTEL/include" -o "$OUT/mpi_bench_intelmpi" trainer/bench/reference/mpi_bench.c \
 		-L"$INTEL/lib" -Wl,-rpath,"$INTEL/lib" -lmpi
+	# The in-process benchmark's binary the way make build-mpi MPI=intel
+	# builds the backend: the wheel's pkg-config file, and the cgo-key word
+	# that keeps Go's build cache from reusing the MPICH objects.
+	scripts/intel-stack.sh pkgconfig "$OUT/pkgconfig-intel"
+	PKG_CONFIG_PATH="$(cd "$OUT" && pwd)/pkgconfig-intel" CGO_CFLAGS="${CGO_CFLAGS:--O2 -g} $(scripts/intel-stack.sh cgo-key)" \
+		go test -c -tags mpich -o "$OUT/collective_intelmpi.test" ./trainer/collective/mpi
 fi
 impi=(env PATH="$INTEL/bin:$PATH" "$INTEL/bin/mpiexec.hydra" -n "$NP")
+# The MPIs measured in one process (below), taking turns; Intel MPI only
+# when its stack is installed (have_impi), else its table says why. Read
+# here, so that a wrong name stops the run before its first hour.
+read -ra overhead_mpis <<<"${OVERHEAD_MPIS:-openmpi mpich intelmpi}"
+inprocess=()
+for lib in "${overhead_mpis[@]}"; do
+	case $lib in
+	openmpi | mpich) ;;
+	intelmpi) [ "$have_impi" = 1 ] || continue ;;
+	*) echo "bench: OVERHEAD_MPIS: unknown MPI '$lib' (want openmpi, mpich, intelmpi)" >&2; exit 2 ;;
+	esac
+	inprocess+=("$lib")
+done
 go test -c -tags mpi -o "$OUT/collective_openmpi.test" ./trainer/collective/mpi
 go test -c -tags mpich -o "$OUT/collective_mpich.test" ./trainer/collective/mpi
 mpicc.openmpi -O2 -o "$OUT/mpi_bench_openmpi" trainer/bench/reference/mpi_bench.c
@@ -157,16 +180,16 @@ done
 # one run of five of them had Open MPI at 0.962× at 8 MiB.
 OVERHEAD_LAUNCHES=${OVERHEAD_LAUNCHES:-10}
 OVERHEAD_BUDGET=${OVERHEAD_BUDGET:-4s}
-for lib in openmpi mpich; do : >"$OUT/inprocess-$lib-launches.jsonl"; done
+for lib in "${inprocess[@]}"; do : >"$OUT/inprocess-$lib-launches.jsonl"; done
 for n in $(seq "$OVERHEAD_LAUNCHES"); do
-	for lib in openmpi mpich; do
+	for lib in "${inprocess[@]}"; do
 		echo "bench: in-process Go vs C ($lib), launch $n of $OVERHEAD_LAUNCHES" >&2
-		if [ "$lib" = openmpi ]; then
-			launch=("${ompi[@]}" -x BATCHKIT_MPI_OVERHEAD_ROUNDS -x BATCHKIT_MPI_OVERHEAD_BUDGET \
-				-x BATCHKIT_MPI_BENCH_MIN -x BATCHKIT_MPI_BENCH_MAX)
-		else
-			launch=("${mpich[@]}")
-		fi
+		case $lib in
+		openmpi) launch=("${ompi[@]}" -x BATCHKIT_MPI_OVERHEAD_ROUNDS -x BATCHKIT_MPI_OVERHEAD_BUDGET \
+			-x BATCHKIT_MPI_BENCH_MIN -x BATCHKIT_MPI_BENCH_MAX) ;;
+		mpich) launch=("${mpich[@]}") ;;
+		intelmpi) launch=("${impi[@]}") ;; # Hydra passes the environment on
+		esac
 		for range in 8:8 65536:67108864; do
 			BATCHKIT_MPI_OVERHEAD_ROUNDS=7 BATCHKIT_MPI_OVERHEAD_BUDGET=$OVERHEAD_BUDGET \
 				BATCHKIT_MPI_BENCH_MIN=${range%:*} BATCHKIT_MPI_BENCH_MAX=${range#*:} \
@@ -175,7 +198,7 @@ for n in $(seq "$OVERHEAD_LAUNCHES"); do
 		done
 	done
 done
-for lib in openmpi mpich; do
+for lib in "${inprocess[@]}"; do
 	BATCHKIT_MPI_OVERHEAD_POOL=$OUT/inprocess-$lib-launches.jsonl "$OUT/collective_$lib.test" -test.run '^$' \
 		-test.bench '^BenchmarkMPIOverheadPool$' -test.benchtime 1x |
 		grep '^{' >"$OUT/inprocess-$lib.jsonl"
@@ -217,17 +240,17 @@ for b in sorted({r["bytes"] for r in rows}):
 inprocess_table() {
 	"$PYTHON" -c '
 import json, sys
-print("#       size     C(us)    Go(us)  diff(us)  Go/C busbw [95% CI]       A/A [95% CI]        rounds  launches: Go/C  on worker")
+print("#       size     C(us)    Go(us)  diff(us)  Go/C busbw [95% CI]       A/A [95% CI]        rounds  launches: Go/C  on worker  GOMAXPROCS")
 for line in open(sys.argv[1]):
     r = json.loads(line)
     b, unit = r["bytes"], "B"
     for u in ("KiB", "MiB"):
         if b >= 1024 and b % 1024 == 0:
             b, unit = b // 1024, u
-    print("%9d %-3s %9.2f %9.2f %9.2f  %5.3f [%5.3f, %5.3f]  %5.3f [%5.3f, %5.3f]  %5d  %d: %5.3f-%5.3f  %5.1f %%" % (b, unit,
+    print("%9d %-3s %9.2f %9.2f %9.2f  %5.3f [%5.3f, %5.3f]  %5.3f [%5.3f, %5.3f]  %5d  %d: %5.3f-%5.3f  %5.1f %%  %10d" % (b, unit,
           r["c_us"], r["go_us"], r["go_us"] - r["c_us"], r["go_vs_c"], r["go_vs_c_lo"], r["go_vs_c_hi"], r["aa"], r["aa_lo"],
           r["aa_hi"], r["rounds"], r["launches"], r["launch_min"], r["launch_max"],
-          100 * r["go_handoffs"] / max(r["go_calls"], 1)))
+          100 * r["go_handoffs"] / max(r["go_calls"], 1), r.get("gomaxprocs", 0)))
 ' "$1"
 }
 
@@ -288,12 +311,22 @@ compare() {
 }
 
 {
-	echo "# In one process (BenchmarkMPIOverhead), Open MPI: Go's calls against the same calls looped in C"
-	inprocess_table "$OUT/inprocess-openmpi.jsonl"
-	echo
-	echo "# In one process (BenchmarkMPIOverhead), MPICH"
-	inprocess_table "$OUT/inprocess-mpich.jsonl"
-	echo
+	for lib in openmpi mpich intelmpi; do
+		case $lib in
+		openmpi) title="Open MPI: Go's calls against the same calls looped in C" ;;
+		mpich) title=MPICH ;;
+		intelmpi) title="Intel MPI (the mpich build against the wheel)" ;;
+		esac
+		echo "# In one process (BenchmarkMPIOverhead), $title"
+		if [[ " ${inprocess[*]} " == *" $lib "* ]]; then
+			inprocess_table "$OUT/inprocess-$lib.jsonl"
+		elif [ "$lib" = intelmpi ] && [ "$have_impi" = 0 ]; then
+			echo "# not installed: make intel-stack"
+		else
+			echo "# skipped: not in OVERHEAD_MPIS"
+		fi
+		echo
+	done
 	compare "Go MPI backend (Open MPI) against C on Open MPI" c-openmpi go-openmpi
 	compare "Go MPI backend (MPICH) against C on MPICH" c-mpich go-mpich
 	compare "A/A control: the C reference against itself (Open MPI), run for run beside the Go program" c-openmpi c-openmpi-aa

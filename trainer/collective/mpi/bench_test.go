@@ -6,7 +6,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
+	"runtime"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -287,12 +290,46 @@ func BenchmarkMPIOverhead(t *testing.B) { // t: b is the message size below
 		if c.Rank() == 0 {
 			o := launchOverhead(b, n, collective.MPIBuilt, iters, cTimes, goTimes, goVsC, aa)
 			o.Resized, o.GoCalls, o.GoHandoffs = resized, goCalls, goHandoffs
+			o.Procs, o.MPIVersion = runtime.GOMAXPROCS(0), mpi.LibraryVersion()
 			line, err := json.Marshal(o)
 			if err != nil {
 				t.Fatal(err)
 			}
 			fmt.Printf("%s\n", line)
 		}
+	}
+}
+
+// TestMPIOverheadSetsUpProcess: BenchmarkMPIOverhead measures in the
+// process a batchkit rank runs in. Started on one core, as Open MPI binds
+// each rank by default, Go picks GOMAXPROCS 1; batchkit raises it to 2
+// (collective.SetupProcess) and the measurement must too: at 1 it measured
+// Go's 256 KiB-4 MiB calls at 0.66-0.94× C, at 2 0.97-1.03× (2026-12-06).
+// The test runs the benchmark again as a singleton under taskset -c 0 and
+// reads the GOMAXPROCS its result line reports.
+func TestMPIOverheadSetsUpProcess(t *testing.T) {
+	taskset, err := exec.LookPath("taskset")
+	if err != nil {
+		t.Skip("needs taskset (util-linux) to start the benchmark on one core")
+	}
+	cmd := exec.Command(taskset, "-c", "0", os.Args[0], "-test.run", "^$", "-test.bench", "^BenchmarkMPIOverhead$", "-test.benchtime", "1x")
+	// A singleton with none of the launcher's variables, and no GOMAXPROCS.
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"),
+		"BATCHKIT_MPI_BENCH_MIN=8", "BATCHKIT_MPI_BENCH_MAX=8", "BATCHKIT_MPI_OVERHEAD_ROUNDS=1", "BATCHKIT_MPI_OVERHEAD_BUDGET=0",
+		"PMIX_MCA_psec=native", "OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1"}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v: %v\n%s", cmd.Args, err, out)
+	}
+	var got []int
+	for _, line := range strings.Split(string(out), "\n") {
+		var o overhead
+		if strings.HasPrefix(line, "{") && json.Unmarshal([]byte(line), &o) == nil {
+			got = append(got, o.Procs)
+		}
+	}
+	if len(got) != 1 || got[0] != 2 {
+		t.Errorf("GOMAXPROCS of the result lines on one core: %v, want [2] (batchkit's, collective.SetupProcess)\n%s", got, out)
 	}
 }
 
@@ -314,6 +351,11 @@ func mpiMeasureWorld(b *testing.B) (c *collective.Comm, minBytes, maxBytes int) 
 	if c, err = collective.Init(collective.Config{Topology: topo, Backend: collective.MPI, Getenv: os.Getenv}); err != nil {
 		b.Fatal(err)
 	}
+	// What cmd/batchkit does once Init picks MPI, so that the measurement
+	// sees the process a batchkit rank runs in. Without it a rank Open MPI
+	// binds to one core ran at GOMAXPROCS 1, and Go's calls of 256 KiB to
+	// 4 MiB took up to 1.5× C's time (docs/performance.md, 2026-12-06).
+	collective.SetupProcess(c, os.Getenv)
 	return c, minBytes, maxBytes
 }
 

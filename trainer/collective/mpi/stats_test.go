@@ -116,24 +116,30 @@ func TestBinomTail(t *testing.T) {
 // medians with their intervals and the rounds they come from, so that the
 // rounds of several launches can be pooled (poolOverhead).
 type overhead struct {
-	Bytes    int    `json:"bytes"`
-	Ranks    int    `json:"ranks"`
-	Library  string `json:"library"`
-	Iters    int    `json:"iters"` // calls per window (the first launch's, pooled)
-	Rounds   int    `json:"rounds"`
-	Resized  int    `json:"resized"` // rounds dropped for windows under half the length
-	Launches int    `json:"launches"`
+	Bytes   int    `json:"bytes"`
+	Ranks   int    `json:"ranks"`
+	Library string `json:"library"` // the build's (mpich for Intel MPI too)
+	// The library loaded (mpi.LibraryVersion), which says Intel MPI.
+	MPIVersion string `json:"mpi_version,omitempty"`
+	Iters      int    `json:"iters"` // calls per window (the first launch's, pooled)
+	Rounds     int    `json:"rounds"`
+	Resized    int    `json:"resized"` // rounds dropped for windows under half the length
+	Launches   int    `json:"launches"`
 	// Timed Go calls, and how many of them ran on the worker thread.
-	GoCalls    int     `json:"go_calls"`
-	GoHandoffs int     `json:"go_handoffs"`
-	CUs        float64 `json:"c_us"` // medians of the rounds' µs per call
-	GoUs       float64 `json:"go_us"`
-	GoVsC      float64 `json:"go_vs_c"` // Go's busbw relative to C: median, 95 % interval
-	GoVsCLo    float64 `json:"go_vs_c_lo"`
-	GoVsCHi    float64 `json:"go_vs_c_hi"`
-	AA         float64 `json:"aa"` // the second C window relative to the first
-	AALo       float64 `json:"aa_lo"`
-	AAHi       float64 `json:"aa_hi"`
+	GoCalls    int `json:"go_calls"`
+	GoHandoffs int `json:"go_handoffs"`
+	// GOMAXPROCS while it measured; pooled, the launches' lowest. Below 2 the
+	// runtime hands off the P of every call (mpi.SetupProcess): not what a
+	// batchkit rank runs.
+	Procs   int     `json:"gomaxprocs"`
+	CUs     float64 `json:"c_us"` // medians of the rounds' µs per call
+	GoUs    float64 `json:"go_us"`
+	GoVsC   float64 `json:"go_vs_c"` // Go's busbw relative to C: median, 95 % interval
+	GoVsCLo float64 `json:"go_vs_c_lo"`
+	GoVsCHi float64 `json:"go_vs_c_hi"`
+	AA      float64 `json:"aa"` // the second C window relative to the first
+	AALo    float64 `json:"aa_lo"`
+	AAHi    float64 `json:"aa_hi"`
 	// The launches' own go_vs_c medians, lowest and highest.
 	LaunchMin float64 `json:"launch_min"`
 	LaunchMax float64 `json:"launch_max"`
@@ -183,7 +189,7 @@ func poolOverhead(launches []overhead) []overhead {
 		if !seen {
 			i = len(out)
 			at[k] = i
-			out = append(out, overhead{Bytes: o.Bytes, Ranks: o.Ranks, Library: o.Library, Iters: o.Iters,
+			out = append(out, overhead{Bytes: o.Bytes, Ranks: o.Ranks, Library: o.Library, MPIVersion: o.MPIVersion, Iters: o.Iters,
 				LaunchMin: math.Inf(1), LaunchMax: math.Inf(-1)})
 		}
 		p := &out[i]
@@ -191,6 +197,9 @@ func poolOverhead(launches []overhead) []overhead {
 		p.Resized += o.Resized
 		p.GoCalls += o.GoCalls
 		p.GoHandoffs += o.GoHandoffs
+		if p.Launches == 1 || o.Procs < p.Procs {
+			p.Procs = o.Procs
+		}
 		p.LaunchMin, p.LaunchMax = min(p.LaunchMin, o.GoVsC), max(p.LaunchMax, o.GoVsC)
 		p.CUsRounds = append(p.CUsRounds, o.CUsRounds...)
 		p.GoUsRounds = append(p.GoUsRounds, o.GoUsRounds...)
@@ -286,20 +295,23 @@ func TestPoolOverhead(t *testing.T) {
 	launches[1].Resized, launches[3].Resized = 2, 1
 	launches[1].GoCalls, launches[1].GoHandoffs = 30, 0
 	launches[3].GoCalls, launches[3].GoHandoffs = 40, 12
+	for i, procs := range []int{2, 2, 2, 1, 2} { // one 64 KiB launch at GOMAXPROCS 1
+		launches[i].Procs = procs
+	}
 	got := poolOverhead(launches)
 	type row struct {
-		Lib                   string
-		Bytes, Launches, N    int
-		GoVsC, LMin, LMax, AA float64
+		Lib                       string
+		Bytes, Launches, N, Procs int
+		GoVsC, LMin, LMax, AA     float64
 	}
 	var rows []row
 	for _, o := range got {
-		rows = append(rows, row{o.Library, o.Bytes, o.Launches, o.Rounds, o.GoVsC, o.LaunchMin, o.LaunchMax, o.AA})
+		rows = append(rows, row{o.Library, o.Bytes, o.Launches, o.Rounds, o.Procs, o.GoVsC, o.LaunchMin, o.LaunchMax, o.AA})
 	}
 	want := []row{
-		{"openmpi", 8, 2, 4, 0.75, 0.6, 0.8, 1},        // rounds 0.6 0.7 0.8 0.9
-		{"openmpi", 65536, 2, 7, 0.98, 0.96, 0.995, 1}, // the median of all 7 rounds, not of the launches
-		{"mpich", 65536, 1, 1, 0.5, 0.5, 0.5, 1},       // another library is another result
+		{"openmpi", 8, 2, 4, 2, 0.75, 0.6, 0.8, 1},        // rounds 0.6 0.7 0.8 0.9
+		{"openmpi", 65536, 2, 7, 1, 0.98, 0.96, 0.995, 1}, // the median of all 7 rounds, not of the launches; the lowest GOMAXPROCS
+		{"mpich", 65536, 1, 1, 2, 0.5, 0.5, 0.5, 1},       // another library is another result
 	}
 	if diff := cmp.Diff(want, rows); diff != "" {
 		t.Errorf("pooled (-want +got):\n%s", diff)
