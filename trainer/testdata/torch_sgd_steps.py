@@ -12,20 +12,16 @@ JSON on stdout: the loss of each step (mean over all ranks' samples) and
 the final parameters in the same layout.
 """
 import json
+import os
 import sys
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-
-def mlp(sizes):
-    layers = []
-    for i in range(1, len(sizes)):
-        layers.append(nn.Linear(sizes[i - 1], sizes[i]))
-        if i < len(sizes) - 1:
-            layers.append(nn.ReLU())
-    return nn.Sequential(*layers)
+# The model as make bench-train's PyTorch reference builds it.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bench", "reference"))
+from torch_train import mlp  # noqa: E402
 
 
 def linears(model):

@@ -276,14 +276,23 @@ func (m *mpiBackend) Close() error {
 // overflow.
 
 func (m *mpiBackend) Allreduce(send, recv backend.Buffer, op backend.Op) error {
-	if send.Len != recv.Len || send.Type != recv.Type {
-		return fmt.Errorf("allreduce: send is %d × %v, receive %d × %v", send.Len, send.Type, recv.Len, recv.Type)
-	}
-	inplace := 0
-	if send.Ptr == recv.Ptr {
-		inplace = 1
+	inplace, err := allreduceArgs(send, recv)
+	if err != nil {
+		return err
 	}
 	return m.call(mpiAllreduce, send.Ptr, recv.Ptr, recv.Len, recv.Type, op, inplace)
+}
+
+// allreduceArgs checks an allreduce's buffers and says whether it is in
+// place (1: the shim passes MPI_IN_PLACE).
+func allreduceArgs(send, recv backend.Buffer) (inplace int, err error) {
+	if send.Len != recv.Len || send.Type != recv.Type {
+		return 0, fmt.Errorf("allreduce: send is %d × %v, receive %d × %v", send.Len, send.Type, recv.Len, recv.Type)
+	}
+	if send.Ptr == recv.Ptr {
+		return 1, nil
+	}
+	return 0, nil
 }
 
 // AllreduceIdle is Allreduce for a call made beside compute (the
@@ -296,12 +305,9 @@ func (m *mpiBackend) Allreduce(send, recv backend.Buffer, op backend.Op) error {
 // the waiting differs (MPI's non-blocking algorithms are their own, but at
 // 2 ranks a sum is one addition, a + b = b + a).
 func (m *mpiBackend) AllreduceIdle(send, recv backend.Buffer, op backend.Op) error {
-	if send.Len != recv.Len || send.Type != recv.Type {
-		return fmt.Errorf("allreduce: send is %d × %v, receive %d × %v", send.Len, send.Type, recv.Len, recv.Type)
-	}
-	inplace := 0
-	if send.Ptr == recv.Ptr {
-		inplace = 1
+	inplace, err := allreduceArgs(send, recv)
+	if err != nil {
+		return err
 	}
 	mpiState.Lock()
 	defer mpiState.Unlock()
