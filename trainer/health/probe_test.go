@@ -82,16 +82,7 @@ func trainReport(t *testing.T, slow int, d time.Duration, slowLinkRank int, ld t
 		}()
 	}
 	wg.Wait()
-	for r, err := range errs {
-		if err != nil {
-			t.Fatalf("rank %d: %v", r, err)
-		}
-	}
-	for r := 1; r < n; r++ {
-		if diff := cmp.Diff(reps[0], reps[r]); diff != "" {
-			t.Fatalf("rank %d's report differs from rank 0's:\n%s", r, diff)
-		}
-	}
+	sameReports(t, errs, reps)
 	return reps[0]
 }
 
@@ -244,5 +235,21 @@ func TestProbeForwardsIdle(t *testing.T) {
 	p.StepEnd(0)
 	if s := p.Sample(); c.idle != 1 || !(s.Comm > 0) {
 		t.Errorf("idle calls %d, comm %v: want 1 call, timed", c.idle, s.Comm)
+	}
+}
+
+// sameReports fails the test on any rank's error, or when a rank's report
+// is not rank 0's: every rank analyses the same gathered samples.
+func sameReports(t *testing.T, errs []error, reps []Report) {
+	t.Helper()
+	for r, err := range errs {
+		if err != nil {
+			t.Fatalf("rank %d: %v", r, err)
+		}
+	}
+	for r := 1; r < len(reps); r++ {
+		if diff := cmp.Diff(reps[0], reps[r]); diff != "" {
+			t.Fatalf("rank %d's report differs from rank 0's:\n%s", r, diff)
+		}
 	}
 }

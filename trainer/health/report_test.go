@@ -47,11 +47,7 @@ func TestAnalyzeOutliers(t *testing.T) {
 			[]string{"rank 2 (n): compute 1.5× the others' median (30 ms vs 20 ms a step)", "rank 2 (n): link at 50 % of the others' median (1.500 GB/s vs 3.000 GB/s)"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var got []string
-			for _, o := range Analyze(tc.samples, DefaultThresholds).Outliers {
-				got = append(got, o.Text)
-			}
-			if diff := cmp.Diff(tc.want, got); diff != "" {
+			if diff := cmp.Diff(tc.want, outlierTexts(tc.samples)); diff != "" {
 				t.Errorf("outliers (-want +got):\n%s", diff)
 			}
 		})
@@ -186,4 +182,13 @@ func TestLinkReps(t *testing.T) {
 	if diff := cmp.Diff([]int{10, 10, 10, 9, 4, 1, 1}, got); diff != "" {
 		t.Errorf("reps for 1, 2, 25, 26, 64, 256, 512 ranks (-want +got):\n%s", diff)
 	}
+}
+
+// outlierTexts is what Analyze names in samples, in its order.
+func outlierTexts(samples []Sample) []string {
+	var got []string
+	for _, o := range Analyze(samples, DefaultThresholds).Outliers {
+		got = append(got, o.Text)
+	}
+	return got
 }

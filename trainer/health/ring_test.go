@@ -53,11 +53,7 @@ func TestAnalyzeRingLinks(t *testing.T) {
 			[]string{"link rank 1 → rank 2 (node1 → node2): not measured: rank 2 did not take the connection within 5s"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var got []string
-			for _, o := range Analyze(tc.samples, DefaultThresholds).Outliers {
-				got = append(got, o.Text)
-			}
-			if diff := cmp.Diff(tc.want, got); diff != "" {
+			if diff := cmp.Diff(tc.want, outlierTexts(tc.samples)); diff != "" {
 				t.Errorf("outliers (-want +got):\n%s", diff)
 			}
 		})
@@ -108,16 +104,7 @@ func ringReport(t *testing.T, hosts []string, o RingOptions) (Report, time.Durat
 	}
 	wg.Wait()
 	took := time.Since(start)
-	for r, err := range errs {
-		if err != nil {
-			t.Fatalf("rank %d: %v", r, err)
-		}
-	}
-	for r := 1; r < n; r++ {
-		if diff := cmp.Diff(reps[0], reps[r]); diff != "" {
-			t.Fatalf("rank %d's report differs from rank 0's:\n%s", r, diff)
-		}
-	}
+	sameReports(t, errs, reps)
 	return reps[0], took
 }
 
