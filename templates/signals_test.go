@@ -19,7 +19,8 @@ import (
 // like a program that does not tell them apart (batchkit train before it
 // did), exits 75 after a SIGUSR1 or SIGTERM, a moment later (train
 // finishes its step and checkpoints first). FAKE_MODE makes it exit 3 at
-// once, or die of SIGKILL.
+// once, or die of SIGKILL. Its loop is arithmetic: a group SIGTERM that
+// killed a $(seq 400) left it no rounds, and it exited 0 (a CI failure).
 const fakeLauncher = `#!/bin/bash
 trap 'echo USR1 >> "$FAKE_LOG"; got=1' USR1
 trap 'echo TERM >> "$FAKE_LOG"; got=1' TERM
@@ -28,7 +29,7 @@ case "${FAKE_MODE-}" in
 exit3) exit 3 ;;
 kill) kill -KILL $$ ;;
 esac
-for i in $(seq 400); do [ -z "${got-}" ] || { sleep 0.2; exit 75; }; sleep 0.025; done
+for ((i = 0; i < 400; i++)); do [ -z "${got-}" ] || { sleep 0.2; exit 75; }; sleep 0.025; done
 exit 0
 `
 
