@@ -41,6 +41,7 @@ import (
 	"github.com/batchkit/batchkit/envvars"
 	"github.com/batchkit/batchkit/trainer/collective/backend"
 	"github.com/batchkit/batchkit/trainer/collective/internal/handoff"
+	"github.com/batchkit/batchkit/trainer/collective/internal/yield"
 	"github.com/batchkit/batchkit/trainer/collective/tcp"
 )
 
@@ -108,7 +109,7 @@ type cclBackend struct {
 	msg       *msgBuf
 	abandoned bool
 	pin       runtime.Pinner
-	yield     yielder
+	yield     yield.Yielder
 	idle      handoff.IdlePoll // AllreduceIdle's sleeps between tests
 }
 
@@ -153,7 +154,7 @@ func New(o Options) (backend.Backend, error) {
 		return nil, err
 	}
 	r := o.Rendezvous
-	b := &cclBackend{rank: r.Rank, size: r.Size, worker: w, timeout: r.Timeout, handoffAt: at, yield: yielder{now: time.Now}, idle: idle,
+	b := &cclBackend{rank: r.Rank, size: r.Size, worker: w, timeout: r.Timeout, handoffAt: at, idle: idle,
 		abort: (*C.int32_t)(C.calloc(1, 4)), // never freed: the watchdog may store to it after Close
 		msg:   (*msgBuf)(C.calloc(1, C.BKCCL_MSG_LEN))}
 	if b.timeout <= 0 {
@@ -382,7 +383,7 @@ func (b *cclBackend) direct(k kind, send, recv unsafe.Pointer, count int, t back
 		C.int64_t(count), b.abort, C.int64_t(b.timeout), &m[0], C.size_t(len(m)))
 	switch rc {
 	case C.BKCCL_OK:
-		if b.yield.after(bytes) {
+		if b.yield.After(bytes) {
 			runtime.Gosched()
 		}
 		return nil

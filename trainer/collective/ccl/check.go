@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/batchkit/batchkit/envsetup"
 	"github.com/batchkit/batchkit/envvars"
@@ -213,45 +212,4 @@ func handoffAt(getenv topology.Getenv) (int, error) {
 		return 0, setupf("BATCHKIT_CCL_HANDOFF=%s: want a number of bytes (0: every call on the worker thread)", v)
 	}
 	return n, nil
-}
-
-// yieldEvery: as the mpi backend's (trainer/collective/mpi/yield.go), a
-// goroutine that only makes direct calls is given to Go's scheduler every
-// 8 ms so that sysmon does not start taking its P away.
-const yieldEvery = 8 * time.Millisecond
-
-// The yield check reads the clock, and a read can cost what a small call
-// does not: on this project's VM, whose vDSO has no usable clock, it is a
-// system call, 0.2-0.4 µs, 4-8 % of an 8-byte allreduce and 2 % of a
-// 64 KiB one (the C++ reference reads none a call). So the clock is read
-// once clockCalls calls or clockBytes bytes have gone by since the last
-// read: about a millisecond here (64 calls of up to ~20 µs, or 4 MiB at a
-// few GB/s), well inside yieldEvery.
-const (
-	clockCalls = 64
-	clockBytes = 4 << 20
-)
-
-// yielder decides, after each direct call, whether to yield.
-type yielder struct {
-	now   func() time.Time // time.Now
-	last  time.Time        // the last yield
-	calls int              // since the clock was last read
-	bytes int              // moved since then
-}
-
-// after reports whether the goroutine should yield after a call that moved
-// bytes.
-func (y *yielder) after(bytes int) bool {
-	y.calls++
-	if y.bytes += bytes; y.calls < clockCalls && y.bytes < clockBytes {
-		return false
-	}
-	y.calls, y.bytes = 0, 0
-	now := y.now()
-	if now.Sub(y.last) < yieldEvery {
-		return false
-	}
-	y.last = now
-	return true
 }

@@ -2,9 +2,7 @@ package ccl
 
 import (
 	"errors"
-	"fmt"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -113,40 +111,5 @@ func TestHandoffAt(t *testing.T) {
 		if (err != nil) != c.err || (!c.err && got != c.want) {
 			t.Errorf("BATCHKIT_CCL_HANDOFF=%q: got %d, %v; want %d, error %v", c.env, got, err, c.want, c.err)
 		}
-	}
-}
-
-// The direct path's yield check reads the clock once 64 calls or 4 MiB
-// have gone by (a read is a system call on this project's VM, 0.2-0.4 µs),
-// and yields when 8 ms have passed since the last yield.
-func TestYielder(t *testing.T) {
-	var clock time.Time
-	reads := 0
-	y := yielder{now: func() time.Time { reads++; return clock }}
-	clock = clock.Add(time.Hour)
-	var got []string
-	step := func(what string, calls, bytes int, each time.Duration) {
-		yields := 0
-		reads = 0
-		for range calls {
-			clock = clock.Add(each)
-			if y.after(bytes) {
-				yields++
-			}
-		}
-		got = append(got, fmt.Sprintf("%s: %d reads, %d yields", what, reads, yields))
-	}
-	step("640 calls of 8 B, 5 µs each", 640, 8, 5*time.Microsecond)             // 3.2 ms
-	step("1600 calls of 64 KiB, 20 µs each", 1600, 64<<10, 20*time.Microsecond) // 32 ms
-	step("160 calls of 1 MiB, 150 µs each", 160, 1<<20, 150*time.Microsecond)   // 24 ms
-	step("10 calls of 8 MiB, 5 ms each", 10, 8<<20, 5*time.Millisecond)
-	want := []string{
-		"640 calls of 8 B, 5 µs each: 10 reads, 1 yields", // the first read finds no yield yet
-		"1600 calls of 64 KiB, 20 µs each: 25 reads, 4 yields",
-		"160 calls of 1 MiB, 150 µs each: 40 reads, 2 yields",
-		"10 calls of 8 MiB, 5 ms each: 10 reads, 5 yields",
-	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("clock reads and yields (-want +got):\n%s", diff)
 	}
 }

@@ -15,7 +15,8 @@
 // and the max and min ops on the shared internal/handoff/reduce.h), mpi.go
 // (the binding: MPI_Init, the collectives, and the hand-over of large calls
 // to the shared worker thread, internal/handoff), handoff.go (the worker's
-// threshold), yield.go, process.go (SetupProcess), and the build-tag
+// threshold; the yields before sysmon's 10 ms are the shared
+// internal/yield's), process.go (SetupProcess), and the build-tag
 // variants none.go, openmpi.go, mpich.go, both.go. docs/mpi-backend.md
 // has the measurements behind the choices.
 package mpi

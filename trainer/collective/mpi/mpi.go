@@ -50,6 +50,7 @@ import (
 	"github.com/batchkit/batchkit/topology"
 	"github.com/batchkit/batchkit/trainer/collective/backend"
 	"github.com/batchkit/batchkit/trainer/collective/internal/handoff"
+	"github.com/batchkit/batchkit/trainer/collective/internal/yield"
 )
 
 // The C side switches on the values of DType and Op: a compile error here
@@ -104,8 +105,8 @@ type mpiBackend struct {
 	comm       C.uintptr_t // our duplicate of MPI_COMM_WORLD
 	closed     bool        // under mpiState's lock
 	rank, size int
-	handoffAt  int       // calls moving at least this many bytes run on the worker (mpiHandoffAt)
-	lastYield  time.Time // under mpiState's lock
+	handoffAt  int           // calls moving at least this many bytes run on the worker (mpiHandoffAt)
+	yield      yield.Yielder // under mpiState's lock
 	idle       handoff.IdlePoll
 }
 
@@ -365,18 +366,17 @@ func (m *mpiBackend) call(kind mpiKind, send, recv unsafe.Pointer, count int, t 
 	}
 	var rc C.int
 	handedOff := false
-	if callBytes(kind, count, t, m.size) >= m.handoffAt {
+	bytes := callBytes(kind, count, t, m.size)
+	if bytes >= m.handoffAt {
 		rc, handedOff = mpiHandoff(kind, m.comm, send, recv, count, t, op, arg, 1)
 	}
-	yield := false
+	due := false
 	if !handedOff {
 		rc = C.bk_call(C.int(kind), m.comm, (*C.char)(send), (*C.char)(recv), C.int64_t(count), C.int(t), C.int(op), C.int(arg), C.int64_t(mpiMaxCount))
-		if now := time.Now(); yieldDue(now, m.lastYield) {
-			m.lastYield, yield = now, true
-		}
+		due = m.yield.After(bytes)
 	}
 	mpiState.Unlock()
-	if yield {
+	if due {
 		runtime.Gosched()
 	}
 	if rc != C.MPI_SUCCESS {
