@@ -23,6 +23,7 @@ import (
 // their BLAS threads (shareNode).
 func (s *Setup) Check(topo topology.Topology, stdout, stderr io.Writer) error {
 	c := s.Config
+	s.share = s.readShare(topo)
 	if err := s.shareNode(topo); err != nil {
 		return err
 	}

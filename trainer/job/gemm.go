@@ -37,34 +37,48 @@ func openGemm(name string, getenv func(string) string) (gemm.Impl, string, error
 	return g, from, nil
 }
 
-// shareNode divides the node's CPUs among its local ranks when the count
-// came from the rank's CPUs and its mask is the whole node (nothing bound
-// it: batchkit run without exec --pin), as envsetup's pinning divides a
-// shared mask; otherwise every unpinned rank would run a thread per CPU of
-// the node. A mask narrower than the node is the rank's own: kept. An
-// unreadable mask keeps the count too.
-func (s *Setup) shareNode(topo topology.Topology) error {
-	if s.gemmThreadsFrom != gemm.FromCPUs || topo.LocalWorldSize <= 1 {
-		return nil
-	}
+// cpuShare is what this rank has of the node's CPUs: its mask, or its
+// share of it when the mask is the whole node and several local ranks have
+// it (nothing bound them: batchkit run without exec --pin), as envsetup's
+// pinning divides a shared mask. n is 0 when the mask cannot be read.
+type cpuShare struct {
+	n, online int
+	shared    bool // n is a share of the whole node's mask
+}
+
+// readShare reads this rank's cpuShare (s.readCPUs, else the process's
+// mask).
+func (s *Setup) readShare(topo topology.Topology) cpuShare {
 	read := s.readCPUs
 	if read == nil {
 		read = func() (envsetup.CPUSet, error) { return envsetup.ReadCPUs("/") }
 	}
 	cpus, err := read()
-	if err != nil || len(cpus.Allowed) < cpus.Online {
+	if err != nil || len(cpus.Allowed) == 0 {
+		return cpuShare{}
+	}
+	sh := cpuShare{n: len(cpus.Allowed), online: cpus.Online}
+	if sh.n >= cpus.Online && topo.LocalWorldSize > 1 {
+		sh.n, sh.shared = max(1, sh.n/topo.LocalWorldSize), true
+	}
+	return sh
+}
+
+// shareNode gives an unpinned rank's BLAS its share of the node (s.share)
+// when the thread count came from the rank's CPUs; otherwise every
+// unpinned rank would run a thread per CPU of the node. A mask narrower
+// than the node is the rank's own, and an unreadable one keeps the count.
+func (s *Setup) shareNode(topo topology.Topology) error {
+	sh := s.share
+	if s.gemmThreadsFrom != gemm.FromCPUs || !sh.shared || sh.n >= s.Train.Gemm.Threads() {
 		return nil
 	}
-	n := max(1, len(cpus.Allowed)/topo.LocalWorldSize)
-	if n >= s.Train.Gemm.Threads() {
-		return nil
-	}
-	g, err := gemm.Open(s.Train.Gemm.Name(), n)
+	g, err := gemm.Open(s.Train.Gemm.Name(), sh.n)
 	if err != nil {
 		return err
 	}
 	s.Train.Gemm = g
-	s.gemmThreadsFrom = fmt.Sprintf("the node's %d CPUs / %d local ranks", cpus.Online, topo.LocalWorldSize)
+	s.gemmThreadsFrom = fmt.Sprintf("the node's %d CPUs / %d local ranks", sh.online, topo.LocalWorldSize)
 	return nil
 }
 

@@ -88,12 +88,15 @@ type Setup struct {
 	TrainSet    *trainer.Dataset
 	TestSet     *trainer.Dataset
 	Sizes       []int        // the model's layer sizes
-	bucketAuto  bool         // --bucket-mb auto: Run sets Train.BucketBytes by the backend
+	bucketAuto  bool         // --bucket-mb auto: Run sets Train.BucketBytes (Buckets)
 	Node        string       // this rank's node in the health report (health.NodeName)
 	metricsFile *metricsFile // rank 0's --metrics (Check), nil without
 	// gemmThreadsFrom: where Train.Gemm's thread count came from.
 	gemmThreadsFrom string
-	// readCPUs reads this process's CPUs for shareNode (nil: envsetup.ReadCPUs("/")).
+	// share is this rank's CPUs (Check): its BLAS threads (shareNode)
+	// and --bucket-mb auto (Buckets) follow it.
+	share cpuShare
+	// readCPUs reads this process's CPUs for readShare (nil: envsetup.ReadCPUs("/")).
 	readCPUs func() (envsetup.CPUSet, error)
 }
 
@@ -160,14 +163,17 @@ func (c Config) Setup() (*Setup, error) {
 
 // AutoBucketMB is --bucket-mb auto on a backend whose calls made beside
 // compute wait without a CPU (collective.IdleWait: tcp, and mpi and ccl
-// through their AllreduceIdle): DDP's first bucket. On a backend without
-// (self) auto is 0. Before mpi and ccl had AllreduceIdle, auto was 0 on
-// them: their progress engines polled a core beside the backward pass
-// (docs/performance.md, "Gradient buckets").
+// through their AllreduceIdle), when every rank has more than one CPU:
+// DDP's first bucket. On a backend without (self), or where a rank has a
+// single CPU, auto is 0: the backward pass and the buckets' calls would
+// take turns on that CPU, so the overlap only adds calls (two quiet runs
+// on this project's machine, 2 ranks on 2 cores: buckets 0.92-1.00× the
+// step without, on every backend; docs/performance.md, "Gradient
+// buckets"). Before mpi and ccl had AllreduceIdle, auto was 0 on them.
 const AutoBucketMB = 1
 
-// parseBucketMB reads --bucket-mb: "auto" (AutoBucketMB or 0, by backend:
-// Run), or a size in MiB >= 0.
+// parseBucketMB reads --bucket-mb: "auto" (AutoBucketMB or 0: Buckets),
+// or a size in MiB >= 0.
 func parseBucketMB(v string) (float64, error) {
 	if v == "auto" {
 		return 0, nil
@@ -179,16 +185,46 @@ func parseBucketMB(v string) (float64, error) {
 	return mb, nil
 }
 
-// bucketBytesOn is the bucket size of a run on backend (a Comm's
-// Backend()): --bucket-mb's, or auto's for that backend.
-func (s *Setup) bucketBytesOn(backend string) int {
+// Buckets is the bucket size of a run on backend (a Comm's Backend())
+// whose ranks have at fewest fewest CPUs each (0: unknown), and the line
+// that says what it is and why: --bucket-mb's, or auto's.
+func (s *Setup) Buckets(backend string, fewest int) (bytes int, line string) {
+	flag := "--bucket-mb " + s.Config.BucketMB
 	switch {
 	case !s.bucketAuto:
-		return s.Train.BucketBytes
-	case collective.IdleWait(backend):
-		return bucketBytes(AutoBucketMB)
+		bytes = s.Train.BucketBytes
+	case !collective.IdleWait(backend):
+		flag += " on " + backend
+	case fewest == 1:
+		flag += ": a rank has 1 CPU, none to overlap on"
+	default:
+		bytes = bucketBytes(AutoBucketMB)
 	}
-	return 0
+	if bytes == 0 {
+		return 0, "one allreduce after the backward pass (" + flag + ")"
+	}
+	return bytes, "gradient buckets of " + strconv.FormatFloat(float64(bytes)/(1<<20), 'g', 4, 64) + " MiB (" + flag + ")"
+}
+
+// fewestCPUs is the fewest CPUs a rank of comm has (mine is this rank's
+// cpuShare.n), over the ranks that could read theirs; 0 when none could.
+// Every rank calls it, whatever its --bucket-mb: the collectives must be
+// the same on every rank before the trainer compares their flags.
+func fewestCPUs(comm trainer.Comm, mine int) (int, error) {
+	if comm.Size() == 1 {
+		return mine, nil
+	}
+	all := make([]float64, comm.Size())
+	if err := comm.Allgather([]float64{float64(mine)}, all); err != nil {
+		return 0, err
+	}
+	fewest := 0
+	for _, v := range all {
+		if n := int(v); n > 0 && (fewest == 0 || n < fewest) {
+			fewest = n
+		}
+	}
+	return fewest, nil
 }
 
 // bucketBytes is mb MiB in bytes; above 1 TiB every model is one bucket.

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +14,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/batchkit/batchkit/envsetup"
 	"github.com/batchkit/batchkit/topology"
 	"github.com/batchkit/batchkit/trainer"
 )
@@ -198,30 +201,108 @@ func TestRunReport(t *testing.T) {
 	}
 }
 
-func TestBucketBytesOn(t *testing.T) {
+func TestBuckets(t *testing.T) {
+	const tooFew = "one allreduce after the backward pass (--bucket-mb auto: a rank has 1 CPU, none to overlap on)"
 	for _, tc := range []struct {
 		flag, backend string
+		fewest        int // CPUs of the rank with the fewest; 0: unknown
 		want          int
+		line          string
 	}{
-		{"auto", "tcp", 1 << 20},
-		{"auto", "mpi", 1 << 20}, // AllreduceIdle: the buckets' calls leave the core to backward
-		{"auto", "ccl", 1 << 20},
-		{"auto", "self", 0},
-		{"0", "tcp", 0},
-		{"2", "mpi", 2 << 20},
-		{"0.5", "ccl", 1 << 19},
-		{"0.000001", "tcp", 2}, // never 0 bytes: that would turn the buckets off
+		{"auto", "tcp", 2, 1 << 20, "gradient buckets of 1 MiB (--bucket-mb auto)"},
+		{"auto", "mpi", 4, 1 << 20, "gradient buckets of 1 MiB (--bucket-mb auto)"}, // AllreduceIdle: the buckets' calls leave the core to backward
+		{"auto", "ccl", 0, 1 << 20, "gradient buckets of 1 MiB (--bucket-mb auto)"}, // no rank could read its mask: DDP's default
+		{"auto", "tcp", 1, 0, tooFew},
+		{"auto", "ccl", 1, 0, tooFew},
+		{"auto", "self", 8, 0, "one allreduce after the backward pass (--bucket-mb auto on self)"},
+		{"0", "tcp", 8, 0, "one allreduce after the backward pass (--bucket-mb 0)"},
+		{"2", "mpi", 1, 2 << 20, "gradient buckets of 2 MiB (--bucket-mb 2)"}, // the user's size, whatever the CPUs
+		{"0.5", "ccl", 8, 1 << 19, "gradient buckets of 0.5 MiB (--bucket-mb 0.5)"},
+		{"0.000001", "tcp", 8, 2, "gradient buckets of 1.907e-06 MiB (--bucket-mb 0.000001)"}, // never 0 bytes: that would turn the buckets off
 	} {
-		t.Run(tc.flag+" on "+tc.backend, func(t *testing.T) {
+		t.Run(fmt.Sprintf("%s on %s, %d CPUs", tc.flag, tc.backend, tc.fewest), func(t *testing.T) {
 			c := Defaults
 			c.BucketMB = tc.flag
 			s, err := c.Setup()
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := s.bucketBytesOn(tc.backend); got != tc.want {
-				t.Errorf("bucket bytes %d, want %d", got, tc.want)
+			got, line := s.Buckets(tc.backend, tc.fewest)
+			if got != tc.want || line != tc.line {
+				t.Errorf("Buckets = %d, %q; want %d, %q", got, line, tc.want, tc.line)
 			}
 		})
 	}
+}
+
+// --bucket-mb auto is decided by the rank with the fewest CPUs, the same on
+// every rank (the trainer compares the resolved size before the first
+// step); a rank given another --bucket-mb still meets the others in the
+// gather and is named by that comparison, not left hanging.
+func TestBucketsAgreeAcrossRanks(t *testing.T) {
+	mask := func(allowed int) func() (envsetup.CPUSet, error) {
+		return func() (envsetup.CPUSet, error) {
+			set := envsetup.CPUSet{Online: 8}
+			for id := range allowed {
+				set.Allowed = append(set.Allowed, envsetup.CPU{ID: id, Core: id})
+			}
+			return set, nil
+		}
+	}
+	run := func(flags []string, cpus []int) (outs []string, errs []error) {
+		n := len(flags)
+		w := trainer.NewLocalWorld(n)
+		outs, errs = make([]string, n), make([]error, n)
+		var wg sync.WaitGroup
+		for r := range n {
+			c := Defaults
+			c.Epochs, c.BucketMB = 1, flags[r]
+			s, err := c.Setup()
+			if err != nil {
+				t.Fatal(err)
+			}
+			s.readCPUs = mask(cpus[r])
+			if err := s.Check(topology.Topology{Rank: r, WorldSize: n, LocalWorldSize: 1}, io.Discard, io.Discard); err != nil {
+				t.Fatal(err)
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				var out bytes.Buffer
+				errs[r] = Run(w.Comms[r], "tcp", s, Output{Stdout: &out, Stderr: io.Discard}, func() trainer.StopReason { return trainer.NoStop })
+				if errs[r] != nil {
+					w.Abort()
+				}
+				outs[r] = out.String()
+			}()
+		}
+		wg.Wait()
+		return outs, errs
+	}
+	for _, tc := range []struct {
+		name string
+		cpus []int
+		line string
+	}{
+		{"a rank with 1 CPU", []int{4, 1}, "train: one allreduce after the backward pass (--bucket-mb auto: a rank has 1 CPU, none to overlap on)\n"},
+		{"2 CPUs each", []int{2, 2}, "train: gradient buckets of 1 MiB (--bucket-mb auto)\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			outs, errs := run([]string{"auto", "auto"}, tc.cpus)
+			for r, err := range errs {
+				if err != nil {
+					t.Fatalf("rank %d: %v", r, err)
+				}
+			}
+			if !strings.Contains(outs[0], tc.line) {
+				t.Errorf("rank 0's output lacks %q:\n%s", tc.line, outs[0])
+			}
+		})
+	}
+	t.Run("another --bucket-mb on one rank", func(t *testing.T) {
+		_, errs := run([]string{"auto", "0"}, []int{2, 2})
+		if errs[0] == nil || !strings.Contains(errs[0].Error(), "--bucket-mb") {
+			t.Errorf("rank 0: %v, want the ranks' --bucket-mb named", errs[0])
+		}
+	})
 }

@@ -28,6 +28,7 @@ type report struct {
 	resumedFrom int
 	epochs      int
 	health      *health.Report // --report's, collected before the summary
+	buckets     string         // Setup.Buckets' line
 }
 
 func (r *report) start(st trainer.Start) error {
@@ -37,6 +38,9 @@ func (r *report) start(st trainer.Start) error {
 		joinInts(m.Sizes, "-"), m.NumParams(), r.setup.DataName, r.setup.TrainSet.Rows(), r.setup.TestSet.Rows(),
 		r.world, r.backend, r.setup.Train.BatchSize, st.StepsPerEpoch)
 	fmt.Fprintf(r.log, "train: %s\n", r.setup.GemmLine())
+	if r.world > 1 {
+		fmt.Fprintf(r.log, "train: %s\n", r.buckets)
+	}
 	if st.ResumedFrom > 0 {
 		fmt.Fprintf(r.log, "train: %s\n", trainer.ResumeLine(st, r.epochs))
 	} else if dir := r.setup.Train.CheckpointDir; dir != "" {

@@ -27,9 +27,14 @@ type Output struct {
 func Run(comm trainer.Comm, backend string, s *Setup, out Output, stop func() trainer.StopReason) error {
 	cfg := s.Train
 	cfg.Stop = stop
-	cfg.BucketBytes = s.bucketBytesOn(backend)
+	fewest, err := fewestCPUs(comm, s.share.n)
+	if err != nil {
+		return err
+	}
+	var buckets string
+	cfg.BucketBytes, buckets = s.Buckets(backend, fewest)
 	rep := &report{setup: s, out: out.Stdout, log: out.Stdout, backend: backend, world: comm.Size(),
-		bar: out.Terminal && !s.JSON}
+		buckets: buckets, bar: out.Terminal && !s.JSON}
 	if s.JSON {
 		rep.log = out.Stderr
 	}
@@ -45,7 +50,7 @@ func Run(comm trainer.Comm, backend string, s *Setup, out Output, stop func() tr
 	if s.Config.Report {
 		c = withHealth(comm, s.Node, &cfg, rep)
 	}
-	_, err := trainer.Train(c, s.TrainSet, s.TestSet, cfg)
+	_, err = trainer.Train(c, s.TrainSet, s.TestSet, cfg)
 	if cerr := rep.close(); err == nil {
 		err = cerr
 	}
