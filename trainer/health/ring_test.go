@@ -3,6 +3,7 @@ package health
 import (
 	"fmt"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -159,14 +160,18 @@ func TestRingThrottledLinkIsNamed(t *testing.T) {
 // TestRingSilentNeighbour: rank 2 listens and never answers. The probe
 // ends after its timeout, not later; the link to rank 2 is named as not
 // measured, with rank 2 and the timeout; the other links are measured.
+// Whether a measured link is also named slow is not this test's question
+// (one turn a link: on a loaded machine a healthy one can measure at half
+// the others', as 3 → 0 did once in CI); TestRingThrottledLinkIsNamed
+// asks it, with 15 turns.
 func TestRingSilentNeighbour(t *testing.T) {
 	const timeout = time.Second
 	rep, took := ringReport(t, oneHost, RingOptions{Bytes: 1 << 20, Timeout: timeout, silent: true})
 	if took > 3*timeout+2*time.Second {
 		t.Errorf("the probe took %v with a silent rank: want about its %v timeout", took, timeout)
 	}
-	if diff := cmp.Diff([]string{"1→2"}, ringNamed(rep)); diff != "" {
-		t.Errorf("ring-link outliers (-want +got):\n%s\nlinks: %+v", diff, rep.Links)
+	if named := ringNamed(rep); !slices.Contains(named, "1→2") {
+		t.Errorf("ring-link outliers %q lack 1→2\nlinks: %+v", named, rep.Links)
 	}
 	for _, l := range rep.Links {
 		switch {
