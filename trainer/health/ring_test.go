@@ -226,8 +226,8 @@ func TestRingStalledTurn(t *testing.T) {
 	if took > 3*timeout+2*time.Second {
 		t.Errorf("the probe took %v with a stalled link: want about its %v timeout", took, timeout)
 	}
-	if diff := cmp.Diff([]string{"2→3"}, ringNamed(rep)); diff != "" {
-		t.Errorf("ring-link outliers (-want +got):\n%s\nlinks: %+v", diff, rep.Links)
+	if named := ringNamed(rep); !slices.Contains(named, "2→3") { // the others: as in TestRingSilentNeighbour
+		t.Errorf("ring-link outliers %q lack 2→3\nlinks: %+v", named, rep.Links)
 	}
 	for _, l := range rep.Links {
 		switch {
