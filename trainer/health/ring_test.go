@@ -161,9 +161,10 @@ func TestRingThrottledLinkIsNamed(t *testing.T) {
 // ends after its timeout, not later; the link to rank 2 is named as not
 // measured, with rank 2 and the timeout; the other links are measured.
 // Whether a measured link is also named slow is not this test's question
-// (one turn a link: on a loaded machine a healthy one can measure at half
-// the others', as 3 → 0 did once in CI); TestRingThrottledLinkIsNamed
-// asks it, with 15 turns.
+// (the best of the default 10 turns a link: on a loaded machine a healthy
+// one measured at half the others', 3 → 0 once in CI, beside the silent
+// link's timeout); TestRingThrottledLinkIsNamed asks it, with 15 turns
+// and no link failing.
 func TestRingSilentNeighbour(t *testing.T) {
 	const timeout = time.Second
 	rep, took := ringReport(t, oneHost, RingOptions{Bytes: 1 << 20, Timeout: timeout, silent: true})
