@@ -60,9 +60,10 @@ func trainCommand() *cli.Command {
 fits a multi-layer perceptron with SGD. Each rank trains on its share of every batch
 (--batch-size per rank; torch's DistributedSampler order, a permutation of seed and epoch),
 the gradients are averaged by allreduces started during the backward pass, layer by layer in
-buckets of --bucket-mb MiB (0: one allreduce after it; auto, the default: 1, on every backend;
-mpi's and ccl's bucket calls sleep between tests of completion, leaving the core to the
-backward pass: BATCHKIT_IDLE_POLL), and every rank takes the same step:
+buckets of --bucket-mb MiB (0: one allreduce after it; auto, the default: 1, or 0 when a rank
+has a single CPU to overlap on; mpi's and ccl's bucket calls sleep between tests of
+completion, leaving the core to the backward pass: BATCHKIT_IDLE_POLL), and every rank
+takes the same step:
 the ranks' weights stay bit-identical, which is checked every --check-every steps.
 
 Data: the UCI digits (1797 8×8 images, 10 classes), embedded; or --data FILE, a CSV of
@@ -127,7 +128,7 @@ Examples:
 			&cli.StringFlag{Name: "checkpoint-dir", Usage: "write checkpoints to and resume from `DIR`"},
 			&cli.IntFlag{Name: "checkpoint-every", Value: d.CheckpointEvery, Usage: "steps between checkpoints (0: only at the end and when stopped)"},
 			&cli.IntFlag{Name: "check-every", Value: d.CheckEvery, Usage: "steps between checks that the ranks' weights agree (0: start and end only)"},
-			&cli.StringFlag{Name: "bucket-mb", Value: d.BucketMB, Usage: "average the gradient in buckets of this many MiB, each started during the backward pass (0: one allreduce after it; auto: 1)"},
+			&cli.StringFlag{Name: "bucket-mb", Value: d.BucketMB, Usage: "average the gradient in buckets of this many MiB, each started during the backward pass (0: one allreduce after it; auto: 1, or 0 when a rank has a single CPU)"},
 			&cli.StringFlag{Name: "metrics", Usage: "write one JSON line per epoch to `FILE` (- for stdout)"},
 			&cli.StringFlag{Name: "plot", Usage: "draw loss and accuracy against step into `FILE` (.png, .svg or .pdf)"},
 			&cli.BoolFlag{Name: "force", Usage: "let --plot and --metrics replace an existing file"},
