@@ -63,8 +63,8 @@ the gradients are averaged by allreduces started during the backward pass, layer
 buckets of --bucket-mb MiB (0: one allreduce after it; auto, the default: 1, or 0 when a rank
 has a single CPU to overlap on; mpi's and ccl's bucket calls sleep between tests of
 completion, leaving the core to the backward pass: BATCHKIT_IDLE_POLL), and every rank
-takes the same step:
-the ranks' weights stay bit-identical, which is checked every --check-every steps.
+takes the same step: the ranks' weights stay bit-identical, which is checked every
+--check-every steps.
 
 Data: the UCI digits (1797 8×8 images, 10 classes), embedded; or --data FILE, a CSV of
 numbers with the integer label 0..K-1 last and no header (.gz: gzip). Every 5th row is a
