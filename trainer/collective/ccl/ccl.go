@@ -249,10 +249,15 @@ func (b *cclBackend) Close() error {
 }
 
 func (b *cclBackend) Allreduce(send, recv backend.Buffer, op backend.Op) error {
+	return b.allreduce(send, recv, op, false)
+}
+
+// allreduce is Allreduce, or with idle AllreduceIdle.
+func (b *cclBackend) allreduce(send, recv backend.Buffer, op backend.Op, idle bool) error {
 	if send.Len != recv.Len || send.Type != recv.Type {
 		return fmt.Errorf("allreduce: send is %d × %v, receive %d × %v", send.Len, send.Type, recv.Len, recv.Type)
 	}
-	return b.call(kAllreduce, send.Ptr, recv.Ptr, recv.Len, recv.Type, op, 0)
+	return b.callHow(kAllreduce, send.Ptr, recv.Ptr, recv.Len, recv.Type, op, 0, idle)
 }
 
 // AllreduceIdle is Allreduce for a call made beside compute (the
@@ -262,10 +267,7 @@ func (b *cclBackend) Allreduce(send, recv backend.Buffer, op backend.Op) error {
 // compute even at GOMAXPROCS=1. The same oneCCL call, so the same result,
 // bit for bit; the watchdog and the timeout hold as for any worker call.
 func (b *cclBackend) AllreduceIdle(send, recv backend.Buffer, op backend.Op) error {
-	if send.Len != recv.Len || send.Type != recv.Type {
-		return fmt.Errorf("allreduce: send is %d × %v, receive %d × %v", send.Len, send.Type, recv.Len, recv.Type)
-	}
-	return b.callHow(kAllreduce, send.Ptr, recv.Ptr, recv.Len, recv.Type, op, 0, true)
+	return b.allreduce(send, recv, op, true)
 }
 
 func (b *cclBackend) Broadcast(buf backend.Buffer, root int) error {
