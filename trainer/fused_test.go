@@ -140,3 +140,66 @@ func TestReluForwardBitIdentical(t *testing.T) {
 		t.Errorf("element %d: %g (%#x), want %g (%#x)", i, z[i], math.Float32bits(z[i]), want[i], math.Float32bits(want[i]))
 	}
 }
+
+// A LossGrad onto a cleared gradient (Workspace.GradCleared: its weight
+// gradients' products add onto +0 with beta 1) gives the bits of one that
+// overwrites a gradient full of junk (beta 0), with every GEMM library, at
+// a small odd shape and at the compute-bound one, full and short batches;
+// an input column that is zero in every sample makes weight gradients that
+// are sums of signed zeros, where a product written with beta 0 could
+// keep a -0 that one added onto +0 would not.
+func TestLossGradOntoClearedBitIdentical(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		in, out, n int
+		hidden     []int
+	}{
+		{"small", 13, 7, 11, []int{37, 29, 50}},
+		{"1024x1024, batch 64", 64, 10, 64, []int{1024, 1024}},
+		{"1024x1024, short batch", 64, 10, 30, []int{1024, 1024}},
+	} {
+		m, err := NewMLP(tc.in, tc.hidden, tc.out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rng := rand.New(rand.NewPCG(3, 4))
+		x, y := make([]float32, tc.n*tc.in), make([]int32, tc.n)
+		for i := range x {
+			if i%tc.in != 2 { // column 2 stays zero
+				x[i] = float32(rng.NormFloat64())
+			}
+		}
+		for i := range y {
+			y[i] = int32(rng.IntN(tc.out))
+		}
+		for _, lib := range gemm.Built() {
+			t.Run(tc.name+"/"+lib.Name, func(t *testing.T) {
+				m.Gemm = openGemm(t, lib.Name)
+				p := make([]float32, m.NumParams())
+				m.InitParams(p, 5)
+				junk, cleared := make([]float32, len(p)), make([]float32, len(p))
+				var ws1, ws2 Workspace
+				opt := NewSGD(len(p), 0.1, 0.9, 1e-4)
+				for step := range 3 {
+					for i := range junk {
+						junk[i] = float32(i%7) - 3
+					}
+					l1, c1 := m.LossGrad(p, junk, x, y, &ws1)
+					ws2.GradCleared = step > 0 // the first step's gradient is a fresh zero slice either way
+					l2, c2 := m.LossGrad(p, cleared, x, y, &ws2)
+					if l1 != l2 || c1 != c2 {
+						t.Fatalf("step %d: loss %v, %d correct onto the cleared gradient; %v, %d", step, l2, c2, l1, c1)
+					}
+					if i := firstDiff(junk, cleared); i >= 0 {
+						t.Fatalf("step %d: gradient %d is %g (bits %#x) onto the cleared gradient, %g (%#x) with beta 0",
+							step, i, cleared[i], math.Float32bits(cleared[i]), junk[i], math.Float32bits(junk[i]))
+					}
+					if ws2.GradCleared {
+						t.Fatalf("step %d: GradCleared still set after LossGrad", step)
+					}
+					opt.StepClear(p, cleared)
+				}
+			})
+		}
+	}
+}

@@ -100,6 +100,13 @@ const initStream = 0x6d6c70696e6974 // "mlpinit"
 type Workspace struct {
 	acts, dacts [][]float32 // per layer boundary: batch × Sizes[i]
 	batch       int
+
+	// GradCleared says that the next LossGrad's grad is all +0 (SGD's
+	// StepClear left it so): its weight-gradient products then add onto
+	// it (beta 1) rather than have the BLAS zero those 4 bytes a weight
+	// first (beta 0), the same numbers with one pass fewer. LossGrad
+	// resets it.
+	GradCleared bool
 }
 
 func (m MLP) workspace(ws *Workspace, batch int) {
@@ -160,13 +167,17 @@ func (m MLP) LossGradEach(p, grad, x []float32, y []int32, ws *Workspace, ready 
 	lossSum, correct = softmaxXent(ws.acts[last][:n*k], y, k, dz)
 	ls, gs := m.layers(p), m.layers(grad)
 	g := m.gemm()
+	var beta float32 // of the weight gradients' products: 0, or 1 onto a cleared grad
+	if ws.GradCleared {
+		beta, ws.GradCleared = 1, false
+	}
 	biasGrad(gs[len(gs)-1].b, dz, n)
 	for i := len(ls) - 1; i >= 0; i-- {
 		l, lg := ls[i], gs[i]
 		a, dz := ws.acts[i][:n*l.in], ws.dacts[i+1][:n*l.out]
 		// dW = dzᵀ · a; db = Σ rows of dz (made by the pass that made dz);
 		// da = dz · W, masked by ReLU, and the layer below's db with it.
-		g.Sgemm(blas.Trans, blas.NoTrans, l.out, l.in, n, 1, dz, l.out, a, l.in, 0, lg.w, l.in)
+		g.Sgemm(blas.Trans, blas.NoTrans, l.out, l.in, n, 1, dz, l.out, a, l.in, beta, lg.w, l.in)
 		if ready != nil {
 			ready(i)
 		}

@@ -8,10 +8,11 @@
 
 /* bad ORs "p is not finite" (p-p != p-p only for NaN, and ±Inf-±Inf is
  * NaN), an integer reduction the vectoriser keeps in a register. */
-#define BK_SGD_LOOP                                   \
+#define BK_SGD_LOOP(CLEAR)                            \
 	int bad = 0;                                      \
 	for (size_t i = 0; i < n; i++) {                  \
 		float d = g[i] + weight_decay * p[i];         \
+		CLEAR;                                        \
 		buf[i] = momentum * buf[i] + d;               \
 		p[i] -= lr * buf[i];                          \
 		float z = p[i] - p[i];                        \
@@ -19,19 +20,22 @@
 	}                                                 \
 	return bad;
 
-__attribute__((target("avx2")))
-static int sgd_avx2(float *restrict p, const float *restrict g, float *restrict buf, size_t n,
-                     float lr, float momentum, float weight_decay) {
-	BK_SGD_LOOP
-}
+/* One function per loop, so that no branch is left in the vector loop. */
+#define BK_SGD_KERNEL(NAME, ATTR, CLEAR)                                                    \
+	ATTR static int NAME(float *restrict p, float *restrict g, float *restrict buf, size_t n, \
+	                     float lr, float momentum, float weight_decay) {                      \
+		BK_SGD_LOOP(CLEAR)                                                                    \
+	}
 
-static int sgd_sse(float *restrict p, const float *restrict g, float *restrict buf, size_t n,
-                    float lr, float momentum, float weight_decay) {
-	BK_SGD_LOOP
-}
+BK_SGD_KERNEL(sgd_avx2, __attribute__((target("avx2"))), (void)0)
+BK_SGD_KERNEL(sgd_sse, , (void)0)
+BK_SGD_KERNEL(sgd_clear_avx2, __attribute__((target("avx2"))), g[i] = 0.0f)
+BK_SGD_KERNEL(sgd_clear_sse, , g[i] = 0.0f)
 
-int bk_sgd_step(float *p, const float *g, float *buf, size_t n, float lr, float momentum, float weight_decay) {
-	if (__builtin_cpu_supports("avx2"))
-		return sgd_avx2(p, g, buf, n, lr, momentum, weight_decay);
-	return sgd_sse(p, g, buf, n, lr, momentum, weight_decay);
+int bk_sgd_step(float *p, float *g, float *buf, size_t n, float lr, float momentum, float weight_decay,
+                int clear) {
+	int avx2 = __builtin_cpu_supports("avx2");
+	if (clear)
+		return (avx2 ? sgd_clear_avx2 : sgd_clear_sse)(p, g, buf, n, lr, momentum, weight_decay);
+	return (avx2 ? sgd_avx2 : sgd_sse)(p, g, buf, n, lr, momentum, weight_decay);
 }

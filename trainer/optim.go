@@ -27,7 +27,15 @@ func NewSGD(n int, lr, momentum, weightDecay float32) *SGD {
 // in the pass that writes them rather than in a second pass over the
 // model's bytes (docs/performance.md, "The step's roofline").
 func (o *SGD) Step(p, g []float32) (finite bool) {
-	return sgdStep(p, g[:len(p)], o.Buf[:len(p)], o.LR, o.Momentum, o.WeightDecay)
+	return sgdStep(p, g[:len(p)], o.Buf[:len(p)], o.LR, o.Momentum, o.WeightDecay, false)
+}
+
+// StepClear is Step that also sets g to +0 in the same pass, for a
+// LossGrad that then adds the next gradient onto it (Workspace.GradCleared)
+// instead of having the BLAS zero the weight gradients first: the cleared
+// lines are written back with the update's, not by a pass of their own.
+func (o *SGD) StepClear(p, g []float32) (finite bool) {
+	return sgdStep(p, g[:len(p)], o.Buf[:len(p)], o.LR, o.Momentum, o.WeightDecay, true)
 }
 
 // sgdGo is the update in Go. A cgo build (tag openblas or mkl: a C

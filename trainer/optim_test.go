@@ -1,6 +1,7 @@
 package trainer
 
 import (
+	"fmt"
 	"math"
 	"slices"
 	"testing"
@@ -8,27 +9,38 @@ import (
 
 // TestSGDKernelBitIdentical: the update this build runs (C in a cgo BLAS
 // build) gives Go's bit for bit, over steps, on a length that is no
-// multiple of any vector width, with the values of a real run's scale.
+// multiple of any vector width, with the values of a real run's scale;
+// asked to clear the gradient, it gives the same numbers and leaves every
+// gradient +0.
 func TestSGDKernelBitIdentical(t *testing.T) {
 	const n = 100_003
-	p1, g, b1 := make([]float32, n), make([]float32, n), make([]float32, n)
-	for i := range p1 {
-		p1[i] = float32(math.Sin(float64(i)))
-		g[i] = float32(math.Cos(float64(i))) / 100
-	}
-	p2, b2 := slices.Clone(p1), slices.Clone(b1)
-	for step := range 5 {
-		f1 := sgdGo(p1, g, b1, 0.05, 0.9, 1e-4)
-		f2 := sgdStep(p2, g, b2, 0.05, 0.9, 1e-4)
-		if !f1 || !f2 {
-			t.Fatalf("step %d: finite reported as %v (Go) and %v, want true", step, f1, f2)
-		}
-		if i := firstDiff(p1, p2); i >= 0 {
-			t.Fatalf("step %d: parameter %d is %g, Go's %g", step, i, p2[i], p1[i])
-		}
-		if i := firstDiff(b1, b2); i >= 0 {
-			t.Fatalf("step %d: momentum %d is %g, Go's %g", step, i, b2[i], b1[i])
-		}
+	for _, zero := range []bool{false, true} {
+		t.Run(fmt.Sprintf("clear=%v", zero), func(t *testing.T) {
+			p1, g, b1 := make([]float32, n), make([]float32, n), make([]float32, n)
+			for i := range p1 {
+				p1[i] = float32(math.Sin(float64(i)))
+			}
+			p2, b2 := slices.Clone(p1), slices.Clone(b1)
+			for step := range 5 {
+				for i := range g {
+					g[i] = float32(math.Cos(float64(i+step))) / 100
+				}
+				f1 := sgdGo(p1, g, b1, 0.05, 0.9, 1e-4)
+				f2 := sgdStep(p2, g, b2, 0.05, 0.9, 1e-4, zero)
+				if !f1 || !f2 {
+					t.Fatalf("step %d: finite reported as %v (Go) and %v, want true", step, f1, f2)
+				}
+				if i := firstDiff(p1, p2); i >= 0 {
+					t.Fatalf("step %d: parameter %d is %g, Go's %g", step, i, p2[i], p1[i])
+				}
+				if i := firstDiff(b1, b2); i >= 0 {
+					t.Fatalf("step %d: momentum %d is %g, Go's %g", step, i, b2[i], b1[i])
+				}
+				if i := slices.IndexFunc(g, func(v float32) bool { return math.Float32bits(v) != 0 }); zero && i >= 0 {
+					t.Fatalf("step %d: gradient %d is %g after the update, want +0", step, i, g[i])
+				}
+			}
+		})
 	}
 }
 
@@ -53,7 +65,11 @@ func TestSGDReportsNonFinite(t *testing.T) {
 		for _, k := range []struct {
 			name string
 			step func(p, g, buf []float32, lr, momentum, weightDecay float32) bool
-		}{{"Go", sgdGo}, {"build", sgdStep}} {
+		}{{"Go", sgdGo}, {"build", func(p, g, buf []float32, lr, momentum, weightDecay float32) bool {
+			return sgdStep(p, g, buf, lr, momentum, weightDecay, false)
+		}}, {"build, clearing", func(p, g, buf []float32, lr, momentum, weightDecay float32) bool {
+			return sgdStep(p, g, buf, lr, momentum, weightDecay, true)
+		}}} {
 			t.Run(tc.name+"/"+k.name, func(t *testing.T) {
 				p, g, buf := make([]float32, n), make([]float32, n), make([]float32, n)
 				for i := range p {

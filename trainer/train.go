@@ -206,9 +206,10 @@ func (r *run) step(idx []int) (StopReason, error) {
 		return NoStop, r.rank0Failed()
 	}
 	weights := r.params // to search for a non-finite one: the update saw one
-	if r.opt.Step(r.params, grad) {
+	if r.opt.StepClear(r.params, grad) {
 		weights = nil
 	}
+	r.ws.GradCleared = true
 	r.globalStep++
 	r.stepInEpoch++
 	if err := r.finite("loss", float64(extra[xLoss])/float64(extra[xCount]), weights); err != nil {
