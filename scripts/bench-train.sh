@@ -493,8 +493,9 @@ for b in backends:
     # Against the ceiling of the same repetition: what communication and
     # synchronisation cost, apart from what the machine gives 2 processes.
     vs = spread([e / c for e, c in zip(eff, ceil2)]) if ceil2 else "not measured"
-    rows.append(("scaling 1->2 ranks, %s (efficiency)" % b, ">= 0.85", spread(eff), spread(a), "-",
-                 "%.0f /s at 2, %.0f /s at 1; / ceiling %s; %s" % (s2, s1, vs, g), verdict(eff, 0.85, False)))
+    # Issue 33 section 3's goal (issue 30's was 0.85).
+    rows.append(("scaling 1->2 ranks, %s (efficiency)" % b, ">= 0.95", spread(eff), spread(a), "-",
+                 "%.0f /s at 2, %.0f /s at 1; / ceiling %s; %s" % (s2, s1, vs, g), verdict(eff, 0.95, False)))
 
 calib = {r["label"]: r for r in runs if r["kind"] == "calib"}
 print("# batchkit train against PyTorch DDP (gloo, CPU): %s; %d repetitions; median [min-max]" % (
