@@ -9,7 +9,7 @@ import (
 // gradient] (train.go), and instead of one allreduce after the backward
 // pass, spans of it (buckets) are allreduced as soon as backward has made
 // them final, on a goroutine of their own, while the earlier layers are
-// still being computed. The means are the same numbers the one call gives
+// still being computed. The sums are the same numbers the one call gives
 // wherever the backend's per-element sum does not depend on how the buffer
 // is cut: at 2 ranks on every backend (a + b = b + a exactly), and in a
 // LocalWorld at any size. Elsewhere (3+ ranks over a ring, whose chunk
@@ -18,7 +18,7 @@ import (
 // ones in the last bits (docs/reference/train.md, "Gradient buckets").
 
 // bucket is the span [lo, hi) of the step's buffer that one allreduce
-// averages, once layer `layer`'s gradient (the lowest layer it holds) is
+// sums, once layer `layer`'s gradient (the lowest layer it holds) is
 // final. The last bucket of a plan holds layer 0 and the extras: it goes
 // when the step has filled them, after the backward pass.
 type bucket struct{ lo, hi, layer int }
@@ -70,9 +70,9 @@ type overlap struct {
 }
 
 // call is one bucket's allreduce: beside compute (sent by ready, while
-// backward runs) it waits idle (AllreduceAvgIdle: the backward pass needs
+// backward runs) it waits idle (AllreduceSumIdle: the backward pass needs
 // the core more than the call's wait does); sent by finish, with nothing
-// left to compute, it polls (AllreduceAvg: the lowest latency).
+// left to compute, it polls (AllreduceSum: the lowest latency).
 type call struct {
 	buf    []float32
 	beside bool
@@ -103,9 +103,9 @@ func (o *overlap) loop() {
 		}
 		t0 := time.Now()
 		if b.beside {
-			failed = AllreduceAvgIdle(o.c, b.buf)
+			failed = AllreduceSumIdle(o.c, b.buf)
 		} else {
-			failed = o.c.AllreduceAvg(b.buf)
+			failed = o.c.AllreduceSum(b.buf)
 		}
 		o.done <- callResult{err: failed, took: time.Since(t0)}
 	}
@@ -126,7 +126,7 @@ func (o *overlap) ready(layer int) {
 func (o *overlap) finish() error {
 	t0 := time.Now()
 	if o.queue == nil {
-		err := o.c.AllreduceAvg(o.buf)
+		err := o.c.AllreduceSum(o.buf)
 		took := time.Since(t0)
 		o.stats.Total += took
 		o.stats.Exposed += took

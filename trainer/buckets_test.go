@@ -43,7 +43,7 @@ type recordComm struct {
 	calls [][]float32
 }
 
-func (c *recordComm) AllreduceAvg(buf []float32) error {
+func (c *recordComm) AllreduceSum(buf []float32) error {
 	c.mu.Lock()
 	c.calls = append(c.calls, slices.Clone(buf))
 	c.mu.Unlock()
@@ -122,8 +122,8 @@ type idleRecordComm struct {
 	how []string
 }
 
-func (c *idleRecordComm) AllreduceAvg(buf []float32) error { return c.record("blocking") }
-func (c *idleRecordComm) AllreduceAvgIdle(buf []float32) error {
+func (c *idleRecordComm) AllreduceSum(buf []float32) error { return c.record("blocking") }
+func (c *idleRecordComm) AllreduceSumIdle(buf []float32) error {
 	return c.record("idle")
 }
 func (c *idleRecordComm) record(how string) error {
@@ -134,7 +134,7 @@ func (c *idleRecordComm) record(how string) error {
 }
 
 // The buckets' calls made beside the backward pass wait idle
-// (AllreduceAvgIdle); those sent once it is done (the last bucket, and the
+// (AllreduceSumIdle); those sent once it is done (the last bucket, and the
 // one call of a step without buckets) are the blocking ones, which have
 // the lowest latency.
 func TestBucketsWaitIdle(t *testing.T) {

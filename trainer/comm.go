@@ -13,8 +13,10 @@ import (
 type Comm interface {
 	Rank() int
 	Size() int
-	// AllreduceAvg replaces buf with the element-wise mean over the ranks.
-	AllreduceAvg(buf []float32) error
+	// AllreduceSum replaces buf with the element-wise sum over the ranks
+	// (the loop's update turns the gradient's sum into the mean in the
+	// pass that reads it: SGD.StepMean).
+	AllreduceSum(buf []float32) error
 	// Allgather writes every rank's send, in rank order, into recv
 	// (Size × len(send) long).
 	Allgather(send, recv []float64) error
@@ -22,21 +24,21 @@ type Comm interface {
 	Barrier() error
 }
 
-// IdleComm is a Comm that can also average beside compute, waiting for
+// IdleComm is a Comm that can also sum beside compute, waiting for
 // the other ranks without keeping a core busy (collective.AllreduceIdle):
 // the gradient buckets' calls, made while the backward pass runs, go
-// through it when the Comm has it (AllreduceAvgIdle).
+// through it when the Comm has it (AllreduceSumIdle).
 type IdleComm interface {
-	AllreduceAvgIdle(buf []float32) error
+	AllreduceSumIdle(buf []float32) error
 }
 
-// AllreduceAvgIdle is c's AllreduceAvgIdle when c is an IdleComm, else its
-// AllreduceAvg: the same numbers either way.
-func AllreduceAvgIdle(c Comm, buf []float32) error {
+// AllreduceSumIdle is c's AllreduceSumIdle when c is an IdleComm, else its
+// AllreduceSum: the same numbers either way.
+func AllreduceSumIdle(c Comm, buf []float32) error {
 	if ic, ok := c.(IdleComm); ok {
-		return ic.AllreduceAvgIdle(buf)
+		return ic.AllreduceSumIdle(buf)
 	}
-	return c.AllreduceAvg(buf)
+	return c.AllreduceSum(buf)
 }
 
 // FromCollective adapts a trainer/collective communicator.
@@ -46,11 +48,11 @@ type collectiveComm struct{ c *collective.Comm }
 
 func (a collectiveComm) Rank() int { return a.c.Rank() }
 func (a collectiveComm) Size() int { return a.c.Size() }
-func (a collectiveComm) AllreduceAvg(buf []float32) error {
-	return collective.Allreduce(a.c, buf, buf, collective.Avg)
+func (a collectiveComm) AllreduceSum(buf []float32) error {
+	return collective.Allreduce(a.c, buf, buf, collective.Sum)
 }
-func (a collectiveComm) AllreduceAvgIdle(buf []float32) error {
-	return collective.AllreduceIdle(a.c, buf, buf, collective.Avg)
+func (a collectiveComm) AllreduceSumIdle(buf []float32) error {
+	return collective.AllreduceIdle(a.c, buf, buf, collective.Sum)
 }
 func (a collectiveComm) Allgather(send, recv []float64) error {
 	return collective.Allgather(a.c, send, recv)
@@ -133,20 +135,19 @@ func (c *localComm) Rank() int      { return c.rank }
 func (c *localComm) Size() int      { return c.w.n }
 func (c *localComm) Barrier() error { return c.w.barrier() }
 
-// AllreduceAvg: publish a copy, wait, sum the copies in rank order, wait
+// AllreduceSum: publish a copy, wait, sum the copies in rank order, wait
 // again so that no rank overwrites its copy while another still reads it.
-func (c *localComm) AllreduceAvg(buf []float32) error {
+func (c *localComm) AllreduceSum(buf []float32) error {
 	c.w.f32[c.rank] = append(c.w.f32[c.rank][:0], buf...)
 	if err := c.w.barrier(); err != nil {
 		return err
 	}
-	n := float32(c.w.n)
 	for i := range buf {
 		var s float32
 		for r := range c.w.n {
 			s += c.w.f32[r][i]
 		}
-		buf[i] = s / n
+		buf[i] = s
 	}
 	return c.w.barrier()
 }

@@ -197,7 +197,7 @@ func TestLossGradOntoClearedBitIdentical(t *testing.T) {
 					if ws2.GradCleared {
 						t.Fatalf("step %d: GradCleared still set after LossGrad", step)
 					}
-					opt.StepClear(p, cleared)
+					opt.StepMean(p, cleared, 1)
 				}
 			})
 		}

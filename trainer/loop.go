@@ -29,7 +29,7 @@ type Config struct {
 	// steps (0: only at the end and on preemption).
 	CheckpointDir   string
 	CheckpointEvery int
-	// BucketBytes: the gradient is averaged in buckets of about this many
+	// BucketBytes: the gradient is summed in buckets of about this many
 	// bytes (layers never split, the last layer first), each started on a
 	// goroutine of its own as soon as the backward pass has made it final,
 	// while the earlier layers are computed, as PyTorch DDP's bucket_cap_mb

@@ -1,6 +1,11 @@
 package trainer
 
-import "math"
+import (
+	"fmt"
+	"math"
+
+	"github.com/batchkit/batchkit/trainer/collective"
+)
 
 // SGD is stochastic gradient descent with momentum and weight decay, with
 // PyTorch's semantics (torch.optim.SGD, dampening 0, not Nesterov):
@@ -27,16 +32,40 @@ func NewSGD(n int, lr, momentum, weightDecay float32) *SGD {
 // in the pass that writes them rather than in a second pass over the
 // model's bytes (docs/performance.md, "The step's roofline").
 func (o *SGD) Step(p, g []float32) (finite bool) {
-	return sgdStep(p, g[:len(p)], o.Buf[:len(p)], o.LR, o.Momentum, o.WeightDecay, false)
+	return sgdStep(p, g[:len(p)], o.Buf[:len(p)], o.LR, o.Momentum, o.WeightDecay, sgdPlain, 1)
 }
 
-// StepClear is Step that also sets g to +0 in the same pass, for a
-// LossGrad that then adds the next gradient onto it (Workspace.GradCleared)
-// instead of having the BLAS zero the weight gradients first: the cleared
-// lines are written back with the update's, not by a pass of their own.
-func (o *SGD) StepClear(p, g []float32) (finite bool) {
-	return sgdStep(p, g[:len(p)], o.Buf[:len(p)], o.LR, o.Momentum, o.WeightDecay, true)
+// StepMean is Step with the gradient sum/n: the mean of n ranks' gradients
+// whose sum an allreduce left in sum, each element made in this pass as
+// collective's Avg makes it (collective.MeanScale: the same bits) rather
+// than by a pass of its own over the model's bytes. It leaves sum all +0,
+// for a LossGrad that then adds the next gradient onto it
+// (Workspace.GradCleared) instead of having the BLAS zero it first.
+func (o *SGD) StepMean(p, sum []float32, n int) (finite bool) {
+	if n < 1 {
+		panic(fmt.Sprintf("trainer: StepMean over %d ranks", n))
+	}
+	mode, f := meanMode(n)
+	return sgdStep(p, sum[:len(p)], o.Buf[:len(p)], o.LR, o.Momentum, o.WeightDecay, mode, f)
 }
+
+// meanMode is the update's mode and factor for the mean of n ranks' sum.
+func meanMode(n int) (sgdMode, float32) {
+	if f, mul := collective.MeanScale[float32](n); mul {
+		return sgdMulClear, f
+	}
+	return sgdDivClear, float32(n)
+}
+
+// sgdMode is how the update reads the gradient and what it leaves there
+// (optim.h's BK_SGD_* values).
+type sgdMode int
+
+const (
+	sgdPlain    sgdMode = iota // g as it is, left as it is
+	sgdMulClear                // g·f, g left +0
+	sgdDivClear                // g/f, g left +0
+)
 
 // sgdGo is the update in Go. A cgo build (tag openblas or mkl: a C
 // compiler is there anyway) runs sgdStep in C instead (optim_cgo.go), the
@@ -48,11 +77,20 @@ func (o *SGD) StepClear(p, g []float32) (finite bool) {
 // exponent field carry into the sign bit, which the OR keeps (integer
 // operations beside the float ones, no branch: the loop runs no slower
 // than without the check, the separate scan cost half the update).
-func sgdGo(p, g, buf []float32, lr, momentum, weightDecay float32) (finite bool) {
+func sgdGo(p, g, buf []float32, lr, momentum, weightDecay float32, mode sgdMode, f float32) (finite bool) {
 	g, buf = g[:len(p)], buf[:len(p)]
 	var carry uint32
 	for i := range p {
-		d := g[i] + weightDecay*p[i]
+		gi := g[i]
+		switch mode { // the same every element: predicted
+		case sgdMulClear:
+			gi *= f
+			g[i] = 0
+		case sgdDivClear:
+			gi /= f
+			g[i] = 0
+		}
+		d := gi + weightDecay*p[i]
 		b := momentum*buf[i] + d
 		buf[i] = b
 		q := p[i] - lr*b

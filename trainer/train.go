@@ -13,10 +13,10 @@ import (
 // Train runs the data-parallel loop on this rank: every rank calls it with
 // its Comm, the same data and the same Config, which the ranks compare first
 // (a *DisagreeError on every rank names what differs). Each step trains on the
-// rank's shard of the batch (Shard), averages the gradient with AllreduceAvg
+// rank's shard of the batch (Shard), sums the gradient with AllreduceSum
 // (in buckets started during the backward pass, BucketBytes, or one call
-// after it) and takes the same SGD step, so every rank keeps bit-identical
-// weights (checked every CheckEvery steps).
+// after it) and takes the same SGD step on its mean (SGD.StepMean), so every
+// rank keeps bit-identical weights (checked every CheckEvery steps).
 //
 // With a CheckpointDir rank 0 first locks the directory for the run
 // (trainer/dirlock; a directory in use is a *dirlock.LockedError on rank 0, on
@@ -108,10 +108,10 @@ type run struct {
 	epochComm                      CommStats // r.ov.stats when the epoch's steps began
 }
 
-// The elements put before the gradient in a step's buffer, averaged with
-// it (with layer 0's gradient, the bucket sent last): the mean makes "any
-// rank was asked to stop" > 0 and "any rank was asked to cancel" > 0, and
-// sums of the metrics.
+// The elements put before the gradient in a step's buffer, summed with it
+// (with layer 0's gradient, the bucket sent last): the sum makes "any rank
+// was asked to stop" > 0 and "any rank was asked to cancel" > 0, and the
+// metrics all ranks' (loss and correct over the count of samples).
 const (
 	xStop = iota
 	xCancel
@@ -206,7 +206,7 @@ func (r *run) step(idx []int) (StopReason, error) {
 		return NoStop, r.rank0Failed()
 	}
 	weights := r.params // to search for a non-finite one: the update saw one
-	if r.opt.StepClear(r.params, grad) {
+	if r.opt.StepMean(r.params, grad, r.c.Size()) {
 		weights = nil
 	}
 	r.ws.GradCleared = true
@@ -215,10 +215,9 @@ func (r *run) step(idx []int) (StopReason, error) {
 	if err := r.finite("loss", float64(extra[xLoss])/float64(extra[xCount]), weights); err != nil {
 		return NoStop, err
 	}
-	w := float64(r.c.Size())
-	count := float64(extra[xCount]) * w
-	r.lossSum += float64(extra[xLoss]) * w
-	r.correct += float64(extra[xCorrect]) * w
+	count := float64(extra[xCount])
+	r.lossSum += float64(extra[xLoss])
+	r.correct += float64(extra[xCorrect])
 	r.samples += count
 	r.epochSamples += count
 	r.ranSamples += count
@@ -264,7 +263,7 @@ func (r *run) preempted(reason StopReason) error {
 	if r.saveErr != nil {
 		flags[1] = 1
 	}
-	if err := r.c.AllreduceAvg(flags); err != nil { // every rank's, so rank 0's after its checkpoint
+	if err := r.c.AllreduceSum(flags); err != nil { // every rank's, so rank 0's after its checkpoint
 		return cmp.Or(r.saveErr, err)
 	}
 	if flags[1] > 0 {
@@ -339,7 +338,7 @@ func (r *run) finish() (Result, error) {
 		if r.saveErr != nil || endErr != nil {
 			failed[0] = 1
 		}
-		if err := r.c.AllreduceAvg(failed); err != nil {
+		if err := r.c.AllreduceSum(failed); err != nil {
 			return Result{}, cmp.Or(endErr, r.saveErr, err)
 		}
 		if failed[0] > 0 && endErr == nil {

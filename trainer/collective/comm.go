@@ -244,23 +244,34 @@ func overlaps(a, b backend.Buffer) bool {
 // divide turns a sum into a mean. Every rank divides the identical sum by
 // the same n, so results stay bit-identical. A division is the slow pass of
 // a large mean (divss: one per 3-5 cycles, 1.1 ms for a 4.5 MB gradient),
-// so where a cheaper operation gives the same bits it takes that: by 1
-// nothing changes (x/1 is x; only a signalling NaN, which no arithmetic
-// makes, would have become a quiet one), and by a power of two the product with the
-// exact reciprocal is the same correctly rounded number as the quotient
-// (TestDivideBitIdentical).
+// so it takes MeanScale's cheaper operation where that gives the same bits.
 func divide[T Float](s []T, n int) {
-	switch {
-	case n == 1:
-	case n&(n-1) == 0:
-		r := 1 / T(n)
-		for i := range s {
-			s[i] *= r
-		}
-	default:
-		d := T(n)
-		for i := range s {
-			s[i] /= d
-		}
+	if n == 1 {
+		return // x/1 is x
 	}
+	f, mul := MeanScale[T](n)
+	if mul {
+		for i := range s {
+			s[i] *= f
+		}
+		return
+	}
+	for i := range s {
+		s[i] /= f
+	}
+}
+
+// MeanScale is how a sum of n ranks' values becomes their mean, Avg's x/n,
+// for a caller that makes it in a pass of its own (the trainer's update
+// does, in the pass that reads the gradient anyway): multiply by f when mul
+// says so, else divide by f. Both give x/n's bits for every x
+// (TestDivideBitIdentical): by 1 the product with 1 is x (only a
+// signalling NaN, which no arithmetic makes, would have become a quiet
+// one), and by a power of two the product with the exact reciprocal is the
+// same correctly rounded number as the quotient.
+func MeanScale[T Float](n int) (f T, mul bool) {
+	if n&(n-1) == 0 {
+		return 1 / T(n), true
+	}
+	return T(n), false
 }

@@ -106,13 +106,13 @@ func (p *Probe) timed(f func() error) error {
 	return err
 }
 
-func (p *Probe) AllreduceAvg(buf []float32) error {
-	return p.timed(func() error { return p.Comm.AllreduceAvg(buf) })
+func (p *Probe) AllreduceSum(buf []float32) error {
+	return p.timed(func() error { return p.Comm.AllreduceSum(buf) })
 }
 
-// AllreduceAvgIdle is AllreduceAvg made beside compute (trainer.IdleComm).
-func (p *Probe) AllreduceAvgIdle(buf []float32) error {
-	return p.timed(func() error { return trainer.AllreduceAvgIdle(p.Comm, buf) })
+// AllreduceSumIdle is AllreduceSum made beside compute (trainer.IdleComm).
+func (p *Probe) AllreduceSumIdle(buf []float32) error {
+	return p.timed(func() error { return trainer.AllreduceSumIdle(p.Comm, buf) })
 }
 
 func (p *Probe) Allgather(send, recv []float64) error {

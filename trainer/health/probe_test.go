@@ -201,7 +201,7 @@ func TestProbeConcurrent(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				if err := p.AllreduceAvg(make([]float32, 8)); err != nil {
+				if err := p.AllreduceSum(make([]float32, 8)); err != nil {
 					t.Error(err)
 				}
 			}()
@@ -221,7 +221,7 @@ type idleOnly struct {
 	idle int
 }
 
-func (c *idleOnly) AllreduceAvgIdle(buf []float32) error { c.idle++; return c.Comm.AllreduceAvg(buf) }
+func (c *idleOnly) AllreduceSumIdle(buf []float32) error { c.idle++; return c.Comm.AllreduceSum(buf) }
 
 // A Probe passes the gradient buckets' idle calls on as idle calls, and
 // times them: without it the buckets under --report would poll a core.
@@ -229,7 +229,7 @@ func TestProbeForwardsIdle(t *testing.T) {
 	c := &idleOnly{Comm: trainer.NewLocalWorld(1).Comms[0]}
 	p := NewProbe(c, nil)
 	p.StepBegin()
-	if err := trainer.AllreduceAvgIdle(p, make([]float32, 8)); err != nil {
+	if err := trainer.AllreduceSumIdle(p, make([]float32, 8)); err != nil {
 		t.Fatal(err)
 	}
 	p.StepEnd(0)
