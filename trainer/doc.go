@@ -1,6 +1,7 @@
 // Package trainer is batchkit's data-parallel trainer: a multi-layer
 // perceptron trained with SGD on a CSV data set, one process per rank, the
-// gradients averaged by allreduces that start during the backward pass.
+// gradients summed by allreduces that start during the backward pass and
+// averaged by the update as it reads them.
 //
 // The pieces, each usable alone:
 //
@@ -9,10 +10,11 @@
 //   - model.go: the MLP, its parameters in one contiguous []float32, forward
 //     and backward on the trainer/gemm Impl it is given (gonum's pure Go by
 //     default; OpenBLAS or oneMKL in a cgo build).
-//   - buckets.go: the gradient's buckets, each averaged on a goroutine of
+//   - buckets.go: the gradient's buckets, each summed on a goroutine of
 //     its own as soon as backward has made it final (PyTorch DDP's shape).
 //   - optim.go: SGD with momentum and weight decay, PyTorch's semantics
-//     (the update in C in a cgo build: optim.c, bit for bit the Go loop).
+//     (the update in C in a cgo build: optim.c, bit for bit the Go loop),
+//     taking the mean of the ranks' summed gradient in its pass (StepMean).
 //   - sampler.go: the per-epoch permutation and DistributedSampler sharding.
 //   - loop.go: Train, the data-parallel loop: resume, steps, checks that the
 //     ranks' weights agree, checkpoints and preemption.
