@@ -181,7 +181,7 @@ test: cluster-up intel-stack mkl-stack vet
 # (make test installs both): every library against gonum, the loss curves
 # within float32 noise (TestLossCurvesAgree), the thread count applied.
 BLAS_TESTS = ./trainer/gemm ./trainer/job
-BLAS_TRAINER_RUN = 'TestMatchesPyTorchSGD|TestSGDKernelBitIdentical|TestReluForwardBitIdentical|TestReluBackwardBitIdentical|TestSGDReportsNonFinite|TestTrainStopsOnNonFiniteWeights|TestLossGradFusedBitIdentical|TestLossCurvesAgree|TestLossGradUsesGemm|TestNaiveLinearMatchesGemm|TestGradient'
+BLAS_TRAINER_RUN = 'TestMatchesPyTorchSGD|TestSGDKernelBitIdentical|TestReluForwardBitIdentical|TestReluBackwardBitIdentical|TestSGDReportsNonFinite|TestTrainStopsOnNonFiniteWeights|TestLossGradFusedBitIdentical|TestLossGradOntoClearedBitIdentical|TestStepMeanIsTheReference|TestLossCurvesAgree|TestLossGradUsesGemm|TestNaiveLinearMatchesGemm|TestGradient'
 test-blas:
 	@if $(openblas_dev); then set -x; \
 	  $(GO) test -count=1 -tags openblas $(BLAS_TESTS) && \
