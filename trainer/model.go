@@ -101,11 +101,11 @@ type Workspace struct {
 	acts, dacts [][]float32 // per layer boundary: batch × Sizes[i]
 	batch       int
 
-	// GradCleared says that the next LossGrad's grad is all +0 (SGD's
-	// StepClear left it so): its weight-gradient products then add onto
-	// it (beta 1) rather than have the BLAS zero those 4 bytes a weight
-	// first (beta 0), the same numbers with one pass fewer. LossGrad
-	// resets it.
+	// GradCleared says that the next LossGrad's grad is all +0
+	// (SGD.StepMean left it so): its weight-gradient products then add
+	// onto it (beta 1) rather than have the BLAS zero it first (beta 0),
+	// the same numbers with one pass fewer over the weights' size.
+	// LossGrad resets it.
 	GradCleared bool
 }
 

@@ -51,10 +51,11 @@ func (o *SGD) StepMean(p, sum []float32, n int) (finite bool) {
 
 // meanMode is the update's mode and factor for the mean of n ranks' sum.
 func meanMode(n int) (sgdMode, float32) {
-	if f, mul := collective.MeanScale[float32](n); mul {
+	f, mul := collective.MeanScale[float32](n)
+	if mul {
 		return sgdMulClear, f
 	}
-	return sgdDivClear, float32(n)
+	return sgdDivClear, f
 }
 
 // sgdMode is how the update reads the gradient and what it leaves there
