@@ -7,7 +7,7 @@
 #include "optim.h"
 
 /* G is how the loop reads the gradient: g[i], g[i] * f or g[i] / f (the
- * mean of a sum, optim.go's Step with a divisor); CLEAR what it leaves in
+ * mean of a sum: optim.go's StepMean); CLEAR what it leaves in
  * g. bad ORs "p is not finite" (p-p != p-p only for NaN, and ±Inf-±Inf is
  * NaN), an integer reduction the vectoriser keeps in a register. */
 #define BK_SGD_LOOP(G, CLEAR)                         \
