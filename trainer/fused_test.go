@@ -56,15 +56,7 @@ func TestLossGradFusedBitIdentical(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const n = 11
-	rng := rand.New(rand.NewPCG(3, 4))
-	x, y := make([]float32, n*13), make([]int32, n)
-	for i := range x {
-		x[i] = float32(rng.NormFloat64())
-	}
-	for i := range y {
-		y[i] = int32(rng.IntN(7))
-	}
+	x, y := randomBatch(11, 13, 7, -1)
 	for _, lib := range gemm.Built() {
 		t.Run(lib.Name, func(t *testing.T) {
 			m.Gemm = openGemm(t, lib.Name)
@@ -162,16 +154,7 @@ func TestLossGradOntoClearedBitIdentical(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rng := rand.New(rand.NewPCG(3, 4))
-		x, y := make([]float32, tc.n*tc.in), make([]int32, tc.n)
-		for i := range x {
-			if i%tc.in != 2 { // column 2 stays zero
-				x[i] = float32(rng.NormFloat64())
-			}
-		}
-		for i := range y {
-			y[i] = int32(rng.IntN(tc.out))
-		}
+		x, y := randomBatch(tc.n, tc.in, tc.out, 2)
 		for _, lib := range gemm.Built() {
 			t.Run(tc.name+"/"+lib.Name, func(t *testing.T) {
 				m.Gemm = openGemm(t, lib.Name)
@@ -202,4 +185,21 @@ func TestLossGradOntoClearedBitIdentical(t *testing.T) {
 			})
 		}
 	}
+}
+
+// randomBatch is n samples of in standard-normal features and labels below
+// classes, from a fixed seed; column zero (when it is one) stays 0 in every
+// sample.
+func randomBatch(n, in, classes, zero int) ([]float32, []int32) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	x, y := make([]float32, n*in), make([]int32, n)
+	for i := range x {
+		if i%in != zero {
+			x[i] = float32(rng.NormFloat64())
+		}
+	}
+	for i := range y {
+		y[i] = int32(rng.IntN(classes))
+	}
+	return x, y
 }
