@@ -22,15 +22,17 @@ import (
 // backend costs over oneCCL's C++ API, where separate programs cannot: this
 // machine's timings move by more between launches than the gap. Per size
 // (float32 allreduce, sum, out of place, the same buffers), each round
-// times four windows of the same number of calls, in an order that rotates
+// times five windows of the same number of calls, in an order that rotates
 // every round: the C++ reference's loop (ccl::allreduce(...).wait(), as
 // reference/ccl_bench.cpp; "ref"), the shim's direct path looped in C++
-// ("shim": what bkccl_direct does for each Go call), the Go backend's
-// Allreduce one call at a time ("go"), and the reference again ("ref2",
-// the A/A control). Each is preceded by an untimed window of the same; a
-// window's time is the slowest rank's. Rank 0 prints one JSON line per
-// size: each window's median µs per call, and the medians over rounds of
-// shim/ref, go/ref and ref2/ref with their lowest and highest round.
+// ("shim": what bkccl_direct does for each Go call), a Go loop of
+// bkccl_direct calls and nothing else ("cgo": the cost of one cgo call a
+// collective), the Go backend's Allreduce one call at a time ("go"), and
+// the reference again ("ref2", the A/A control). Each is preceded by an
+// untimed window of the same; a window's time is the slowest rank's. Rank
+// 0 prints one JSON line per size: each window's median µs per call, and
+// the medians over rounds of shim/ref, cgo/ref, go/ref and ref2/ref with
+// their lowest and highest round.
 //
 //	make build-ccl; go test -c -tags ccl -o /tmp/ccl.test ./trainer/collective/ccl
 //	bin/batchkit run -n 2 -- /tmp/ccl.test -test.run '^$' -test.bench '^BenchmarkCCLOverhead$' -test.benchtime 1x
@@ -73,6 +75,7 @@ func BenchmarkCCLOverhead(t *testing.B) {
 		paths := map[string]func(iters int) (time.Duration, error){
 			"ref":  func(iters int) (time.Duration, error) { return b.cLoop(loopRef, sb, rb, iters) },
 			"shim": func(iters int) (time.Duration, error) { return b.cLoop(loopShim, sb, rb, iters) },
+			"cgo":  func(iters int) (time.Duration, error) { return b.rawLoop(sb, rb, iters) },
 			"go": func(iters int) (time.Duration, error) {
 				t0 := time.Now()
 				for range iters {
@@ -104,7 +107,7 @@ func BenchmarkCCLOverhead(t *testing.B) {
 			t.Fatal(err)
 		}
 		iters := max(20, int(window.Seconds()/(slow[0]/50)))
-		order := []string{"ref", "shim", "go", "ref2"}
+		order := []string{"ref", "shim", "cgo", "go", "ref2"}
 		times := map[string][]float64{}
 		for round := range rounds {
 			for i := range order {
@@ -128,7 +131,7 @@ func BenchmarkCCLOverhead(t *testing.B) {
 			for _, name := range order {
 				out[name+"_us"] = round3(median(times[name]) * 1e6)
 			}
-			for _, name := range []string{"shim", "go", "ref2"} {
+			for _, name := range []string{"shim", "cgo", "go", "ref2"} {
 				ratios := make([]float64, rounds)
 				for i := range ratios {
 					ratios[i] = times[name][i] / times["ref"][i]

@@ -147,50 +147,57 @@ int finish(ccl::event &e, const int32_t *abort, int64_t timeout_ns, bk_idle *idl
 	}
 }
 
+// with_fn is the attributes of a call with a custom reduction. Only such a
+// call builds them: create_operation_attr is work the C++ reference, with
+// oneCCL's defaults, does not do.
+template <class Attr, class Id, Id id>
+Attr with_fn(ccl::reduction_fn fn) {
+	auto attr = ccl::create_operation_attr<Attr>();
+	attr.template set<id>(fn);
+	return attr;
+}
+
+// start begins one collective and returns its event, built by the call
+// itself: a default-constructed ccl::event allocates an empty
+// implementation that the assignment of the call's event then frees, a
+// malloc and a free a call that the reference does not make. kind is one
+// of the BKCCL_ kinds (run checks).
+ccl::event start(int kind, ccl::datatype dt, ccl::reduction red, ccl::reduction_fn fn, int arg,
+                 const ccl::communicator &comm, void *send, void *recv, size_t n) {
+	switch (kind) {
+	case BKCCL_ALLREDUCE:
+		if (!fn)
+			return ccl::allreduce(send, recv, n, dt, red, comm);
+		return ccl::allreduce(send, recv, n, dt, red, comm,
+		                      with_fn<ccl::allreduce_attr, ccl::allreduce_attr_id, ccl::allreduce_attr_id::reduction_fn>(fn));
+	case BKCCL_BCAST: return ccl::broadcast(send, n, dt, arg, comm);
+	case BKCCL_ALLGATHER: return ccl::allgather(send, recv, n, dt, comm);
+	case BKCCL_REDUCE_SCATTER:
+		if (!fn)
+			return ccl::reduce_scatter(send, recv, n, dt, red, comm);
+		return ccl::reduce_scatter(
+		    send, recv, n, dt, red, comm,
+		    with_fn<ccl::reduce_scatter_attr, ccl::reduce_scatter_attr_id, ccl::reduce_scatter_attr_id::reduction_fn>(fn));
+	}
+	return ccl::barrier(comm);
+}
+
 // run makes one collective (see bkccl_call and bkccl_direct).
 int run(int kind, int t, int op, int arg, uintptr_t h, void *send, void *recv, int64_t count, const int32_t *abort,
         int64_t timeout_ns, bk_idle *idle, char *msg, size_t len) {
-	ccl::datatype dt;
+	ccl::datatype dt = ccl::datatype::float32;
 	ccl::reduction red = ccl::reduction::sum;
 	ccl::reduction_fn fn = nullptr;
+	if (kind < BKCCL_ALLREDUCE || kind > BKCCL_BARRIER)
+		return bad(msg, len, "collective", kind);
 	if (kind != BKCCL_BARRIER && !dtype(t, &dt))
 		return bad(msg, len, "type", t);
 	if ((kind == BKCCL_ALLREDUCE || kind == BKCCL_REDUCE_SCATTER) && !reduction(op, &red, &fn))
 		return bad(msg, len, "op", op);
 	const ccl::communicator &comm = *reinterpret_cast<const ccl::communicator *>(h);
-	size_t n = static_cast<size_t>(count);
 	int rc = BKCCL_OK;
 	int g = guard(msg, len, [&] {
-		ccl::event e;
-		switch (kind) {
-		case BKCCL_ALLREDUCE: {
-			// An attribute object only for a custom reduction: building one
-			// a call (create_operation_attr) is work the C++ reference,
-			// with oneCCL's default, does not do.
-			if (!fn) {
-				e = ccl::allreduce(send, recv, n, dt, red, comm);
-				break;
-			}
-			auto attr = ccl::create_operation_attr<ccl::allreduce_attr>();
-			attr.set<ccl::allreduce_attr_id::reduction_fn>(fn);
-			e = ccl::allreduce(send, recv, n, dt, red, comm, attr);
-			break;
-		}
-		case BKCCL_BCAST: e = ccl::broadcast(send, n, dt, arg, comm); break;
-		case BKCCL_ALLGATHER: e = ccl::allgather(send, recv, n, dt, comm); break;
-		case BKCCL_REDUCE_SCATTER: {
-			if (!fn) {
-				e = ccl::reduce_scatter(send, recv, n, dt, red, comm);
-				break;
-			}
-			auto attr = ccl::create_operation_attr<ccl::reduce_scatter_attr>();
-			attr.set<ccl::reduce_scatter_attr_id::reduction_fn>(fn);
-			e = ccl::reduce_scatter(send, recv, n, dt, red, comm, attr);
-			break;
-		}
-		case BKCCL_BARRIER: e = ccl::barrier(comm); break;
-		default: rc = bad(msg, len, "collective", kind); return;
-		}
+		ccl::event e = start(kind, dt, red, fn, arg, comm, send, recv, static_cast<size_t>(count));
 		rc = finish(e, abort, timeout_ns, idle);
 		if (rc != BKCCL_OK) {
 			// An event destroyed before it completes waits for it

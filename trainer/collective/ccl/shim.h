@@ -35,6 +35,7 @@ enum {
 // collectives bkccl_call makes.
 enum { BKCCL_F32 = 1, BKCCL_F64 = 2 };
 enum { BKCCL_SUM = 1, BKCCL_MAX = 3, BKCCL_MIN = 4 };
+// The kinds are contiguous: run checks the range.
 enum { BKCCL_ALLREDUCE = 1, BKCCL_BCAST = 2, BKCCL_ALLGATHER = 3, BKCCL_REDUCE_SCATTER = 4, BKCCL_BARRIER = 5 };
 
 // The KVS address: ccl::kvs::address_type's size (asserted in shim.cpp).
