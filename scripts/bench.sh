@@ -37,8 +37,8 @@
 # the wheel's mpiexec.hydra); OVERHEAD_MPIS names fewer ("openmpi mpich"
 # skips Intel MPI). The
 # oneCCL backend's in-process measurement (BenchmarkCCLOverhead in
-# trainer/collective/ccl: the C++ reference's loop, the shim's loop, Go, the
-# reference again) gets CCL_OVERHEAD_LAUNCHES launches (default 4).
+# trainer/collective/ccl: the C++ reference's loop, the shim's loop, a Go
+# loop of the bare cgo call, Go, the reference again) gets CCL_OVERHEAD_LAUNCHES launches (default 4).
 # Writes $OUT/*.jsonl, $OUT/summary.txt (the comparison tables) and
 # $OUT/busbw.png (bus bandwidth against size, one line per program).
 set -euo pipefail
@@ -224,7 +224,7 @@ ccl_inprocess_table() {
 	"$PYTHON" -c '
 import json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
-print("#       size    ref(us)    go(us)  diff(us)  go/ref [launches]      shim/ref [launches]    A/A ref2/ref [launches]  launches")
+print("#       size    ref(us)    go(us)  diff(us)  go/ref [launches]      shim/ref [launches]    cgo/ref [launches]     A/A ref2/ref [launches]  launches")
 for b in sorted({r["bytes"] for r in rows}):
     rs = [r for r in rows if r["bytes"] == b]
     med = lambda k: statistics.median(r[k] for r in rs)
@@ -233,8 +233,8 @@ for b in sorted({r["bytes"] for r in rows}):
     for u in ("KiB", "MiB"):
         if size >= 1024 and size % 1024 == 0:
             size, unit = size // 1024, u
-    print("%9d %-3s %9.2f %9.2f %9.2f  %s  %s  %s  %d" % (size, unit, med("ref_us"), med("go_us"), med("go_us") - med("ref_us"),
-          rng("go_vs_ref"), rng("shim_vs_ref"), rng("ref2_vs_ref"), len(rs)))
+    print("%9d %-3s %9.2f %9.2f %9.2f  %s  %s  %s  %s  %d" % (size, unit, med("ref_us"), med("go_us"), med("go_us") - med("ref_us"),
+          rng("go_vs_ref"), rng("shim_vs_ref"), rng("cgo_vs_ref"), rng("ref2_vs_ref"), len(rs)))
 ' "$1"
 }
 inprocess_table() {
