@@ -137,7 +137,10 @@ func allreduce[T Float](c *Comm, send, recv []T, op Op, idle bool) error {
 // backendAllreduce is the backend's Allreduce, or with idle its
 // AllreduceIdle when it has one.
 func (c *Comm) backendAllreduce(s, r backend.Buffer, op Op, idle bool) error {
-	if b, ok := c.b.(backend.IdleAllreducer); ok && idle {
+	if !idle {
+		return c.b.Allreduce(s, r, op) // no interface lookup on the latency-bound path
+	}
+	if b, ok := c.b.(backend.IdleAllreducer); ok {
 		return b.AllreduceIdle(s, r, op)
 	}
 	return c.b.Allreduce(s, r, op)
