@@ -15,7 +15,7 @@ GO       ?= go
 FUZZTIME ?= 20s
 FUZZJOBS ?= 2
 
-.PHONY: all build build-mpi build-ccl build-blas mkl-stack test-blas man install demo bench bench-ab bench-train test vet unit integration fuzz cluster-up cluster-down cluster-status intel-stack clean
+.PHONY: all build build-mpi build-ccl build-blas mkl-stack test-blas test-ccl man install demo bench bench-ab bench-train test vet unit integration fuzz cluster-up cluster-down cluster-status intel-stack clean
 
 all: build
 
@@ -175,6 +175,7 @@ bench-train:
 test: cluster-up intel-stack mkl-stack vet
 	BATCHKIT_REQUIRE_CLUSTER=1 $(GO) test -count=1 -timeout 20m ./...
 	$(MAKE) --no-print-directory test-blas
+	$(MAKE) --no-print-directory test-ccl
 	$(MAKE) --no-print-directory fuzz FUZZTIME=3s
 
 # The GEMM libraries' packages again with each cgo library installed here
@@ -191,6 +192,13 @@ test-blas:
 	  $(MKL_CGO_ENV) $(GO) test -count=1 -tags mkl $(BLAS_TESTS) && \
 	  $(MKL_CGO_ENV) $(GO) test -count=1 -tags mkl -run $(BLAS_TRAINER_RUN) ./trainer; \
 	else echo "make test-blas: no oneMKL in $(BATCHKIT_MKL_PREFIX): -tags mkl not tested (make mkl-stack)"; fi
+
+# The oneCCL binding's own tests (build tag ccl, so not in ./...'s run): a
+# world of one in this process through the conformance suite, the shim's
+# refusals. The worlds of 2-4 ranks run in ./integration (TestCollectiveCCL).
+test-ccl:
+	@if $(ccl_stack); then set -x; $(CCL_CGO_ENV) $(GO) test -count=1 -tags ccl ./trainer/collective/ccl; \
+	else echo "make test-ccl: no oneCCL in $(BATCHKIT_INTEL_PREFIX): -tags ccl not tested (make intel-stack)"; fi
 
 # The cgo backends are vetted with each build tag (their files are excluded
 # from the default build); ccl only where the Intel stack is installed.

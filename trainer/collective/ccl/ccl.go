@@ -68,6 +68,9 @@ const (
 	kBarrier       kind = C.BKCCL_BARRIER
 )
 
+// codeArg is the shim's code for a collective, type or op it does not know.
+const codeArg = int(C.BKCCL_ERR_ARG)
+
 var callNames = map[kind]string{kAllreduce: "allreduce", kBcast: "broadcast", kAllgather: "allgather",
 	kReduceScatter: "reduce_scatter", kBarrier: "barrier"}
 
@@ -402,6 +405,8 @@ func (b *cclBackend) direct(k kind, send, recv unsafe.Pointer, count int, t back
 			return e
 		}
 		return &TimeoutError{Call: callNames[k], Timeout: b.timeout.String()}
+	case C.BKCCL_ERR_ARG: // a code the shim does not know: this side's bug, no peer's death to wait for
+		return m.err(callNames[k], rc)
 	}
 	return b.cause(m.err(callNames[k], rc))
 }
