@@ -434,24 +434,18 @@ func (b *cclBackend) cLoop(path int, send, recv backend.Buffer, iters int) (time
 	return d, nil
 }
 
-// rawLoop makes iters float allreduces (sum, out of place) from Go, one
-// bkccl_direct a call with the backend's yield rule and nothing else (no
-// lock, no checks, no Comm): BenchmarkCCLOverhead's "cgo" window, which
-// splits the Go path's cost between the cgo call and the layers above it.
+// rawLoop makes iters float allreduces (sum, out of place) straight
+// through direct, the cgo call and the yield rule, without the lock, the
+// checks or Comm: BenchmarkCCLOverhead's "cgo" window, which splits the Go
+// path's cost between the cgo call and the layers above it.
 func (b *cclBackend) rawLoop(send, recv backend.Buffer, iters int) (time.Duration, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	m := b.msg
 	bytes := send.Len * send.Type.Size()
 	t0 := time.Now()
 	for range iters {
-		rc := C.bkccl_direct(C.int(kAllreduce), C.int(send.Type), C.int(backend.Sum), 0, b.comm, (*C.char)(send.Ptr),
-			(*C.char)(recv.Ptr), C.int64_t(send.Len), b.abort, C.int64_t(b.timeout), &m[0], C.size_t(len(m)))
-		if rc != C.BKCCL_OK {
-			return time.Since(t0), m.err("allreduce", rc)
-		}
-		if b.yield.After(bytes) {
-			runtime.Gosched()
+		if err := b.direct(kAllreduce, send.Ptr, recv.Ptr, send.Len, send.Type, backend.Sum, 0, bytes); err != nil {
+			return time.Since(t0), err
 		}
 	}
 	return time.Since(t0), nil

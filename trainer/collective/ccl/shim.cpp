@@ -178,8 +178,10 @@ ccl::event start(int kind, ccl::datatype dt, ccl::reduction red, ccl::reduction_
 		return ccl::reduce_scatter(
 		    send, recv, n, dt, red, comm,
 		    with_fn<ccl::reduce_scatter_attr, ccl::reduce_scatter_attr_id, ccl::reduce_scatter_attr_id::reduction_fn>(fn));
+	case BKCCL_BARRIER:
+	default: // run has checked the kind
+		return ccl::barrier(comm);
 	}
-	return ccl::barrier(comm);
 }
 
 // run makes one collective (see bkccl_call and bkccl_direct).
